@@ -1,0 +1,5 @@
+import sys
+
+from topo_gate.cli import main
+
+sys.exit(main())

@@ -1,0 +1,107 @@
+"""Command-line entry point. Wiring only: each command lives in its own module, loaded on use.
+
+Commands are registered lazily so ``topo-gate --help`` and a one-command run import only what that
+command needs (``probe`` must not pay for the launcher tables, ``validate`` must not import torch).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+
+import click
+
+from topo_gate._version import __version__
+from topo_gate.cli._errors import CliError, ExitCode
+
+# command name -> (module under topo_gate.cli, one-line summary shown in --help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "topo": ("topo", "Show the node: GPUs, links, P2P matrix and interconnect classes."),
+    "capture": ("capture", "Record raw NVML answers to a file for replay (--from) and bug reports."),
+    "probe": ("probe", "Measure all-reduce backends on this node and write a gating profile."),
+    "decide": ("decide", "Re-derive a profile offline from recorded evidence."),
+    "validate": ("validate", "Check that a profile is well-formed and untampered."),
+    "show": ("show", "Render a profile's decisions as tables (or --json)."),
+    "diff": ("diff", "Compare the decisions of two profiles."),
+    "check": ("check", "Does this node match the profile? Exit 0 if it does."),
+    "recommend": ("recommend", "Print the launcher flags/env a profile implies for a TP size."),
+    "exec": ("exec_", "Check the node, then run a launcher command with the profile's flags."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported only when invoked or asked for help."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name, (module, _) in COMMANDS.items() if _module_exists(module)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None or not _module_exists(entry[0]):
+            return None
+        module = importlib.import_module(f"topo_gate.cli.{entry[0]}")
+        return module.command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Summaries come from the table so --help does not import every command module.
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _module_exists(module: str) -> bool:
+    return importlib.util.find_spec(f"topo_gate.cli.{module}") is not None
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="""\b
+Typical use:
+  topo-gate probe --tp 2,4,8 --model llama-3-70b --out node.yaml   # on a GPU node
+  topo-gate show node.yaml
+  topo-gate exec --profile node.yaml --tp 4 -- vllm serve meta-llama/Llama-3.1-70B -tp 4
+
+Exit codes: 0 ok, 1 not ok (invalid / mismatch), 2 usage, 3 unreadable input, 4 no NVIDIA driver,
+5 NVML crashed, 6 trials could not run, 7 software drift under --strict, 130 interrupted.
+Set TOPO_GATE_DEBUG=1 to see tracebacks.""",
+)
+@click.version_option(__version__, prog_name="topo-gate")
+def cli() -> None:
+    """topo-gate: measure which all-reduce backend wins on this node, and gate launchers on it.
+
+    A gating profile (YAML) records, per TP size and message-size range, the backend that was
+    measured faster than NCCL here. Launchers read it and fall back to NCCL everywhere else.
+    """
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point: turns CliError into one line on stderr and its exit code."""
+    try:
+        returned = cli.main(args=argv, prog_name="topo-gate", standalone_mode=False)
+    except CliError as error:
+        click.echo(f"topo-gate: error: {error.message}", err=True)
+        return int(error.code)
+    except click.exceptions.Abort:
+        click.echo("topo-gate: interrupted", err=True)
+        return int(ExitCode.INTERRUPTED)
+    except click.ClickException as error:
+        error.show()
+        return error.exit_code
+    except KeyboardInterrupt:
+        click.echo("topo-gate: interrupted", err=True)
+        return int(ExitCode.INTERRUPTED)
+    except Exception as error:  # noqa: BLE001 -- the CLI promises one line, never a traceback
+        if os.environ.get("TOPO_GATE_DEBUG"):
+            raise
+        click.echo(f"topo-gate: internal error: {type(error).__name__}: {error}", err=True)
+        return int(ExitCode.NOT_OK)
+    # click returns ctx.exit()'s code in non-standalone mode (e.g. --help, --version -> 0).
+    return returned if isinstance(returned, int) else int(ExitCode.OK)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""The CLI's one error path: a one-line message and a documented exit code, never a traceback."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Exit codes of every topo-gate command (README "Exit codes" mirrors this table)."""
+
+    OK = 0
+    NOT_OK = 1  # invalid profile, node mismatch, wrong answers seen
+    USAGE = 2  # click's own usage errors
+    UNREADABLE = 3  # missing/unreadable/garbled input file
+    NO_DRIVER = 4  # no NVIDIA driver / NVML
+    NVML_CRASH = 5  # NVML collection crashed or a GPU fell off the bus
+    TRIALS_FAILED = 6  # trials could not run at all
+    DRIFT = 7  # software drift under --strict
+    INTERRUPTED = 130
+
+
+class CliError(Exception):
+    """Raised by command code; the entry point prints ``topo-gate: error: <message>`` and exits."""
+
+    def __init__(self, code: ExitCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def fail(code: ExitCode, message: str) -> CliError:
+    """Build the error to ``raise``: ``raise fail(ExitCode.UNREADABLE, f"{path}: not UTF-8")``."""
+    return CliError(code, " ".join(message.split()))

@@ -1,0 +1,89 @@
+"""The contract between the trial worker and an all-reduce backend.
+
+A backend answers two separate questions, as FlashInfer's ``pcie_ipc_policy`` does:
+*admission* (can it run here at all, and at this size?) and *measurement* (a graph-capturable call).
+Preference (is it faster?) is never the backend's business: that is decided from measurements.
+
+Every backend module imports torch (and flashinfer) only inside this package; the worker builds a
+``BackendContext`` after ``torch.distributed`` is initialised and the device is pinned.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+
+PATTERN_ALLREDUCE = "allreduce"
+PATTERN_ALLREDUCE_RMSNORM = "allreduce_rmsnorm"
+RMSNORM_EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class BackendContext:
+    """What a backend may know about the run it is part of."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    device: torch.device  # cuda:LOCAL_RANK, or cpu under gloo
+    dtype: torch.dtype
+    hidden: int
+    max_tokens: int  # the largest size this run will ask for; workspaces are sized from it
+    pattern: str
+    allow_multicast: bool  # False unless the user passed --allow-multicast
+    group: Any  # torch.distributed ProcessGroup of the TP group (the world, in practice)
+
+
+@dataclass
+class TrialBuffers:
+    """Inputs and outputs of one (backend, size) trial, owned by the worker.
+
+    ``allreduce``: ``x`` [tokens, hidden] in ``dtype`` is the rank's input; the backend writes the
+    reduced result to ``out``.  ``allreduce_rmsnorm``: additionally ``residual`` [tokens, hidden] and
+    ``weight`` [hidden]; the backend writes ``out`` = RMSNorm(allreduce(x) + residual) * weight and
+    ``residual_out`` = allreduce(x) + residual.  Backends must not modify ``x``, ``residual`` or
+    ``weight`` (the correctness check compares against a reference computed from them).
+    """
+
+    x: torch.Tensor
+    out: torch.Tensor
+    residual: torch.Tensor | None = None
+    weight: torch.Tensor | None = None
+    residual_out: torch.Tensor | None = None
+
+
+class Backend(ABC):
+    """One way to perform the pattern's collective. Subclasses register in ``backends/__init__.py``."""
+
+    name: ClassVar[str]
+    patterns: ClassVar[tuple[str, ...]]
+    #: True for backends that create NVLink multicast objects: skipped unless allow_multicast.
+    uses_multicast: ClassVar[bool] = False
+
+    def __init__(self, ctx: BackendContext) -> None:
+        self.ctx = ctx
+
+    @abstractmethod
+    def unavailable(self) -> str | None:
+        """Admission for the whole run: ``None`` if it can run here, else the reason it cannot
+        (e.g. "flashinfer not installed", "needs SM90 or SM10x, found SM120", "TP 3 not supported").
+        Must not allocate GPU memory or talk to peers; every rank must reach the same answer."""
+
+    def setup(self) -> None:  # noqa: B027 -- optional hook
+        """Allocate workspaces for up to ``ctx.max_tokens`` (collective: all ranks call it)."""
+
+    def size_unavailable(self, tokens: int) -> str | None:
+        """Admission at one size, e.g. "two-shot needs tokens > TP" or "over the 64 MiB workspace"."""
+        return None
+
+    @abstractmethod
+    def prepare(self, tokens: int, buffers: TrialBuffers) -> Callable[[], None]:
+        """Return a callable doing one collective on ``buffers``; it must be capturable in a CUDA
+        graph (no host sync, no allocation after its first call) and deterministic in its outputs."""
+
+    def close(self) -> None:  # noqa: B027 -- optional hook
+        """Free workspaces (collective: all ranks call it)."""
