@@ -17,6 +17,9 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
     payload = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
+        # mkstemp creates 0600; a profile is meant to be committed and read by a launcher running as
+        # another user, so give it the mode an ordinary open() would have (0666 minus the umask).
+        os.fchmod(fd, 0o666 & ~_current_umask())
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             handle.flush()
@@ -29,3 +32,10 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
             pass
         raise
     return target
+
+
+def _current_umask() -> int:
+    # os.umask is the only way to read it; setting it back at once keeps the process's umask unchanged.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

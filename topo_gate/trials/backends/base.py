@@ -36,6 +36,9 @@ class BackendContext:
     pattern: str
     allow_multicast: bool  # False unless the user passed --allow-multicast
     group: Any  # torch.distributed ProcessGroup of the TP group (the world, in practice)
+    #: The TP group's interconnect class from the plan (``nvswitch``, ``pcie-switch``, ...); ``None``
+    #: when unknown. Backends whose kernels depend on the fabric (vLLM custom AR above TP2) read it.
+    group_class: str | None = None
 
 
 @dataclass
@@ -84,6 +87,11 @@ class Backend(ABC):
     def prepare(self, tokens: int, buffers: TrialBuffers) -> Callable[[], None]:
         """Return a callable doing one collective on ``buffers``; it must be capturable in a CUDA
         graph (no host sync, no allocation after its first call) and deterministic in its outputs."""
+
+    def after_capture(self) -> None:  # noqa: B027 -- optional hook
+        """Collective: the timer calls it on every rank right after each CUDA graph capture of this
+        backend's calls, before the first replay. vLLM's custom all-reduce needs it to exchange the
+        peer addresses of the buffers its kernels were captured with; most backends need nothing."""
 
     def close(self) -> None:  # noqa: B027 -- optional hook
         """Free workspaces (collective: all ranks call it)."""

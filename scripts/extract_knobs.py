@@ -1,0 +1,403 @@
+#!/usr/bin/env python3
+"""Extract a launcher release's all-reduce knobs into a small JSON manifest, by reading its source with ``ast``.
+
+topo-gate emits launcher flags, env vars and config keys; each must exist in the release it targets. The
+manifests under ``topo_gate/launchers/data/`` are what the tests check every emitted knob against, and
+what the planners read the launchers' own size tables from (so no threshold is copied by hand). Nothing
+is imported from the launcher: its source is parsed, never executed, so no torch / CUDA is needed.
+
+    pip download --no-deps -d .cache/wheels sglang==0.5.23 vllm==0.33.0
+    python scripts/extract_knobs.py sglang .cache/wheels/sglang-0.5.23-*.whl
+    python scripts/extract_knobs.py vllm .cache/wheels/vllm-0.33.0-*.whl
+    # TensorRT-LLM's wheel is several GB: point at its source files (a checkout, or excerpts of them).
+    python scripts/extract_knobs.py trtllm --version 1.3.0rc0 --commit <sha> llm_args.py helper.py
+
+Only knobs whose names match RELEVANT are kept: the manifests stay small and reviewable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+RELEVANT = re.compile(r"all[-_]?reduce|extra_llm_api_options|symm[-_]?mem|mscclpp|nccl|pcie[-_]ipc|compilation[-_]config|^-cc$|^-O$", re.IGNORECASE)
+OUT_DIR = Path(__file__).resolve().parent.parent / "topo_gate" / "launchers" / "data"
+# Names used in the launchers' size tables (``64 * MiB``); anything else in a table is an error.
+SIZE_NAMES = {"KiB": 1024, "MiB": 1024 * 1024, "KB": 1024, "MB": 1024 * 1024, "GiB": 1024**3}
+
+
+class Source:
+    """Python files of one release, read from a wheel (zip) or from loose files."""
+
+    def __init__(self, files: dict[str, str]) -> None:
+        self.files = files
+
+    @classmethod
+    def from_wheel(cls, wheel: Path, prefix: str) -> Source:
+        with zipfile.ZipFile(wheel) as archive:
+            names = [n for n in archive.namelist() if n.startswith(prefix) and n.endswith(".py")]
+            return cls({n: archive.read(n).decode("utf-8") for n in names})
+
+    def tree(self, path: str) -> ast.Module:
+        return ast.parse(self.files[path], filename=path)
+
+    def glob(self, pattern: str) -> list[str]:
+        regex = re.compile(pattern)
+        return sorted(n for n in self.files if regex.fullmatch(n))
+
+
+def literal(node: ast.AST) -> object:
+    """Evaluate a constant expression, allowing ``N * MiB``-style size arithmetic and ``A // B``."""
+    if isinstance(node, ast.Name) and node.id in SIZE_NAMES:
+        return SIZE_NAMES[node.id]
+    if isinstance(node, ast.BinOp):
+        left, right = literal(node.left), literal(node.right)
+        ops = {ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b, ast.Add: lambda a, b: a + b}
+        return ops[type(node.op)](left, right)
+    if isinstance(node, ast.Dict):
+        return {_key(literal(k)): literal(v) for k, v in zip(node.keys, node.values, strict=True)}
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [literal(e) for e in node.elts]
+    return ast.literal_eval(node)
+
+
+def _key(value: object) -> str:
+    return str(value)
+
+
+def find_assignment(tree: ast.AST, name: str, in_class: str | None = None) -> ast.AST:
+    """The value of the first ``name = ...`` / ``name: T = ...`` (inside class ``in_class`` if given)."""
+    scopes = [tree] if in_class is None else [
+        n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == in_class
+    ]
+    for scope in scopes:
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name for t in node.targets
+            ):
+                return node.value
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+                if node.value is not None:
+                    return node.value
+    raise LookupError(f"{name} not found" + (f" in class {in_class}" if in_class else ""))
+
+
+def literal_choices(annotation: ast.AST) -> list[object] | None:
+    """Choices of a ``Literal[...]`` inside ``Optional[...]`` / ``A[...]`` annotations, else None."""
+    for node in ast.walk(annotation):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "Literal":
+            elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            return [ast.literal_eval(e) for e in elts]
+    return None
+
+
+def is_bool(annotation: ast.AST) -> bool:
+    """``bool`` or ``Optional[bool]``: argparse makes these value-less switches."""
+    names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}
+    return "bool" in names and not names & {"int", "str", "float", "list", "List", "dict", "Literal"}
+
+
+def keyword(call: ast.Call, name: str) -> ast.AST | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+# --------------------------------------------------------------------------------------------- SGLang
+
+
+def sglang_flags(src: Source) -> dict[str, dict]:
+    """Flags derived from the ``A[type, "help" | Arg(...)]`` fields (arg_groups/arg_utils.py rules),
+    plus the ones ``ServerArgs.add_cli_args`` registers by hand."""
+    flags: dict[str, dict] = {}
+    for path in src.glob(r"sglang/srt/arg_groups/fields/.*\.py"):
+        for node in ast.walk(src.tree(path)):
+            if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+                continue
+            ann = node.annotation
+            if not (isinstance(ann, ast.Subscript) and isinstance(ann.value, ast.Name) and ann.value.id == "A"):
+                continue
+            parts = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+            meta = next((p for p in parts[1:] if isinstance(p, (ast.Call, ast.Constant))), None)
+            if meta is None:
+                continue  # no help and no Arg: not registered on the CLI
+            arg = meta if isinstance(meta, ast.Call) else None
+            if arg is not None and _truthy(keyword(arg, "no_cli")):
+                continue
+            field = node.target.id
+            cli = literal(keyword(arg, "cli_name")) if arg is not None and keyword(arg, "cli_name") else None
+            names = [cli or "--" + field.replace("_", "-")]
+            if arg is not None and keyword(arg, "aliases") is not None:
+                names += literal(keyword(arg, "aliases"))
+            action = keyword(arg, "action") if arg is not None else None
+            boolean_optional = isinstance(action, ast.Attribute) and action.attr == "BooleanOptionalAction"
+            switch = is_bool(parts[0]) or boolean_optional
+            choices = literal_choices(parts[0])
+            if arg is not None and keyword(arg, "choices") is not None:
+                try:
+                    choices = literal(keyword(arg, "choices"))
+                except ValueError:
+                    choices = None  # computed at runtime: any value accepted by the manifest
+            for name in names:
+                flags[name] = {"takes_value": not switch, "choices": None if switch else choices, "field": field}
+                if boolean_optional:
+                    flags["--no-" + name[2:]] = {"takes_value": False, "choices": None, "field": field}
+    flags.update(_add_argument_calls(src.tree("sglang/srt/server_args.py")))
+    return flags
+
+
+def _truthy(node: ast.AST | None) -> bool:
+    return node is not None and bool(ast.literal_eval(node))
+
+
+def _add_argument_calls(tree: ast.AST) -> dict[str, dict]:
+    """``parser.add_argument("--x", ...)`` calls: names, whether they take a value, literal choices."""
+    flags: dict[str, dict] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr != "add_argument":
+            continue
+        names = [a.value for a in node.args if isinstance(a, ast.Constant) and str(a.value).startswith("-")]
+        action = keyword(node, "action")
+        action_name = (
+            action.value if isinstance(action, ast.Constant)
+            else action.attr if isinstance(action, ast.Attribute)
+            else action.id if isinstance(action, ast.Name) else None
+        )
+        switch = action_name is not None and ("store_true" in action_name.lower() or "StoreTrue" in action_name
+                                              or action_name in ("store_false", "BooleanOptionalAction"))
+        choices = None
+        if keyword(node, "choices") is not None:
+            try:
+                choices = literal(keyword(node, "choices"))
+            except (ValueError, KeyError, TypeError):
+                choices = None
+        for name in names:
+            flags[name] = {"takes_value": not switch, "choices": choices}
+    return flags
+
+
+def sglang_env(src: Source) -> dict[str, dict]:
+    """``class Envs: SGLANG_X = EnvBool(default)`` in sglang/srt/environ.py."""
+    env: dict[str, dict] = {}
+    for node in ast.walk(find_class(src.tree("sglang/srt/environ.py"), "Envs")):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            kind = func.id if isinstance(func, ast.Name) else None
+            if kind and kind.startswith("Env"):
+                default = _maybe_literal(node.value.args[0]) if node.value.args else None
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        env[target.id] = {"kind": kind, "default": default}
+    return env
+
+
+def find_class(tree: ast.AST, name: str) -> ast.ClassDef:
+    return next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == name)
+
+
+def _maybe_literal(node: ast.AST) -> object:
+    try:
+        return literal(node)
+    except (ValueError, KeyError, TypeError):
+        return ast.unparse(node)
+
+
+def sglang_manifest(src: Source) -> dict:
+    comm = "sglang/srt/distributed/device_communicators/"
+    return {
+        "flags": sglang_flags(src),
+        "env": sglang_env(src),
+        "config_keys": {},
+        "tables": {
+            # Fusion applies to batches of at most this many tokens (layer_boundary/residual/add_norm.py).
+            "fuse_allreduce_max_batch_size": literal(find_assignment(
+                src.tree("sglang/srt/layers/layer_boundary/residual/add_norm.py"), "FUSE_ALLREDUCE_MAX_BATCH_SIZE")),
+            # Legacy (vLLM-derived) custom all-reduce: messages up to this many bytes on CUDA.
+            "custom_ar_v1_max_size": literal(find_assignment(
+                src.tree(comm + "custom_all_reduce.py"), "_MAX_CAR_SIZE", in_class="CustomAllreduce")),
+            "torch_symm_mem_max_sizes": literal(find_assignment(
+                src.tree(comm + "all_reduce_utils.py"), "TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES")),
+            "torch_symm_mem_multimem_world_sizes": literal(find_assignment(
+                src.tree(comm + "torch_symm_mem.py"), "_WORLD_SIZES_MULTIMEM", in_class="TorchSymmMemCommunicator")),
+        },
+    }
+
+
+# ----------------------------------------------------------------------------------------------- vLLM
+
+
+def vllm_flags(src: Source) -> dict[str, dict]:
+    """``add_argument`` calls of vllm/engine/arg_utils.py; a flag fed by ``**X_kwargs["field"]`` takes the
+    field's type from the config class that ``X_kwargs = get_kwargs(Class)`` names."""
+    tree = src.tree("vllm/engine/arg_utils.py")
+    kwargs_class = {}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name) and node.value.func.id == "get_kwargs"
+                and isinstance(node.value.args[0], ast.Name)):
+            kwargs_class[node.targets[0].id] = node.value.args[0].id
+    fields = config_fields(src)
+    flags = _add_argument_calls(tree)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_argument"):
+            continue
+        names = [a.value for a in node.args if isinstance(a, ast.Constant) and str(a.value).startswith("-")]
+        for kw in node.keywords:
+            if kw.arg is None and isinstance(kw.value, ast.Subscript) and isinstance(kw.value.value, ast.Name):
+                cls = kwargs_class.get(kw.value.value.id)
+                field = ast.literal_eval(kw.value.slice)
+                ann = fields.get(cls, {}).get(field)
+                if ann is not None:
+                    for name in names:
+                        # vLLM's get_kwargs turns bool fields into BooleanOptionalAction (--x / --no-x).
+                        flags[name] = {"takes_value": ann != "bool", "choices": None, "field": f"{cls}.{field}"}
+    return flags
+
+
+def config_fields(src: Source) -> dict[str, dict[str, str]]:
+    """Annotated fields of every class under vllm/config/: {class: {field: annotation source}}."""
+    out: dict[str, dict[str, str]] = {}
+    for path in src.glob(r"vllm/config/.*\.py"):
+        for cls in (n for n in ast.walk(src.tree(path)) if isinstance(n, ast.ClassDef)):
+            for node in cls.body:
+                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                    out.setdefault(cls.name, {})[node.target.id] = ast.unparse(node.annotation)
+    return out
+
+
+def vllm_env(src: Source) -> dict[str, dict]:
+    """The ``if TYPE_CHECKING:`` declarations of vllm/envs.py: names, types, defaults."""
+    env: dict[str, dict] = {}
+    for node in ast.walk(src.tree("vllm/envs.py")):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id.startswith(
+            ("VLLM_", "CUDA_", "NCCL_")
+        ):
+            env[node.target.id] = {
+                "type": ast.unparse(node.annotation),
+                "choices": literal_choices(node.annotation),
+                "default": _maybe_literal(node.value) if node.value is not None else None,
+            }
+    return env
+
+
+def vllm_manifest(src: Source) -> dict:
+    fields = config_fields(src)
+    comm = "vllm/distributed/device_communicators/"
+    fusion = src.tree("vllm/compilation/passes/fusion/allreduce_rms_fusion.py")
+    custom_default = keyword_default(src.tree(comm + "custom_all_reduce.py"), "CustomAllreduce", "max_size")
+    return {
+        "flags": vllm_flags(src),
+        "env": vllm_env(src),
+        "config_keys": {
+            **{f"compilation_config.pass_config.{k}": v for k, v in fields["PassConfig"].items()},
+            "compilation_config.pass_config": fields["CompilationConfig"]["pass_config"],
+        },
+        "tables": {
+            "fi_allreduce_fusion_max_size_mb": literal(find_assignment(fusion, "FI_ALLREDUCE_FUSION_MAX_SIZE_MB")),
+            "fi_allreduce_one_shot_max_size_mb": literal(find_assignment(fusion, "_FI_ALLREDUCE_ONE_SHOT_MAX_SIZES_MB")),
+            "custom_all_reduce_max_sizes": literal(find_assignment(
+                src.tree(comm + "all_reduce_utils.py"), "CUSTOM_ALL_REDUCE_MAX_SIZES")),
+            "custom_all_reduce_default_max_size": custom_default,
+            "symm_mem_all_reduce_max_sizes": literal(find_assignment(
+                src.tree(comm + "all_reduce_utils.py"), "SYMM_MEM_ALL_REDUCE_MAX_SIZES")),
+            "symm_mem_multimem_world_sizes": literal(find_assignment(
+                src.tree(comm + "symm_mem.py"), "_WORLD_SIZES_MULTIMEM", in_class="SymmMemCommunicator")),
+        },
+    }
+
+
+def keyword_default(tree: ast.AST, cls: str, arg: str) -> object:
+    """Default of parameter ``arg`` of ``cls.__init__``."""
+    init = next(n for n in find_class(tree, cls).body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    params = init.args.args[len(init.args.args) - len(init.args.defaults):]
+    for param, default in zip(params, init.args.defaults, strict=True):
+        if param.arg == arg:
+            return literal(default)
+    raise LookupError(f"{cls}.__init__ has no default for {arg}")
+
+
+# ------------------------------------------------------------------------------------------ TensorRT-LLM
+
+
+def trtllm_manifest(src: Source) -> dict:
+    """``allreduce_strategy`` choices (llm_args.py) and the env vars read next to the all-reduce workspace."""
+    config_keys: dict[str, dict] = {}
+    env: dict[str, dict] = {}
+    flags: dict[str, dict] = {}
+    default_workspace = None
+    for path in src.files:
+        tree = src.tree(path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and RELEVANT.search(
+                node.target.id
+            ):
+                config_keys[node.target.id] = {"choices": literal_choices(node.annotation)}
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "option"):
+                # trtllm-serve's click options: the flag that takes the extra LLM-API options YAML.
+                switch = _truthy(keyword(node, "is_flag"))
+                for arg in node.args:
+                    if isinstance(arg, ast.Constant) and str(arg.value).startswith("--"):
+                        flags[arg.value] = {"takes_value": not switch, "choices": None}
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "getenv"
+                    and node.args and isinstance(node.args[0], ast.Constant)):
+                env[node.args[0].value] = {"default": _maybe_literal(node.args[1]) if len(node.args) > 1 else None}
+        try:
+            # CustomAllReduceHelper.max_workspace_size_auto: ONESHOT/TWOSHOT run up to this size, NCCL above.
+            default_workspace = literal(find_assignment(tree, "default_size"))
+        except LookupError:
+            pass
+    return {"flags": flags, "env": env, "config_keys": config_keys,
+            "tables": {"allreduce_workspace_default_size": default_workspace}}
+
+
+# ------------------------------------------------------------------------------------------------ main
+
+
+def keep_relevant(manifest: dict) -> dict:
+    for section in ("flags", "env"):
+        manifest[section] = {k: v for k, v in sorted(manifest[section].items()) if RELEVANT.search(k)}
+    manifest["config_keys"] = dict(sorted(manifest["config_keys"].items()))
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("launcher", choices=["sglang", "vllm", "trtllm"])
+    parser.add_argument("sources", nargs="+", type=Path, help="the wheel (sglang, vllm) or source files (trtllm)")
+    parser.add_argument("--version", help="release version (trtllm; read from the wheel name otherwise)")
+    parser.add_argument("--commit", help="source commit the trtllm files were read at")
+    parser.add_argument("--out", type=Path, default=OUT_DIR)
+    args = parser.parse_args(argv)
+
+    if args.launcher == "trtllm":
+        if not (args.version and args.commit):
+            parser.error("trtllm needs --version and --commit")
+        src = Source({str(p): p.read_text("utf-8") for p in args.sources})
+        manifest, version = trtllm_manifest(src), args.version
+        origin = {"kind": "source", "repository": "NVIDIA/TensorRT-LLM", "commit": args.commit,
+                  "files": sorted(p.name for p in args.sources)}
+    else:
+        wheel = args.sources[0]
+        version = wheel.name.split("-")[1]
+        src = Source.from_wheel(wheel, args.launcher + "/")
+        manifest = sglang_manifest(src) if args.launcher == "sglang" else vllm_manifest(src)
+        origin = {"kind": "wheel", "file": wheel.name, "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest()}
+
+    document = {"format": "topo-gate/knobs/v1", "launcher": args.launcher, "version": version,
+                "source": origin, "extracted_by": "scripts/extract_knobs.py", **keep_relevant(manifest)}
+    out = args.out / f"knobs-{args.launcher}-{version}.json"
+    out.write_text(json.dumps(document, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    print(f"wrote {out} ({len(document['flags'])} flags, {len(document['env'])} env, "
+          f"{len(document['config_keys'])} config keys)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

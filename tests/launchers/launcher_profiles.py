@@ -1,0 +1,31 @@
+"""Profiles for launcher tests, built through the real profile API and sealed with a real digest."""
+
+from __future__ import annotations
+
+from topo_gate.profile import DecisionEntry, Node, Profile, Rule, Tool, Trials
+
+FINGERPRINT = "sha256:" + "ab" * 32
+OTHER_NODE = "sha256:" + "cd" * 32
+SPEEDUP = {"speedup": 1.5, "ci": (1.3, 1.7)}
+
+
+def build_profile(ladders: dict, *, tp: int = 2, sm: str | None = "9.0", hidden: int = 4096,
+                  dtype: str = "bfloat16") -> Profile:
+    """``ladders``: {pattern: [[max_bytes|None, backend], ...]} for one TP size on an nvswitch group."""
+    gpus = [{"index": i, "model": "NVIDIA H100 80GB HBM3", "sm": sm} for i in range(8)]
+    decisions = tuple(
+        DecisionEntry(tp=tp, group=tuple(range(tp)), group_class="nvswitch", pattern=pattern,
+                      rules=tuple(Rule(max_bytes=m, backend=b, **({} if b == "nccl" else SPEEDUP))
+                                  for m, b in rungs))
+        for pattern, rungs in ladders.items()
+    )
+    return Profile(
+        schema="topo-gate/profile/v1",
+        created="2026-11-30T08:00:00Z",
+        tool=Tool(name="topo-gate", version="0.1.0"),
+        node=Node(fingerprint=FINGERPRINT, software={},
+                  hardware={"gpus": gpus, "tp_groups": {str(tp): [{"gpus": list(range(tp)), "class": "nvswitch"}]}}),
+        trials=Trials(dtype=dtype, hidden=hidden, tp=(tp,), patterns=tuple(ladders)),
+        decisions=decisions,
+    ).with_digest()
+

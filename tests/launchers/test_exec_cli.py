@@ -1,0 +1,104 @@
+"""``topo-gate exec`` replaces itself with the launcher (same PID), flags appended and env set."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from launcher_profiles import FINGERPRINT
+
+WINNING = {"allreduce": [[8388608, "trtllm_oneshot"], [None, "nccl"]],
+           "allreduce_rmsnorm": [[4194304, "trtllm_fused_oneshot"], [None, "nccl"]]}
+CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "captures"
+# Stands in for a launcher: reports its argv, the env topo-gate sets, and its PID.
+REPORTER = """import json, os, sys
+print(json.dumps({"argv": sys.argv[1:], "pid": os.getpid(),
+                  "env": {k: v for k, v in os.environ.items() if k.startswith(("VLLM_", "SGLANG_", "TOPO_GATE_"))}}))
+"""
+
+
+@pytest.fixture
+def reporter(tmp_path: Path) -> str:
+    path = tmp_path / "reporter.py"
+    path.write_text(REPORTER)
+    return str(path)
+
+
+def topo_gate_exec(*argv: str, env: dict | None = None) -> tuple[subprocess.Popen, str, str]:
+    child = subprocess.Popen([sys.executable, "-m", "topo_gate", "exec", *argv], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+    out, err = child.communicate(timeout=60)
+    return child, out, err
+
+
+def test_exec_replaces_the_process_with_flags_and_env(reporter, write_profile) -> None:
+    child, out, err = topo_gate_exec("--profile", str(write_profile(WINNING)), "--tp", "2", "--launcher", "vllm",
+                                     "--node-fingerprint", FINGERPRINT, "--", sys.executable, reporter, "--model", "m")
+    assert child.returncode == 0, err
+    seen = json.loads(out)
+    assert seen["pid"] == child.pid  # exec, not a child process
+    assert seen["argv"][:2] == ["--model", "m"] and "--disable-custom-all-reduce" in seen["argv"]
+    assert seen["env"]["VLLM_FLASHINFER_ALLREDUCE_BACKEND"] == "trtllm"
+    assert seen["env"]["TOPO_GATE_NODE_FINGERPRINT"] == FINGERPRINT
+    assert "topo-gate: + --disable-custom-all-reduce" in err
+
+
+def test_user_flag_wins_with_warning(reporter, write_profile) -> None:
+    fusion_wins = {**WINNING, "allreduce_rmsnorm": [[33554432, "trtllm_fused_oneshot"], [None, "nccl"]]}
+    child, out, err = topo_gate_exec("--profile", str(write_profile(fusion_wins)), "--tp", "2", "--launcher", "sglang",
+                                     "--node-fingerprint", FINGERPRINT, "--", sys.executable, reporter,
+                                     "--enforce-disable-flashinfer-allreduce-fusion")
+    assert child.returncode == 0, err
+    assert "--flashinfer-allreduce-fusion-backend" not in json.loads(out)["argv"]
+    assert "warning:" in err and "yours wins" in err
+
+
+def test_foreign_node_from_capture_runs_with_nccl_forced(reporter, write_profile) -> None:
+    capture = CAPTURES / "h100-sxm-nvswitch-x8.synthetic.json"
+    child, out, err = topo_gate_exec("--profile", str(write_profile(WINNING)), "--tp", "2", "--launcher", "sglang",
+                                     "--from", str(capture), "--", sys.executable, reporter)
+    assert child.returncode == 0, err
+    assert json.loads(out)["argv"] == ["--disable-custom-all-reduce", "--enforce-disable-flashinfer-allreduce-fusion"]
+    assert "FALLBACK" in err and "not the kind" in err
+
+
+def test_foreign_node_under_strict_exits_1(reporter, write_profile) -> None:
+    capture = CAPTURES / "h100-sxm-nvswitch-x8.synthetic.json"
+    child, out, err = topo_gate_exec("--profile", str(write_profile(WINNING)), "--tp", "2", "--launcher", "sglang",
+                                     "--from", str(capture), "--strict", "--", sys.executable, reporter)
+    assert child.returncode == 1 and out == "" and err.startswith("topo-gate: error:")
+
+
+def test_no_driver_still_starts_the_launcher_with_nccl(reporter, write_profile) -> None:
+    # This machine has no NVIDIA driver: NVML is read for real and is absent.
+    child, out, err = topo_gate_exec("--profile", str(write_profile(WINNING)), "--tp", "2", "--launcher", "vllm",
+                                     "--", sys.executable, reporter)
+    if "no NVIDIA driver" not in err:
+        pytest.skip("an NVIDIA driver is present here")
+    assert child.returncode == 0 and "--disable-custom-all-reduce" in json.loads(out)["argv"]
+    strict, out, err = topo_gate_exec("--profile", str(write_profile(WINNING)), "--tp", "2", "--launcher", "vllm",
+                                      "--strict", "--", sys.executable, reporter)
+    assert strict.returncode == 4 and out == ""
+
+
+def test_trtllm_gets_an_options_file(reporter, write_profile, tmp_path) -> None:
+    user_options = tmp_path / "mine.yaml"
+    user_options.write_text("max_batch_size: 8\n")
+    child, out, err = topo_gate_exec("--profile", str(write_profile(WINNING)), "--tp", "2", "--launcher", "trtllm",
+                                     "--node-fingerprint", FINGERPRINT, "--", sys.executable, reporter,
+                                     "--extra_llm_api_options", str(user_options))
+    assert child.returncode == 0, err
+    argv = json.loads(out)["argv"]
+    merged = Path(argv[argv.index("--extra_llm_api_options") + 1])
+    assert merged != user_options
+    assert yaml.safe_load(merged.read_text()) == {"max_batch_size": 8, "allreduce_strategy": "ONESHOT"}
+
+
+def test_undetectable_launcher_is_a_usage_error(reporter, write_profile) -> None:
+    child, out, err = topo_gate_exec("--profile", str(write_profile(WINNING)), "--tp", "2",
+                                     "--node-fingerprint", FINGERPRINT, "--", sys.executable, reporter)
+    assert child.returncode == 2 and "pass --launcher" in err

@@ -1,0 +1,132 @@
+"""topo-gate validate / show / diff: output, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from topo_gate.cli import main
+from topo_gate.profile import load_profile
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def hand_edited(example_path: Path, tmp_path: Path) -> Path:
+    path = tmp_path / "edited.yaml"
+    path.write_text("# my notes\n" + example_path.read_text().replace("speedup: 2.8", "speedup: 9.9"))
+    return path
+
+
+class TestValidate:
+    def test_valid_profile(self, capsys, example_path):
+        code, out, err = run(capsys, "validate", str(example_path))
+        assert (code, err) == (0, "")
+        assert out == f"OK {example_path}: schema v1, 2 decisions, fingerprint sha256:39a39c834186...\n"
+
+    def test_help_teaches_usage(self, capsys):
+        code, out, _ = run(capsys, "validate", "--help")
+        assert code == 0
+        assert "topo-gate validate node.yaml" in out and "Exit codes: 0 valid" in out
+
+    def test_reseal_after_a_deliberate_edit(self, capsys, hand_edited):
+        assert run(capsys, "validate", str(hand_edited))[0] == 1
+        code, out, err = run(capsys, "validate", "--reseal", str(hand_edited))
+        assert code == 0 and out.startswith("OK ") and err == f"resealed {hand_edited}\n"
+        assert load_profile(hand_edited).decisions[0].rules[0].speedup == 9.9
+
+    def test_reseal_leaves_a_valid_file_alone(self, capsys, example_path, tmp_path):
+        path = tmp_path / "p.yaml"
+        path.write_text("# keep me\n" + example_path.read_text())
+        assert run(capsys, "validate", "--reseal", str(path))[0] == 0
+        assert path.read_text().startswith("# keep me\n")
+
+    def test_reseal_does_not_bless_an_invalid_profile(self, capsys, tmp_path, example_path):
+        path = tmp_path / "p.yaml"
+        original = example_path.read_text().replace("backend: trtllm_oneshot", "backend: warp_drive")
+        path.write_text(original)
+        code, _, err = run(capsys, "validate", "--reseal", str(path))
+        assert code == 1 and "unknown backend 'warp_drive'" in err
+        assert path.read_text() == original
+
+
+class TestShow:
+    def test_tables(self, capsys, example_path):
+        code, out, _ = run(capsys, "show", str(example_path))
+        assert code == 0
+        for text in (
+            "SYNTHETIC",
+            "2x NVIDIA H200, nvswitch",
+            "TP 2 / allreduce / nvswitch",
+            "<= 448 KiB",
+            "2.8x (2.62-2.97)",
+            "trtllm_fused_oneshot",
+            "> 28 MiB",
+            "TP 4: node has 2 usable GPUs",
+        ):
+            assert text in out, text
+
+    def test_json(self, capsys, example_path):
+        code, out, _ = run(capsys, "show", "--json", str(example_path))
+        document = json.loads(out)
+        assert code == 0 and document["digest_ok"] is True
+        assert document["decisions"] == [entry.to_dict() for entry in load_profile(example_path).decisions]
+
+    def test_a_hand_edit_is_shown_with_a_warning(self, capsys, hand_edited):
+        code, out, _ = run(capsys, "show", str(hand_edited))
+        assert code == 0 and "launchers will ignore this profile" in out and "9.9x" in out
+
+    def test_unreadable(self, capsys, tmp_path):
+        code, out, err = run(capsys, "show", str(tmp_path / "nope.yaml"))
+        assert (code, out) == (3, "") and err == f"topo-gate: error: {tmp_path / 'nope.yaml'}: no such file\n"
+
+
+class TestDiff:
+    def test_same_decisions(self, capsys, example_path):
+        code, out, _ = run(capsys, "diff", str(example_path), str(example_path))
+        assert code == 0 and "Same decisions" in out
+
+    def test_changed_ranges(self, capsys, example_path, example_data, write_profile):
+        example_data["decisions"][0]["rules"][0]["max_bytes"] = 256 * 1024
+        changed = write_profile(example_data)
+        code, out, _ = run(capsys, "diff", "--json", str(example_path), str(changed))
+        assert code == 1
+        assert json.loads(out)["changes"] == [
+            {
+                "tp": 2,
+                "pattern": "allreduce",
+                "group_class": "nvswitch",
+                "min_bytes": 256 * 1024,
+                "max_bytes": 448 * 1024,
+                "before": "trtllm_oneshot",
+                "after": "trtllm_twoshot",
+                "note": None,
+            }
+        ]
+        code, out, _ = run(capsys, "diff", str(example_path), str(changed))
+        assert code == 1 and "> 256 KiB, <= 448 KiB" in out
+
+    def test_invalid_profile_exits_3(self, capsys, example_path, tmp_path):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text("- not a profile\n")
+        code, _, err = run(capsys, "diff", str(example_path), str(bad))
+        assert code == 3 and err.count("\n") == 1
+
+
+def test_real_entry_point_prints_one_line_and_no_traceback(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(b"\xff\xfe not utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "topo_gate", "validate", str(bad)], capture_output=True, text=True
+    )
+    assert result.returncode == 3
+    assert result.stdout == ""
+    assert result.stderr == f"topo-gate: error: {bad}: not UTF-8 text (byte 0: invalid start byte)\n"

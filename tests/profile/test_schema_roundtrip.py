@@ -1,0 +1,131 @@
+"""The schema dataclasses, the canonical YAML form and the digest."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from topo_gate.profile import (
+    SCHEMA,
+    DecisionEntry,
+    Profile,
+    ProfileInvalid,
+    ProfileSchemaTooNew,
+    Rule,
+    compute_digest,
+    dump_profile,
+    load_profile,
+    profile_from_text,
+    profile_to_yaml,
+)
+
+
+def test_example_round_trips_identically(example_path: Path, tmp_path: Path) -> None:
+    loaded = load_profile(example_path)
+    dump_profile(loaded, tmp_path / "again.yaml")
+    assert load_profile(tmp_path / "again.yaml") == loaded
+    # The committed file is byte-for-byte the canonical form: dump is a fixed point.
+    assert (tmp_path / "again.yaml").read_text(encoding="utf-8") == example_path.read_text(encoding="utf-8")
+
+
+def test_digest_is_over_canonical_json_without_the_digest(example_data: dict) -> None:
+    recorded = example_data["digest"]
+    assert compute_digest(example_data) == recorded
+    reordered = dict(reversed(list(example_data.items())))  # key order is not content
+    assert compute_digest(reordered) == recorded
+    example_data["created"] = "2027-01-01T00:00:00Z"
+    assert compute_digest(example_data) != recorded
+
+
+def test_floats_are_rounded_at_construction_and_survive_yaml() -> None:
+    rule = Rule(max_bytes=1024, backend="trtllm_oneshot", speedup=3.123456789, ci=[1e-06, 3.987654321])
+    assert rule.speedup == 3.12346
+    assert rule.ci == (1e-06, 3.98765)
+    entry = DecisionEntry(
+        tp=2,
+        group=[0, 1],
+        group_class="nvswitch",
+        pattern="allreduce",
+        rules=[rule, Rule(max_bytes=None, backend="nccl")],
+    )
+    assert entry.rules[0] is rule and entry.group == (0, 1)
+
+
+def test_yaml_1_2_exponent_floats_are_numbers(example_data: dict) -> None:
+    text = profile_to_yaml(Profile.from_dict(example_data).with_digest())
+    edited = text.replace("speedup: 2.8\n", "speedup: 28e-1\n")
+    assert edited != text
+    # 28e-1 is YAML 1.2 float syntax; YAML 1.1 would read the string "28e-1" (and then fail as a type).
+    assert profile_from_text(edited, verify_digest=False).decisions[0].rules[0].speedup == 2.8
+
+
+def test_unquoted_timestamp_stays_a_string(example_data: dict) -> None:
+    text = profile_to_yaml(Profile.from_dict(example_data)).replace(
+        "created: '2026-11-30T08:00:00Z'", "created: 2026-11-30T08:00:00Z"
+    )
+    assert profile_from_text(text, verify_digest=False).created == "2026-11-30T08:00:00Z"
+
+
+def test_minor_version_and_unknown_fields_are_accepted(example_data: dict) -> None:
+    example_data["schema"] = "topo-gate/profile/v1.7"
+    example_data["a_future_field"] = {"anything": [1, 2.5, None]}
+    example_data["decisions"][0]["rules"][0]["future_rule_field"] = "ignored"
+    example_data["digest"] = compute_digest(example_data)
+    profile = profile_from_text(profile_to_yaml_plain(example_data))
+    assert profile.schema == "topo-gate/profile/v1.7"
+    assert "a_future_field" not in profile.to_dict()
+
+
+def profile_to_yaml_plain(data: dict) -> str:
+    from topo_gate.profile.yaml_format import to_yaml
+
+    return to_yaml(data)
+
+
+@pytest.mark.parametrize(
+    ("schema", "error"),
+    [
+        ("topo-gate/profile/v2", ProfileSchemaTooNew),
+        ("topo-gate/profile/v0.9", ProfileSchemaTooNew),
+        ("topo-gate/profile/1", ProfileInvalid),
+        (1, ProfileInvalid),
+    ],
+)
+def test_other_schemas_are_refused(example_data: dict, schema: object, error: type) -> None:
+    example_data["schema"] = schema
+    with pytest.raises(error, match="^schema: "):
+        Profile.from_dict(example_data)
+
+
+def test_invalid_profiles_cannot_be_built_in_code() -> None:
+    """decide builds dataclasses directly: the invariants hold there too."""
+    with pytest.raises(
+        ProfileInvalid, match=r"^rules\[1\]\.max_bytes: must be > 4096 \(rules must be ordered\)$"
+    ):
+        DecisionEntry(
+            tp=2,
+            group=[0, 1],
+            group_class="nvswitch",
+            pattern="allreduce",
+            rules=[Rule(4096, "trtllm_oneshot", 2.0, [1.9, 2.1]), Rule(1024, "nccl"), Rule(None, "nccl")],
+        )
+    with pytest.raises(ProfileInvalid, match=r"^ci\[0\]: must be a number, found str .a.$"):
+        Rule(4096, "trtllm_oneshot", 2.0, ["a", "b"])
+
+
+def test_dump_is_atomic_and_leaves_no_temp_files(example_path: Path, tmp_path: Path) -> None:
+    target = tmp_path / "p.yaml"
+    target.write_text("old content\n")
+    dump_profile(load_profile(example_path), target)
+    assert os.listdir(tmp_path) == ["p.yaml"]
+    assert load_profile(target).digest == load_profile(example_path).digest
+
+
+def test_with_digest_seals_what_to_dict_returns(example_path: Path) -> None:
+    profile = load_profile(example_path)
+    unsealed = Profile.from_dict({**profile.to_dict(), "digest": None})
+    assert unsealed.digest is None
+    assert unsealed.with_digest() == profile
+    assert profile.schema == SCHEMA

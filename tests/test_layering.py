@@ -1,0 +1,63 @@
+"""The reader stays cheap to import: layering checked in a fresh interpreter and in the source."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "profiles" / "examples" / "synthetic-h200x2.yaml"
+HEAVY = ("torch", "pynvml", "click", "rich", "flashinfer")
+
+
+def _modules_after(code: str) -> set[str]:
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    return set(json.loads(result.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import topo_gate",
+        f"import topo_gate\nd = topo_gate.gate({str(EXAMPLE)!r}, tp=2, nbytes=4096)\nassert not d.fallback, d.reason",
+        "import topo_gate\ntopo_gate.gate('/nonexistent.yaml', tp=2)",
+    ],
+    ids=["import", "gate", "gate-fallback"],
+)
+def test_reader_imports_nothing_heavy(code: str) -> None:
+    loaded = _modules_after(code)
+    heavy = sorted(name for name in loaded if name.split(".")[0] in HEAVY)
+    assert heavy == []
+    assert "topo_gate.cli" not in loaded and "topo_gate.report" not in loaded
+
+
+def test_profile_package_uses_only_stdlib_and_pyyaml() -> None:
+    allowed_own = ("topo_gate.profile", "topo_gate._atomic", "topo_gate._version")
+    for source in sorted((REPO / "topo_gate" / "profile").glob("*.py")):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                ok = top in sys.stdlib_module_names or top == "yaml" or name.startswith(allowed_own)
+                assert ok, f"{source.name} imports {name}"
+
+
+def test_banned_api_table_names_the_heavy_modules() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    banned = config["tool"]["ruff"]["lint"]["flake8-tidy-imports"]["banned-api"]
+    assert {"torch", "pynvml", "flashinfer"} <= set(banned)
+    assert "TID" in config["tool"]["ruff"]["lint"]["select"]

@@ -1,0 +1,126 @@
+"""The runner and worker on gloo, with real processes: happy paths, injected faults, no orphans."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from gloo_helpers import gloo_plan, processes_mentioning
+
+from topo_gate.trials.protocol import heartbeat_path
+from topo_gate.trials.runner import PlanResult, run_plan
+
+FAULTS_ON = {"TOPO_GATE_ALLOW_FAULT_INJECTION": "1"}
+
+
+def run(plan, workdir: Path, *, timeout_s: float = 20.0, env=None) -> PlanResult:
+    return run_plan(
+        plan,
+        device="cpu",
+        cuda_devices=[],
+        timeout_s=timeout_s,
+        workdir=workdir,
+        env=env,
+        startup_timeout_s=60,
+    )
+
+
+def cells(result: PlanResult, backend: str) -> list[dict]:
+    return [cell for cell in result.results if cell["backend"] == backend]
+
+
+def assert_measured(result: PlanResult, backend: str) -> None:
+    assert result.backends[backend].status == "ok", result.backends[backend]
+    measured = cells(result, backend)
+    assert [cell["tokens"] for cell in measured] == list(result.plan.tokens)
+    for cell in measured:
+        assert cell["status"] == "ok", cell
+        assert len(cell["samples_us"]) == result.plan.rounds
+        assert len(cell["per_rank_us"]) == result.plan.tp
+        # group latency per round is the slowest rank's
+        assert cell["samples_us"] == [max(column) for column in zip(*cell["per_rank_us"], strict=True)]
+        assert all(skew is not None and skew >= 0 for skew in cell["skew_us"])
+        assert cell["max_abs_err"] == 0.0 or result.plan.pattern == "allreduce_rmsnorm"
+
+
+@pytest.mark.parametrize(("tp", "pattern"), [(2, "allreduce"), (2, "allreduce_rmsnorm"), (4, "allreduce")])
+def test_every_backend_is_checked_and_measured(tp: int, pattern: str, workdir: Path) -> None:
+    result = run(gloo_plan(tp, pattern), workdir)
+    assert result.error is None and result.attempts == 1
+    assert result.software["torch"]
+    for backend in ("gloo", "gloo_ring"):
+        assert_measured(result, backend)
+
+
+def test_hang_is_killed_within_its_bound_and_the_others_still_measured(workdir: Path) -> None:
+    plan = gloo_plan(backends=("gloo_ring", "gloo"), faults={"gloo_ring": "hang"})
+    started = time.monotonic()
+    result = run(plan, workdir, timeout_s=2.0, env=FAULTS_ON)
+    elapsed = time.monotonic() - started
+    hung = result.backends["gloo_ring"]
+    assert hung.status == "timeout"
+    assert "no progress for 2 s in check of gloo_ring at 1 tokens" in hung.reason
+    assert [(c["tokens"], c["status"]) for c in cells(result, "gloo_ring")] == [(1, "timeout")]
+    assert_measured(result, "gloo")
+    assert result.attempts == 2
+    # bound (2 s) + kill grace (3 s) + a fresh attempt; far less than a collective's own timeout
+    assert elapsed < 40
+
+
+def test_crash_is_reported_with_its_exit_status(workdir: Path) -> None:
+    plan = gloo_plan(faults={"gloo": "crash"})
+    result = run(plan, workdir, env=FAULTS_ON)
+    crashed = result.backends["gloo"]
+    assert crashed.status == "failed"
+    assert "rank 1 exited with status 17" in crashed.reason
+    assert "check of gloo at 1 tokens" in crashed.reason
+    assert_measured(result, "gloo_ring")
+
+
+def test_wrong_answer_disqualifies_the_backend_at_every_size_and_is_not_timed(workdir: Path) -> None:
+    # (the fused pattern's tolerance check is exercised in-process by test_checks.py)
+    plan = gloo_plan(faults={"gloo_ring": "wrong"})
+    result = run(plan, workdir, env=FAULTS_ON)
+    assert result.backends["gloo_ring"].status == "wrong"
+    for cell in cells(result, "gloo_ring"):
+        assert cell["status"] == "wrong"
+        assert cell["samples_us"] == []
+        assert "wrong answer on rank 1: out: max abs err" in cell["reason"]
+        assert "first mismatch at [0, 0]" in cell["reason"]
+    assert_measured(result, "gloo")
+    assert result.attempts == 1  # a wrong answer is a verdict, not a fault: no relaunch
+
+
+def test_fault_injection_needs_the_env_switch(workdir: Path) -> None:
+    result = run(gloo_plan(faults={"gloo": "crash"}), workdir, env={"TOPO_GATE_ALLOW_FAULT_INJECTION": ""})
+    assert result.error is not None and "fault injection" in result.error
+    assert {o.status for o in result.backends.values()} == {"failed"}
+
+
+def test_ctrl_c_leaves_no_worker_behind(workdir: Path) -> None:
+    # The runner in its own process (as a user runs it), stuck on a hanging backend with a long bound.
+    command = [
+        sys.executable, "-m", "topo_gate.trials", "--tp", "2", "--hidden", "32", "--max-tokens", "2",
+        "--rounds", "2", "--backends", "gloo", "--fault", "gloo=hang", "--timeout", "300",
+        "--workdir", str(workdir), "--out", str(workdir / "evidence.json"),
+    ]  # fmt: skip
+    runner = subprocess.Popen(command, env={**os.environ, **FAULTS_ON}, stderr=subprocess.PIPE, text=True)
+    try:
+        beat = heartbeat_path(workdir / "allreduce" / "attempt-1", 1)
+        deadline = time.monotonic() + 60
+        while not (beat.exists() and '"check"' in beat.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(processes_mentioning(str(workdir))) == 3  # the runner and its two workers
+        runner.send_signal(signal.SIGINT)
+        _, stderr = runner.communicate(timeout=30)
+    finally:
+        runner.kill()
+        runner.wait()
+    assert runner.returncode == 130, stderr
+    assert "interrupted" in stderr
+    assert not processes_mentioning(str(workdir))

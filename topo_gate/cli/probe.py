@@ -1,0 +1,252 @@
+"""``topo-gate probe``: measure this node and write a gating profile (or replay recorded evidence)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.models import UnknownModel, lookup_model
+from topo_gate.probe import (
+    BudgetTooSmall,
+    DecideSettings,
+    ProbeOptions,
+    ProbeResult,
+    TrialsFailed,
+    probe,
+    replay,
+)
+from topo_gate.profile.schema import PATTERNS
+from topo_gate.report.progress import ProbeProgressDisplay
+from topo_gate.report.summary import summary
+from topo_gate.topology.errors import CaptureError, NvmlCrash, NvmlUnavailable
+from topo_gate.trials.evidence import EvidenceError
+
+DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+BUNDLED_EVIDENCE = Path(__file__).resolve().parents[2] / "profiles"
+
+
+def _int_list(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers like 2,4,8, got {value!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise click.BadParameter("TP sizes must be positive integers")
+    return sizes
+
+
+def _patterns(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
+    chosen = tuple(part.strip() for part in value.split(",") if part.strip())
+    unknown = [p for p in chosen if p not in PATTERNS]
+    if unknown or not chosen:
+        raise click.BadParameter(f"patterns are {', '.join(PATTERNS)}; got {value!r}")
+    return chosen
+
+
+@click.command(
+    "probe",
+    epilog="""\b
+Examples:
+  topo-gate probe --tp 2,4,8 --model llama-3-70b --out node.yaml    # on a GPU node
+  topo-gate probe --replay profiles/h200-x2/evidence-<time>.json    # no GPU: replay real evidence
+  topo-gate probe --device cpu --tp 2 --hidden 1024 --max-tokens 64  # the gloo harness, for demos/CI
+\b
+Writes the evidence (raw samples) first, then the profile that points at it, both atomically.
+TP sizes larger than the node are skipped, with the reason in the profile.
+Exit codes: 0 ok, 2 usage (bad option, unknown model, budget too small), 3 unreadable capture or
+evidence, 4 no NVIDIA driver, 5 NVML crashed, 6 no trial could run, 130 interrupted.""",
+)
+@click.option(
+    "--tp", "tps", default="2,4,8", show_default=True, callback=_int_list, help="TP sizes to probe."
+)
+@click.option(
+    "--hidden", type=click.IntRange(min=1), help="Model hidden size (message = tokens x hidden x dtype)."
+)
+@click.option("--model", help="A model preset for --hidden, e.g. llama-3-70b, deepseek-v3, qwen3-32b.")
+@click.option(
+    "--dtype", type=click.Choice(list(DTYPES)), default=None, help="Activation dtype [default: bf16]."
+)
+@click.option(
+    "--out", type=click.Path(dir_okay=False, path_type=Path), default="profile.yaml", show_default=True
+)
+@click.option(
+    "--evidence",
+    "evidence_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the evidence [default: evidence-<UTC time>.json beside --out].",
+)
+@click.option(
+    "--budget",
+    "budget_s",
+    type=click.FloatRange(min=1),
+    metavar="SECONDS",
+    help="Fit the trials into this time: fewer rounds (>= 15), then fewer large sizes, or refuse.",
+)
+@click.option(
+    "--from",
+    "capture",
+    type=click.Path(path_type=Path),
+    metavar="CAPTURE",
+    help="Plan from a recorded capture instead of asking NVML.",
+)
+@click.option(
+    "--device",
+    type=click.Choice(["cuda", "cpu"]),
+    default="cuda",
+    show_default=True,
+    help="cpu: the gloo harness (CPU-labelled profile, never valid for a GPU node).",
+)
+@click.option("--patterns", default=",".join(PATTERNS), show_default=True, callback=_patterns)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    default=8192,
+    show_default=True,
+    help="Largest message in tokens; sizes are powers of two up to it.",
+)
+@click.option("--rounds", type=click.IntRange(min=15), default=15, show_default=True)
+@click.option(
+    "--margin",
+    type=click.FloatRange(min=0),
+    default=0.05,
+    show_default=True,
+    help="A backend must beat NCCL by this fraction, CI included.",
+)
+@click.option(
+    "--allow-multicast", is_flag=True, help="Allow NVLink multicast backends (off: never harm a shared node)."
+)
+@click.option(
+    "--replay",
+    "replay_path",
+    type=click.Path(path_type=Path),
+    metavar="EVIDENCE",
+    help="No trials: rebuild the profile from recorded evidence (e.g. the bundled H200 runs).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON instead of tables.")
+def command(
+    tps: tuple[int, ...],
+    hidden: int | None,
+    model: str | None,
+    dtype: str | None,
+    out: Path,
+    evidence_out: Path | None,
+    budget_s: float | None,
+    capture: Path | None,
+    device: str,
+    patterns: tuple[str, ...],
+    max_tokens: int,
+    rounds: int,
+    margin: float,
+    allow_multicast: bool,
+    replay_path: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure all-reduce backends on this node and write a gating profile.
+
+    For each TP size, trials run NCCL and every admitted fast path (TRT-LLM one/two-shot, fused
+    all-reduce+RMSNorm, symm-mem, custom AR, PCIe IPC) at decode-to-prefill message sizes; a backend
+    is enabled only where it was correct and faster than NCCL by the margin.
+    """
+    console = Console(stderr=as_json)
+    settings = DecideSettings(margin=margin)
+    if replay_path is not None:
+        result = _replay_or_fail(replay_path, out, settings)
+    else:
+        options = ProbeOptions(
+            out=out,
+            hidden=_hidden(hidden, model),
+            tps=tps,
+            dtype=DTYPES[dtype or "bf16"],
+            patterns=patterns,
+            device=device,
+            evidence_out=evidence_out,
+            capture=capture,
+            budget_s=budget_s,
+            rounds=rounds,
+            max_tokens=max_tokens,
+            allow_multicast=allow_multicast,
+            settings=settings,
+            command=shlex.join(["topo-gate", *sys.argv[1:]]),
+        )
+        result = _probe_or_fail(options, console, show_progress=not as_json)
+    if as_json:
+        click.echo(json.dumps(_as_json(result), indent=1))
+    else:
+        console.print(
+            summary(
+                result.profile,
+                profile_path=str(result.profile_path),
+                evidence_path=str(result.evidence_path),
+                notes=result.notes,
+            )
+        )
+
+
+def _hidden(hidden: int | None, model: str | None) -> int:
+    if (hidden is None) == (model is None):
+        raise click.UsageError("give exactly one of --hidden N or --model NAME (or --replay EVIDENCE)")
+    if hidden is not None:
+        return hidden
+    try:
+        return lookup_model(model).hidden
+    except UnknownModel as error:
+        raise click.UsageError(str(error)) from None
+
+
+def _probe_or_fail(options: ProbeOptions, console: Console, *, show_progress: bool) -> ProbeResult:
+    try:
+        if not show_progress:
+            return probe(options)
+        with ProbeProgressDisplay(console) as display:
+            return probe(
+                options, on_progress=display, on_note=lambda note: console.print(f"[yellow]note:[/] {note}")
+            )
+    except NvmlUnavailable:
+        raise fail(
+            ExitCode.NO_DRIVER, f"no NVIDIA GPU/driver found on this machine; {_replay_hint()}"
+        ) from None
+    except NvmlCrash as error:
+        raise fail(
+            ExitCode.NVML_CRASH, f"{error} (`topo-gate capture FILE` records what it answered)"
+        ) from None
+    except CaptureError as error:
+        raise fail(ExitCode.UNREADABLE, str(error)) from None
+    except BudgetTooSmall as error:
+        raise fail(ExitCode.USAGE, f"--budget: {error}") from None
+    except TrialsFailed as error:
+        raise fail(ExitCode.TRIALS_FAILED, str(error)) from None
+
+
+def _replay_or_fail(evidence: Path, out: Path, settings: DecideSettings) -> ProbeResult:
+    try:
+        return replay(evidence, out=out, settings=settings)
+    except (EvidenceError, CaptureError) as error:
+        raise fail(ExitCode.UNREADABLE, str(error)) from None
+
+
+def _replay_hint() -> str:
+    bundled = sorted(BUNDLED_EVIDENCE.glob("*/evidence-*.json"))
+    example = _shown_path(bundled[0]) if bundled else "profiles/<node>/evidence-<time>.json"
+    return f"replay recorded evidence with `topo-gate probe --replay {example}`"
+
+
+def _shown_path(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _as_json(result: ProbeResult) -> dict[str, object]:
+    return {
+        "profile_path": str(result.profile_path),
+        "evidence_path": str(result.evidence_path),
+        "notes": result.notes,
+        "profile": result.profile.to_dict(),
+    }

@@ -1,0 +1,43 @@
+"""``topo-gate show PROFILE``: the profile's decisions as tables, or as JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from topo_gate.cli._errors import ExitCode
+from topo_gate.cli._profile import load_for_reading, profile_argument
+
+
+@click.command(
+    "show",
+    epilog="""\b
+Examples:
+  topo-gate show node.yaml
+  topo-gate show node.yaml --json | jq '.decisions[] | select(.tp == 4)'
+
+A profile whose digest does not match is shown with a warning (launchers ignore it).
+Exit codes: 0 shown; 1 invalid; 3 unreadable.""",
+)
+@profile_argument
+@click.option("--json", "as_json", is_flag=True, help="Print the decisions as JSON instead of tables.")
+def command(profile: Path, as_json: bool) -> None:
+    """Render PROFILE: node, software, and per TP size and pattern which backend covers which sizes."""
+    loaded, digest_problem = load_for_reading(profile, invalid_code=ExitCode.NOT_OK)
+    if as_json:
+        document = {
+            "path": str(profile),
+            "schema": loaded.schema,
+            "fingerprint": loaded.node.fingerprint,
+            "digest_ok": digest_problem is None,
+            "decisions": [entry.to_dict() for entry in loaded.decisions],
+        }
+        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        return
+    from rich.console import Console
+
+    from topo_gate.report.tables import profile_view
+
+    Console().print(profile_view(loaded, path=str(profile), digest_problem=digest_problem))

@@ -1,0 +1,311 @@
+"""The decision: recorded evidence -> per (TP, group class, pattern) ordered byte-range rules. Pure.
+
+Admission vs preference.  The trial harness already settled *admission* (could a backend run here,
+at this size, and did it return the right sum?): every result carries a status.  This module only
+decides *preference*, and only among admitted, correct results:
+
+1. Per message size, a backend replaces the baseline (NCCL; gloo for CPU-harness evidence) only if
+   its speedup (median baseline latency / median backend latency) is at least ``1 + margin`` **and**
+   the lower end of its bootstrap CI is too (``trials.stats``): a win that noise could explain is not
+   a win.  Of several such backends the fastest wins.  A size where the baseline itself failed or
+   was wrong has nothing to be measured against, so it keeps the baseline, with that reason.  A wrong
+   answer disqualifies a backend at that size and is reported in ``DecideResult.notes``.
+2. A *lone* size whose choice differs from two equal neighbours is folded into them when the
+   neighbours' backend was measured correct there, is not slower than the baseline there, and is
+   within the margin of the lone choice: a one-size blip inside the noise should not split a range.
+3. Consecutive sizes with the same choice merge into one rule covering ``(previous max, max]``; a
+   backend's range ends at its largest *measured* size, so a gap above it belongs to the next rule.
+   Sizes above the largest measured one are NCCL (the final ``max_bytes: null`` rule).
+
+Groups, TP sizes and patterns without a run produce no entry: the reader answers NCCL for them.
+Every rule carries a reason in words with the numbers behind it.  ``decide`` is deterministic: each
+size's bootstrap is seeded from ``seed`` and the size's identity, never from iteration order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import groupby
+from typing import Any
+
+from topo_gate.profile.schema import BACKENDS, NCCL, DecisionEntry, Rule
+from topo_gate.trials.plan import BASELINE_BACKEND
+from topo_gate.trials.stats import Speedup, bootstrap_speedups
+
+DEFAULT_MARGIN = 0.05
+DEFAULT_CI_LEVEL = 0.95
+DEFAULT_BOOTSTRAP = 2000
+
+
+@dataclass(frozen=True)
+class DecideResult:
+    """The decisions, plus notes a person should read (wrong answers seen, results ignored)."""
+
+    decisions: list[DecisionEntry]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Criteria:
+    baseline: str  # what every candidate is measured against: nccl, or gloo on the CPU harness
+    margin: float
+    level: float
+    resamples: int
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """The choice at one measured size, and what it rests on."""
+
+    nbytes: int
+    backend: str
+    speedups: Mapping[str, Speedup]  # every correct, measured candidate at this size
+    excluded: Mapping[str, str] = field(default_factory=dict)  # other candidates: why not compared
+    baseline_problem: str | None = None  # why the baseline's own result was unusable here
+    folded_from: str | None = None  # the choice before a lone bucket was folded into its neighbours
+
+
+def decide(
+    evidence: Mapping[str, Any],
+    *,
+    margin: float = DEFAULT_MARGIN,
+    ci_level: float = DEFAULT_CI_LEVEL,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
+) -> DecideResult:
+    """Derive the profile's ``decisions`` from ``topo-gate/evidence/v1`` data (see ARCHITECTURE.md)."""
+    if margin < 0:
+        raise ValueError(f"margin must be >= 0, got {margin}")
+    device = evidence.get("trials", {}).get("device", "cuda")
+    criteria = _Criteria(BASELINE_BACKEND[device], margin, ci_level, bootstrap)
+    notes: list[str] = []
+    decisions: dict[tuple[int, str, str], DecisionEntry] = {}
+    for run in evidence.get("runs", []):
+        where = f"TP{run['tp']} {run['pattern']} on GPUs {list(run['group'])}"
+        key = (run["tp"], run["pattern"], run["group_class"])
+        if key in decisions:
+            notes.append(f"{where}: a second {run['group_class']} group; the first one measured decides")
+            continue
+        notes.extend(_ignored_backend_notes(run["results"], where))
+        notes.extend(_wrong_answer_notes(run["results"], where, criteria.baseline))
+        verdicts = [
+            _judge_size(
+                nbytes,
+                by_backend,
+                criteria,
+                rng=random.Random(f"{seed}/{run['tp']}/{list(run['group'])}/{run['pattern']}/{nbytes}"),
+            )
+            for nbytes, by_backend in _results_by_size(run["results"])
+        ]
+        decisions[key] = DecisionEntry(
+            tp=run["tp"],
+            group=tuple(run["group"]),
+            group_class=run["group_class"],
+            pattern=run["pattern"],
+            rules=tuple(_rules(_fold_lone_buckets(verdicts, criteria), criteria)),
+        )
+    return DecideResult(decisions=list(decisions.values()), notes=notes)
+
+
+def _results_by_size(results: Iterable[Mapping[str, Any]]) -> list[tuple[int, dict[str, Mapping]]]:
+    by_size: dict[int, dict[str, Mapping]] = {}
+    for result in results:
+        by_size.setdefault(result["nbytes"], {})[result["backend"]] = result
+    return sorted(by_size.items())
+
+
+def _judge_size(
+    nbytes: int, by_backend: Mapping[str, Mapping[str, Any]], criteria: _Criteria, *, rng: random.Random
+) -> _Verdict:
+    baseline = by_backend.get(criteria.baseline)
+    if baseline is None or baseline["status"] != "ok" or not baseline["samples_us"]:
+        problem = "not measured" if baseline is None else _status_words(baseline)
+        return _Verdict(nbytes, criteria.baseline, {}, baseline_problem=problem)
+    candidates = {}
+    excluded = {}
+    for name, result in sorted(by_backend.items()):
+        if name == criteria.baseline:
+            continue
+        if name not in BACKENDS:
+            excluded[name] = "not a backend profile schema v1 knows"
+        elif result["status"] == "ok" and result["samples_us"]:
+            candidates[name] = result["samples_us"]
+        else:
+            excluded[name] = _status_words(result)
+    speedups = bootstrap_speedups(
+        baseline["samples_us"], candidates, level=criteria.level, resamples=criteria.resamples, rng=rng
+    )
+    threshold = 1 + criteria.margin
+    clear = [(s.ratio, name) for name, s in speedups.items() if s.ratio >= threshold and s.low >= threshold]
+    # max() over (ratio, name): the fastest, and a deterministic pick between exact ties.
+    chosen = max(clear)[1] if clear else criteria.baseline
+    return _Verdict(nbytes, chosen, speedups, excluded)
+
+
+def _fold_lone_buckets(verdicts: Sequence[_Verdict], criteria: _Criteria) -> list[_Verdict]:
+    """Fold each lone size that differs from two equal neighbours into them, when within the margin.
+
+    Judged against the unfolded choices, so the result does not depend on scan direction.
+    """
+    folded = list(verdicts)
+    for i in range(1, len(verdicts) - 1):
+        neighbour = verdicts[i - 1].backend
+        here = verdicts[i]
+        if verdicts[i + 1].backend == neighbour != here.backend and _within_margin(here, neighbour, criteria):
+            folded[i] = replace(here, backend=neighbour, folded_from=here.backend)
+    return folded
+
+
+def _within_margin(verdict: _Verdict, neighbour: str, criteria: _Criteria) -> bool:
+    if verdict.baseline_problem is not None:
+        return False  # nothing was measured against the baseline here: no basis for any comparison
+    neighbour_speedup = _speedup_at(verdict, neighbour, criteria)
+    if neighbour_speedup is None or neighbour_speedup < 1.0:
+        # Not measured correct here, or slower than the baseline here: folding would enable a loser.
+        return False
+    return neighbour_speedup * (1 + criteria.margin) >= _speedup_at(verdict, verdict.backend, criteria)
+
+
+def _speedup_at(verdict: _Verdict, backend: str, criteria: _Criteria) -> float | None:
+    if backend == criteria.baseline:
+        return 1.0
+    speedup = verdict.speedups.get(backend)
+    return None if speedup is None else speedup.ratio
+
+
+def _rules(verdicts: Sequence[_Verdict], criteria: _Criteria) -> list[Rule]:
+    if not verdicts:
+        return [Rule(max_bytes=None, backend=NCCL, reason="no trial results for this group")]
+    rules = []
+    for backend, members in groupby(verdicts, key=lambda verdict: verdict.backend):
+        members = list(members)
+        if backend == criteria.baseline:
+            rules.append(_baseline_rule(members, criteria))
+        else:
+            rules.append(_backend_rule(backend, members, criteria))
+    beyond = f"above {human_bytes(verdicts[-1].nbytes)}, the largest size measured: not measured"
+    if rules[-1].backend == NCCL:
+        rules[-1] = Rule(max_bytes=None, backend=NCCL, reason=f"{rules[-1].reason}; {beyond}")
+    else:
+        rules.append(Rule(max_bytes=None, backend=NCCL, reason=beyond))
+    return rules
+
+
+def _baseline_rule(members: list[_Verdict], criteria: _Criteria) -> Rule:
+    reason = _baseline_reason(members, criteria)
+    if criteria.baseline == NCCL:
+        return Rule(max_bytes=members[-1].nbytes, backend=NCCL, reason=reason)
+    # The CPU harness's baseline (gloo) is not NCCL, and the schema wants every other backend's rule to
+    # state its speedup: against itself that is exactly 1.
+    return Rule(
+        max_bytes=members[-1].nbytes, backend=criteria.baseline, speedup=1.0, ci=(1.0, 1.0), reason=reason
+    )
+
+
+def _backend_rule(backend: str, members: list[_Verdict], criteria: _Criteria) -> Rule:
+    # The rule states its weakest size: the speedup a launcher can count on across the whole range.
+    weakest = min(members, key=lambda verdict: verdict.speedups[backend].ratio)
+    speedup = weakest.speedups[backend]
+    won = [verdict for verdict in members if verdict.folded_from is None]
+    reason = (
+        f"{backend} beat {criteria.baseline} by >= {criteria.margin:.0%} with its {criteria.level:.0%} CI "
+        f"clear at {_span(won)}; weakest {_ratio_words(speedup)} at {human_bytes(weakest.nbytes)}"
+    )
+    for verdict in members:
+        if verdict.folded_from is not None:
+            reason += f"; {_fold_words(verdict, backend, criteria)}"
+    return Rule(
+        max_bytes=members[-1].nbytes,
+        backend=backend,
+        speedup=round(speedup.ratio, 3),
+        ci=(round(speedup.low, 3), round(speedup.high, 3)),
+        reason=reason,
+    )
+
+
+def _baseline_reason(members: list[_Verdict], criteria: _Criteria) -> str:
+    parts = []
+    compared = [v for v in members if v.baseline_problem is None and v.folded_from is None]
+    contenders = [(s.ratio, name, v.nbytes, s) for v in compared for name, s in sorted(v.speedups.items())]
+    if contenders:
+        _, name, nbytes, speedup = max(contenders, key=lambda item: item[0])
+        parts.append(
+            f"no backend beat {criteria.baseline} by >= {criteria.margin:.0%} with its {criteria.level:.0%} "
+            f"CI clear at {_span(compared)}; closest: {name} {_ratio_words(speedup)} at {human_bytes(nbytes)}"
+        )
+    elif compared:
+        parts.append(f"no other backend measured correctly at {_span(compared)}{_exclusion_words(compared)}")
+    for verdict in members:
+        if verdict.baseline_problem is not None:
+            parts.append(
+                f"{criteria.baseline} baseline {verdict.baseline_problem} at {human_bytes(verdict.nbytes)}: "
+                "nothing measured against it"
+            )
+        elif verdict.folded_from is not None:
+            parts.append(_fold_words(verdict, criteria.baseline, criteria))
+    return "; ".join(parts)
+
+
+def _exclusion_words(verdicts: Sequence[_Verdict]) -> str:
+    reasons = sorted({f"{name}: {why}" for v in verdicts for name, why in v.excluded.items()})
+    return f" ({'; '.join(reasons)})" if reasons else ""
+
+
+def _fold_words(verdict: _Verdict, into: str, criteria: _Criteria) -> str:
+    lone = verdict.folded_from
+    return (
+        f"{human_bytes(verdict.nbytes)} folded in: {into} {_speedup_at(verdict, into, criteria):.2f}x there "
+        f"is within {criteria.margin:.0%} of the lone choice {lone} "
+        f"({_speedup_at(verdict, lone, criteria):.2f}x)"
+    )
+
+
+def _ratio_words(speedup: Speedup) -> str:
+    return f"{speedup.ratio:.2f}x (CI {speedup.low:.2f}-{speedup.high:.2f})"
+
+
+def _span(verdicts: Sequence[_Verdict]) -> str:
+    first, last = human_bytes(verdicts[0].nbytes), human_bytes(verdicts[-1].nbytes)
+    return first if len(verdicts) == 1 else f"{first}-{last} ({len(verdicts)} sizes)"
+
+
+def _status_words(result: Mapping[str, Any]) -> str:
+    if result["status"] == "ok":
+        return "recorded no samples"
+    reason = result.get("reason")
+    return f"{result['status']} ({reason})" if reason else str(result["status"])
+
+
+def _ignored_backend_notes(results: Iterable[Mapping[str, Any]], where: str) -> list[str]:
+    unknown = sorted({r["backend"] for r in results} - set(BACKENDS))
+    return [
+        f"{name} at {where} is not a backend profile schema v1 knows: its results are ignored"
+        for name in unknown
+    ]
+
+
+def _wrong_answer_notes(results: Iterable[Mapping[str, Any]], where: str, baseline: str) -> list[str]:
+    wrong: dict[str, list[Mapping[str, Any]]] = {}
+    for result in results:
+        if result["status"] == "wrong":
+            wrong.setdefault(result["backend"], []).append(result)
+    notes = []
+    for backend, bad in sorted(wrong.items()):
+        sizes = ", ".join(human_bytes(r["nbytes"]) for r in sorted(bad, key=lambda r: r["nbytes"]))
+        errors = [r["max_abs_err"] for r in bad if r.get("max_abs_err") is not None]
+        worst = f" (max |error| {max(errors):g})" if errors else ""
+        consequence = "nothing is compared there" if backend == baseline else "not used at those sizes"
+        notes.append(f"{backend} returned WRONG results at {where}, {sizes}{worst}: {consequence}")
+    return notes
+
+
+def human_bytes(nbytes: int) -> str:
+    """``14336`` -> ``"14 KiB"``, ``1572864`` -> ``"1.5 MiB"``: binary units, as the sizes are."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB")
+    value, step = float(nbytes), 0
+    while value >= 1024 and step < len(units) - 1:
+        value /= 1024
+        step += 1
+    return f"{value:.4g} {units[step]}"

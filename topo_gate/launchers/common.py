@@ -1,0 +1,149 @@
+"""What every launcher planner shares: the ``LaunchPlan`` result and reading a profile for one TP size.
+
+A planner turns the reader's decisions into launcher knobs. It first asks ``topo_gate.gate`` for both
+patterns; any fallback there (missing, invalid, tampered, foreign profile, TP not measured, node
+mismatch) makes the whole plan a *fail-closed* plan: the flags and env that force NCCL, because a
+launcher left alone may auto-enable a backend that loses on this node. Only
+``fallback="launcher-default"`` emits nothing instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from topo_gate.launchers.ladder import Ladder, ladder_from_rules
+
+PATTERNS = ("allreduce", "allreduce_rmsnorm")
+FALLBACKS = ("nccl", "launcher-default")
+# Element sizes of the dtypes a profile's trials may use; a launcher's token caps become bytes with them.
+ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What one launcher needs to follow a profile: CLI args to append, env to set, and why.
+
+    ``config`` is a launcher config file's content where the knob lives in a file (TensorRT-LLM's extra
+    LLM-API options YAML); empty otherwise. ``fallback`` is True when the profile could not be used and
+    the plan forces NCCL (or, under ``--fallback launcher-default``, leaves the launcher alone);
+    ``reason`` then says why. ``notes`` explain every choice, including where a measured range was
+    rounded to the safe side because the launcher's knob cannot express it.
+    """
+
+    launcher: str
+    launcher_version_pinned: str
+    args: tuple[str, ...]
+    env: Mapping[str, str]
+    notes: tuple[str, ...]
+    fallback: bool
+    reason: str
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``--format json|yaml``."""
+        return {
+            "launcher": self.launcher,
+            "version": self.launcher_version_pinned,
+            "args": list(self.args),
+            "env": dict(self.env),
+            "config": dict(self.config),
+            "notes": list(self.notes),
+            "fallback": self.fallback,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The profile facts a planner needs for one TP size: both measured ladders and the trial shape.
+
+    ``fallback_reason`` is set (and the ladders empty) when the profile cannot be used at all.
+    """
+
+    ladders: Mapping[str, Ladder]
+    hidden: int | None
+    itemsize: int | None
+    capability: tuple[int, int] | None
+    warnings: tuple[str, ...]
+    fallback_reason: str | None = None
+
+
+def read_profile(profile: Any, *, tp: int, gpus: Any, strict: bool, fingerprint: str | None) -> Reading:
+    """Ask the reader for both patterns; never raises (the reader does not, and loading is guarded)."""
+    from topo_gate.profile.io import load_profile
+    from topo_gate.profile.reader import gate
+
+    if isinstance(profile, (str, os.PathLike)):
+        try:
+            profile = load_profile(profile)
+        except Exception:  # noqa: BLE001 -- gate() below turns the same failure into its reason
+            pass
+    ladders: dict[str, Ladder] = {}
+    warnings: list[str] = []
+    for pattern in PATTERNS:
+        decision = gate(profile, tp=tp, pattern=pattern, gpus=gpus, strict=strict, fingerprint=fingerprint)
+        warnings.extend(w for w in decision.warnings if w not in warnings)
+        if decision.fallback:
+            return Reading({}, None, None, None, tuple(warnings), fallback_reason=f"{pattern}: {decision.reason}")
+        ladders[pattern] = ladder_from_rules(decision.rules)
+    trials = profile.trials
+    return Reading(
+        ladders=ladders,
+        hidden=trials.hidden,
+        itemsize=ITEMSIZE.get(trials.dtype),
+        capability=node_capability(profile.node.hardware),
+        warnings=tuple(warnings),
+    )
+
+
+def node_capability(hardware: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The GPUs' CUDA compute capability ``(major, minor)`` from ``hardware.gpus[].sm`` (``"9.0"``).
+
+    None when a GPU's is unknown or the GPUs disagree; planners then check every row of the
+    launcher's per-capability tables (the safe side) and say so.
+    """
+    found = set()
+    for gpu in hardware.get("gpus") or []:
+        sm = gpu.get("sm") if isinstance(gpu, Mapping) else None
+        major, dot, minor = sm.partition(".") if isinstance(sm, str) else ("", "", "")
+        if not (dot and major.isdigit() and minor.isdigit()):
+            return None
+        found.add((int(major), int(minor)))
+    return found.pop() if len(found) == 1 else None
+
+
+def check_fallback_mode(fallback: str) -> None:
+    if fallback not in FALLBACKS:
+        raise ValueError(f"fallback must be one of {', '.join(FALLBACKS)}, not {fallback!r}")
+
+
+def fallback_plan(launcher: str, version: str, reason: str, *, fallback: str, forced: LaunchPlanParts,
+                  warnings: tuple[str, ...] = ()) -> LaunchPlan:
+    """The plan when the profile cannot be used: NCCL forced, or nothing under launcher-default."""
+    if fallback == "launcher-default":
+        return LaunchPlan(launcher, version, (), {}, (*warnings, "fallback launcher-default: the launcher's own "
+                          "rules decide, unmeasured on this node"), True, reason)
+    return LaunchPlan(launcher, version, forced.args, forced.env,
+                      (*warnings, *forced.notes), True, reason, forced.config)
+
+
+@dataclass(frozen=True)
+class LaunchPlanParts:
+    """Args/env/config/notes accumulated by a planner before it is sealed into a ``LaunchPlan``."""
+
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+def mib(nbytes: int | None) -> str:
+    """Human size for notes: ``8 MiB``, ``1.5 MiB``, ``512 KiB``."""
+    if nbytes is None:
+        return "unbounded"
+    if nbytes >= 1 << 20:
+        return f"{nbytes / (1 << 20):g} MiB"
+    return f"{nbytes / 1024:g} KiB"

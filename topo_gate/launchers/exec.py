@@ -1,0 +1,79 @@
+"""Run a launcher with a plan applied: the process is *replaced* (``os.execvpe``), so the launcher keeps
+topo-gate's PID, signals and exit status, as a process manager (systemd, Kubernetes) expects."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import NoReturn
+
+import yaml
+
+from topo_gate._atomic import write_atomic
+from topo_gate.launchers.common import LaunchPlan
+from topo_gate.launchers.merge import Merged, merge
+from topo_gate.launchers.trtllm import OPTIONS_FLAG
+from topo_gate.profile.reader import FINGERPRINT_ENV
+
+
+def prepare(cmd: Sequence[str], plan: LaunchPlan, environ: Mapping[str, str], *,
+            verified_fingerprint: str | None) -> Merged:
+    """The command and env to exec: the plan merged into ``cmd``/``environ`` (the user's settings win).
+
+    A plan with a config file (TensorRT-LLM) writes it to a fresh temp file, merged into the user's own
+    ``--extra_llm_api_options`` file if given. The verified fingerprint is exported so a ``gate()`` call
+    inside the launcher sees a checked node.
+    """
+    plan_env = dict(plan.env)
+    if verified_fingerprint is not None:
+        plan_env[FINGERPRINT_ENV] = verified_fingerprint
+    base_env = {k: v for k, v in environ.items() if k != FINGERPRINT_ENV}
+    merged = merge(cmd, base_env, plan.args, plan_env, plan.launcher)
+    if plan.config:
+        merged = _with_options_file(merged, plan.config)
+    return merged
+
+
+def _with_options_file(merged: Merged, config: Mapping[str, object]) -> Merged:
+    argv, warnings = list(merged.argv), list(merged.warnings)
+    user_path, at = None, None
+    for index, token in enumerate(argv):
+        name, eq, value = token.partition("=")
+        if name == OPTIONS_FLAG:
+            at, user_path = (index, value) if eq else (index + 1, argv[index + 1] if index + 1 < len(argv) else None)
+    options: dict[str, object] = {}
+    if user_path:
+        with open(user_path, encoding="utf-8") as handle:
+            options = yaml.safe_load(handle) or {}
+        if not isinstance(options, dict):
+            raise ValueError(f"{user_path}: not a YAML mapping of LLM-API options")
+    for key, value in config.items():
+        if key in options:
+            if options[key] != value:
+                warnings.append(f"{user_path} sets {key}: {options[key]}; the profile implies {value}: yours wins")
+            continue
+        options[key] = value
+    folder = tempfile.mkdtemp(prefix="topo-gate-")
+    path = str(write_atomic(os.path.join(folder, "extra_llm_api_options.yaml"), yaml.safe_dump(options)))
+    if at is None:
+        argv += [OPTIONS_FLAG, path]
+    else:
+        argv[at] = f"{OPTIONS_FLAG}={path}" if argv[at].startswith(OPTIONS_FLAG + "=") else path
+    added = (*merged.added, f"{OPTIONS_FLAG} {path} ({', '.join(f'{k}: {v}' for k, v in config.items())})")
+    return replace(merged, argv=tuple(argv), added=added, warnings=tuple(warnings))
+
+
+def exec_merged(merged: Merged, plan: LaunchPlan) -> NoReturn:
+    """Say on stderr what was added and why, then replace this process with the launcher."""
+    say = sys.stderr.write
+    header = f"topo-gate: {plan.launcher} {plan.launcher_version_pinned}"
+    say(f"{header}: {'FALLBACK ' + plan.reason if plan.fallback else plan.reason}\n")
+    for item in merged.added:
+        say(f"topo-gate: + {item}\n")
+    for warning in merged.warnings:
+        say(f"topo-gate: warning: {warning}\n")
+    sys.stderr.flush()
+    os.execvpe(merged.argv[0], list(merged.argv), dict(merged.env))

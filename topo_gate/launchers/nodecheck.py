@@ -1,0 +1,34 @@
+"""This node's fingerprint, read through NVML (in a child process) or from a recorded capture.
+
+The one place ``exec`` touches the topology layer, so tests inject a capture file instead of a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class NodeCheckError(Exception):
+    """The node could not be read. ``kind``: ``"no-driver"``, ``"nvml-crash"`` or ``"unreadable"``."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def current_fingerprint(from_capture: str | os.PathLike[str] | None = None) -> str:
+    """``sha256:...`` of this node's class (or of a recorded capture); raises ``NodeCheckError``."""
+    from topo_gate.topology.capture import collect_isolated, load_capture
+    from topo_gate.topology.errors import CaptureError, NvmlCrash, NvmlUnavailable
+    from topo_gate.topology.fingerprint import node_fingerprint
+    from topo_gate.topology.model import build_node
+
+    try:
+        capture = load_capture(from_capture) if from_capture is not None else collect_isolated()
+        return node_fingerprint(build_node(capture))
+    except NvmlUnavailable as error:
+        raise NodeCheckError("no-driver", f"no NVIDIA driver: {error}") from None
+    except NvmlCrash as error:
+        raise NodeCheckError("nvml-crash", f"NVML failed: {error}") from None
+    except CaptureError as error:
+        raise NodeCheckError("unreadable", str(error)) from None

@@ -1,0 +1,152 @@
+"""The published JSON Schema of profile v1 (``profiles/schema.json``), generated from ``schema.py``.
+
+For launchers in other languages. It states what JSON Schema can: types, names, ranges, required
+fields. Rules it cannot express are in the descriptions and enforced by ``load_profile``: rule
+``max_bytes`` strictly increasing, the last rule ``{max_bytes: null, backend: nccl}``, ``ci`` low <=
+high, ``group`` of length ``tp``, no two decisions with the same (tp, pattern, group_class), and the
+digest. Regenerate after a schema change::
+
+    python -m topo_gate.profile.json_schema profiles/schema.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from topo_gate.profile.schema import BACKENDS, NCCL, PATTERNS
+
+_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
+_POSITIVE = {"type": "number", "exclusiveMinimum": 0}
+_GPU_GROUP = {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True, "minItems": 1}
+
+
+def _object(required: list[str], properties: dict, description: str | None = None) -> dict:
+    # additionalProperties stays open: a v1.N profile may add optional fields a v1 reader ignores.
+    schema: dict = {"type": "object", "required": required, "properties": properties}
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def _rule() -> dict:
+    rule = _object(
+        ["max_bytes", "backend"],
+        {
+            "max_bytes": {"type": ["integer", "null"], "minimum": 1},
+            "backend": {"enum": list(BACKENDS)},
+            "speedup": {"type": ["number", "null"], "exclusiveMinimum": 0},
+            "ci": {"type": ["array", "null"], "items": _POSITIVE, "minItems": 2, "maxItems": 2},
+            "reason": {"type": ["string", "null"]},
+        },
+        "Sizes in (previous max_bytes, max_bytes] use backend; null = unbounded. A backend other "
+        "than nccl must state the speedup and ci ([low, high], low <= high) it was measured with.",
+    )
+    rule["if"] = {"properties": {"backend": {"not": {"const": NCCL}}}}
+    rule["then"] = {
+        "required": ["speedup", "ci"],
+        "properties": {"speedup": _POSITIVE, "ci": {"type": "array"}},
+    }
+    return rule
+
+
+def _decision() -> dict:
+    return _object(
+        ["tp", "group", "group_class", "pattern", "rules"],
+        {
+            "tp": {"type": "integer", "minimum": 1},
+            "group": _GPU_GROUP,
+            "group_class": {"type": "string", "minLength": 1},
+            "pattern": {"enum": list(PATTERNS)},
+            "rules": {"type": "array", "minItems": 1, "items": _rule()},
+        },
+        "The ladder for one (tp, pattern, group_class), unique in the profile. group has tp GPUs. "
+        "Rules are ordered by strictly increasing max_bytes; the last is {max_bytes: null, backend: nccl}.",
+    )
+
+
+def _node() -> dict:
+    tp_group = _object(["gpus", "class"], {"gpus": _GPU_GROUP, "class": {"type": "string", "minLength": 1}})
+    hardware = {
+        "type": "object",
+        "description": "The topology layer's description of the node; readers use only tp_groups.",
+        "properties": {
+            "tp_groups": {
+                "type": "object",
+                "patternProperties": {"^[1-9][0-9]*$": {"type": "array", "items": tp_group}},
+                "additionalProperties": False,
+            }
+        },
+    }
+    return _object(
+        ["fingerprint", "hardware", "software"],
+        {
+            "fingerprint": _DIGEST,
+            "hardware": hardware,
+            "software": {"type": "object", "additionalProperties": {"type": ["string", "null"]}},
+            "provenance": {"type": ["object", "null"], "description": "Informational only."},
+        },
+    )
+
+
+def profile_json_schema() -> dict:
+    """The JSON Schema (draft 2020-12) of ``topo-gate/profile/v1`` documents."""
+    schema = _object(
+        ["schema", "created", "tool", "node", "trials", "decisions", "digest"],
+        {
+            "schema": {"type": "string", "pattern": r"^topo-gate/profile/v1(\.[0-9]+)?$"},
+            "created": {"type": "string", "minLength": 1},
+            "tool": _object(["name", "version"], {"name": {"type": "string"}, "version": {"type": "string"}}),
+            "node": _node(),
+            "trials": _object(
+                ["dtype", "hidden", "tp", "patterns"],
+                {
+                    "dtype": {"type": "string", "minLength": 1},
+                    "hidden": {"type": "integer", "minimum": 1},
+                    "tp": {"type": "array", "items": {"type": "integer", "minimum": 1}},
+                    "patterns": {"type": "array", "items": {"enum": list(PATTERNS)}},
+                    "method": {"type": ["object", "null"]},
+                },
+            ),
+            "skipped": {
+                "type": ["array", "null"],
+                "items": _object(
+                    ["tp", "reason"], {"tp": {"type": "integer", "minimum": 1}, "reason": {"type": "string"}}
+                ),
+            },
+            "decisions": {"type": "array", "items": _decision()},
+            "evidence": {
+                "oneOf": [
+                    {"type": "null"},
+                    _object(
+                        ["path"],
+                        {"path": {"type": "string"}, "digest": {"oneOf": [{"type": "null"}, _DIGEST]}},
+                    ),
+                ]
+            },
+            "digest": {
+                **_DIGEST,
+                "description": 'sha256 of json.dumps(profile without "digest", sort_keys=True, '
+                'separators=(",", ":"), ensure_ascii=False) encoded as UTF-8.',
+            },
+        },
+        "A topo-gate gating profile: per TP size, GPU-group class and pattern, the all-reduce backend "
+        "measured fastest at each message-size range; NCCL everywhere else.",
+    )
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "topo-gate/profile/v1",
+        **schema,
+    }
+
+
+def schema_text() -> str:
+    return json.dumps(profile_json_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":
+    from topo_gate._atomic import write_atomic
+
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m topo_gate.profile.json_schema OUT.json")
+    write_atomic(sys.argv[1], schema_text())

@@ -1,0 +1,248 @@
+"""The launcher reader: ``gate()`` answers "which all-reduce backend here?" and never raises.
+
+Fail closed. A backend other than NCCL is returned only when the profile is present, parses, passes
+the schema and digest checks, belongs to this node (fingerprint), and has a rule for this TP size,
+pattern, GPU-group class and message size. Every other case -- including a bug in this module -- is
+NCCL with a ``reason`` a person can act on. Admission (may this profile decide here?) is settled
+before preference (which rule wins at this size?), and preference is only ever what was measured.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from topo_gate.profile.digest import compute_digest
+from topo_gate.profile.drift import software_drift
+from topo_gate.profile.errors import ProfileError
+from topo_gate.profile.io import ProfileFile, profile_from_text
+from topo_gate.profile.schema import NCCL, PATTERNS, Profile, Rule
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
+if TYPE_CHECKING:
+    ProfileSource = str | os.PathLike[str] | Profile
+
+FINGERPRINT_ENV = "TOPO_GATE_NODE_FINGERPRINT"
+_UNVERIFIED = (
+    "node not verified against the profile's fingerprint (use `topo-gate exec` or pass fingerprint=)"
+)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The reader's answer for one (TP size, pattern, GPU group, message size).
+
+    ``backend`` is ``"nccl"`` on every fallback. ``rules`` is the whole measured ladder for the
+    group's class (empty on fallback), so a launcher can turn it into a size threshold;
+    the chosen rule covers sizes in ``(min_bytes, max_bytes]`` (``max_bytes=None``: unbounded).
+    """
+
+    backend: str
+    max_bytes: int | None
+    reason: str
+    warnings: tuple[str, ...] = ()
+    min_bytes: int = 0
+    rules: tuple[Rule, ...] = ()
+    tp: int | None = None
+    pattern: str | None = None
+    group_class: str | None = None
+    profile_path: str | None = None
+    source: str = "fallback"  # "profile": a measured rule decided; "fallback": NCCL because of a problem
+
+    @property
+    def fallback(self) -> bool:
+        """True when this is NCCL because the profile could not decide, not because NCCL won."""
+        return self.source == "fallback"
+
+
+class _Fallback(Exception):
+    """Internal: stop and answer NCCL with this reason."""
+
+
+def gate(
+    profile: ProfileSource,
+    *,
+    tp: int,
+    nbytes: int | None = None,
+    pattern: str = "allreduce",
+    gpus: Sequence[int] | None = None,
+    strict: bool = False,
+    fingerprint: str | None = None,
+) -> Decision:
+    """Which all-reduce backend to use; NCCL unless the profile measured something faster here.
+
+    ``profile``: a path or a ``Profile``. ``nbytes=None`` asks for the smallest messages (decode).
+    ``gpus=None`` means the launcher's default group ``[0, ..., tp-1]``. ``fingerprint`` is this
+    node's (default: env ``TOPO_GATE_NODE_FINGERPRINT``, set by ``topo-gate exec``); without one the
+    answer carries a warning, and under ``strict=True`` is NCCL. Software drift (driver, NCCL, torch,
+    FlashInfer) is a warning, NCCL under ``strict``. Never raises.
+    """
+    path = None if isinstance(profile, Profile) else _path_text(profile)
+    warnings: list[str] = []
+    try:
+        return _decide(profile, path, tp, nbytes, pattern, gpus, strict, fingerprint, warnings)
+    except _Fallback as stop:
+        return _nccl(str(stop), warnings, tp, pattern, path)
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as error:  # noqa: BLE001 -- the launcher must never crash on our account
+        reason = f"topo-gate reader failed ({type(error).__name__}: {error}); please report it"
+        return _nccl(reason, warnings, tp, pattern, path)
+
+
+def _decide(
+    source: ProfileSource,
+    path: str | None,
+    tp: object,
+    nbytes: object,
+    pattern: object,
+    gpus: Sequence[int] | None,
+    strict: bool,
+    fingerprint: str | None,
+    warnings: list[str],
+) -> Decision:
+    _check_arguments(tp, nbytes, pattern)
+    profile = _admitted_profile(source, path)
+    _check_node(profile, strict, fingerprint, warnings)
+    group = list(range(tp)) if gpus is None else _checked_gpus(gpus, tp)
+    group_class = _group_class(profile, tp, group)
+    entry = profile.find(tp, pattern, group_class)
+    if entry is None:
+        raise _Fallback(
+            f"the profile has no decision for TP {tp}, {pattern}, group class {group_class} (not measured)"
+        )
+    min_bytes, rule = entry.rule_for(nbytes)
+    return Decision(
+        backend=rule.backend,
+        max_bytes=rule.max_bytes,
+        min_bytes=min_bytes,
+        reason=rule.reason or _rule_words(rule),
+        warnings=tuple(warnings),
+        rules=entry.rules,
+        tp=tp,
+        pattern=pattern,
+        group_class=group_class,
+        profile_path=path,
+        source="profile",
+    )
+
+
+def _check_arguments(tp: object, nbytes: object, pattern: object) -> None:
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise _Fallback(f"tp must be a positive integer, got {tp!r}")
+    if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0):
+        raise _Fallback(f"nbytes must be None or an integer >= 0, got {nbytes!r}")
+    if pattern not in PATTERNS:
+        raise _Fallback(f"unknown pattern {pattern!r} (known: {', '.join(PATTERNS)})")
+
+
+def _checked_gpus(gpus: Sequence[int], tp: int) -> list[int]:
+    if isinstance(gpus, (str, bytes)) or not isinstance(gpus, Iterable):
+        raise _Fallback(f"gpus must be a list of GPU indices, got {gpus!r}")
+    group = list(gpus)
+    indices_ok = all(isinstance(gpu, int) and not isinstance(gpu, bool) and gpu >= 0 for gpu in group)
+    if not indices_ok or len(group) != tp or len(set(group)) != tp:
+        raise _Fallback(f"gpus must list {tp} distinct GPU indices for TP {tp}, got {group}")
+    return group
+
+
+def _admitted_profile(source: ProfileSource, path: str | None) -> Profile:
+    if path is None:
+        assert isinstance(source, Profile)
+        if source.digest != compute_digest(source.to_dict()):
+            raise _Fallback(
+                "profile object: digest: missing or does not match its content "
+                "(seal it with Profile.with_digest(), or pass the file's path)"
+            )
+        return source
+    try:
+        return _CACHE.load(path)
+    except ProfileError as error:
+        raise _Fallback(f"profile {path} unusable: {error}") from None
+
+
+def _check_node(profile: Profile, strict: bool, fingerprint: str | None, warnings: list[str]) -> None:
+    here = fingerprint if fingerprint is not None else os.environ.get(FINGERPRINT_ENV)
+    if here is None:
+        warnings.append(_UNVERIFIED)
+        if strict:
+            raise _Fallback(f"strict: {_UNVERIFIED}")
+    elif here != profile.node.fingerprint:
+        raise _Fallback(
+            f"this node (fingerprint {here[:19]}...) is not the kind the profile was measured on "
+            f"({profile.node.fingerprint[:19]}...)"
+        )
+    drift = software_drift(profile.node.software)
+    if drift:
+        message = "software changed since the profile was measured: " + ", ".join(drift)
+        warnings.append(message)
+        if strict:
+            raise _Fallback(f"strict: {message}")
+
+
+def _group_class(profile: Profile, tp: int, group: list[int]) -> str:
+    found = profile.node.group_class(tp, group)
+    if found is not None:
+        return found
+    # A profile without tp_groups for this TP still knows the classes of the groups it measured.
+    for entry in profile.decisions:
+        if entry.tp == tp and set(entry.group) == set(group):
+            return entry.group_class
+    raise _Fallback(f"GPU group {sorted(group)} is not in the profile (TP {tp})")
+
+
+def _rule_words(rule: Rule) -> str:
+    if rule.backend == NCCL:
+        return "nccl: no faster backend measured at this size"
+    low, high = rule.ci or (rule.speedup, rule.speedup)
+    return f"{rule.backend} measured {rule.speedup}x faster than nccl (CI {low}-{high})"
+
+
+def _nccl(reason: str, warnings: list[str], tp: object, pattern: object, path: str | None) -> Decision:
+    return Decision(
+        backend=NCCL,
+        max_bytes=None,
+        reason=reason,
+        warnings=tuple(warnings),
+        tp=tp if isinstance(tp, int) else None,
+        pattern=pattern if isinstance(pattern, str) else None,
+        profile_path=path,
+    )
+
+
+def _path_text(profile: object) -> str:
+    try:
+        return os.fsdecode(os.fspath(profile))  # type: ignore[arg-type]
+    except TypeError:
+        return repr(profile)  # not a path at all: the loader will say so through _Fallback
+
+
+class _ProfileCache:
+    """Parsed profiles by path, valid while (device, inode, size, mtime, ctime) are unchanged.
+
+    A launcher asks per layer and per size; parsing once per process keeps that free. The file is
+    opened once and identified by ``fstat`` of that open handle, so a profile replaced atomically
+    between the check and the read can never be cached under the old file's identity.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[tuple[int, ...], Profile | ProfileError]] = {}
+
+    def load(self, path: str) -> Profile:
+        with ProfileFile(path) as profile_file:
+            cached = self._entries.get(path)
+            if cached is not None and cached[0] == profile_file.identity:
+                result = cached[1]
+            else:
+                try:
+                    result = profile_from_text(profile_file.read_text())
+                except ProfileError as error:
+                    result = error  # a broken file stays broken until it changes: do not re-parse
+                self._entries[path] = (profile_file.identity, result)
+        if isinstance(result, ProfileError):
+            raise result.with_traceback(None)  # a cached error must not grow a traceback per call
+        return result
+
+
+_CACHE = _ProfileCache()

@@ -1,0 +1,521 @@
+"""Profile schema v1 as typed, immutable dataclasses (the YAML fields map 1:1 to attributes).
+
+Every class checks its invariants in ``__post_init__``, so an invalid profile cannot be built, from a
+file (``Profile.from_dict``) or from code (``decide``). ``from_dict`` ignores keys it does not know:
+a minor schema bump (``v1.N``) only adds optional fields, which this version may safely skip.
+``to_dict`` returns plain data in the canonical field order, ready for YAML or JSON.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from topo_gate.profile.digest import compute_digest
+from topo_gate.profile.errors import ProfileInvalid
+from topo_gate.profile.validate import (
+    describe,
+    expect_choice,
+    expect_digest,
+    expect_int,
+    expect_list,
+    expect_mapping,
+    expect_optional_str,
+    expect_plain_data,
+    expect_positive_float,
+    expect_str,
+    located,
+    require,
+    schema_minor,
+)
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    _T = TypeVar("_T")
+
+SCHEMA = "topo-gate/profile/v1"
+NCCL = "nccl"
+#: Every backend name schema v1 knows. ``gloo`` is the CPU test harness; ``decide`` never emits it
+#: for a GPU profile, but a profile recorded on the harness must still load.
+BACKENDS: tuple[str, ...] = (
+    NCCL,
+    "trtllm_oneshot",
+    "trtllm_twoshot",
+    "trtllm_fused_oneshot",
+    "trtllm_fused_twoshot",
+    "symm_mem_oneshot",
+    "symm_mem_twoshot",
+    "vllm_custom",
+    "pcie_ipc",
+    "gloo",
+)
+#: ``allreduce``: the bare collective. ``allreduce_rmsnorm``: all-reduce + residual add + RMSNorm.
+PATTERNS: tuple[str, ...] = ("allreduce", "allreduce_rmsnorm")
+
+_TP_KEY_RE = re.compile(r"[1-9][0-9]*")
+
+
+def _round6(value: float) -> float:
+    # Six significant digits: more than a timing ratio carries, and short enough to read in YAML.
+    return float(f"{value:.6g}")
+
+
+def plain_copy(value: Any) -> Any:
+    """A deep copy of JSON-like data with tuples turned into lists (what YAML and JSON can write)."""
+    if isinstance(value, Mapping):
+        return {key: plain_copy(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_copy(item) for item in value]
+    return value
+
+
+def _sub(data: Mapping[str, Any], key: str, build: Callable[[Any], _T]) -> _T:
+    value = require(data, key)
+    with located(key):
+        return build(value)
+
+
+def _each(values: object, field_name: str, build: Callable[[Any], _T]) -> tuple[_T, ...]:
+    built = []
+    for index, item in enumerate(expect_list(values, field_name)):
+        with located(f"{field_name}[{index}]"):
+            built.append(build(item))
+    return tuple(built)
+
+
+def _or_empty(value: Any, empty: Any) -> Any:
+    # An optional section written as `key: null` means the same as leaving it out.
+    return empty if value is None else value
+
+
+def _gpu_group(value: object, field_name: str, *, size: int) -> tuple[int, ...]:
+    gpus = tuple(
+        expect_int(gpu, f"{field_name}[{i}]", minimum=0)
+        for i, gpu in enumerate(expect_list(value, field_name))
+    )
+    if len(set(gpus)) != len(gpus):
+        raise ProfileInvalid(f"GPU indices must be distinct, found {list(gpus)}", field_name)
+    if len(gpus) != size:
+        raise ProfileInvalid(f"must list {size} GPUs (one per TP rank), found {len(gpus)}", field_name)
+    return gpus
+
+
+def _of_type(value: object, cls: type[_T], field_name: str) -> _T:
+    if not isinstance(value, cls):
+        raise ProfileInvalid(f"must be a {cls.__name__}, found {describe(value)}", field_name)
+    return value
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rung of a ladder: message sizes in ``(previous max_bytes, max_bytes]`` use ``backend``.
+
+    ``max_bytes=None`` means "and everything larger"; it is always the last rung, and always NCCL.
+    A non-NCCL rung must carry the ``speedup`` over NCCL it was measured with and its confidence
+    interval ``ci = (low, high)``: a backend is preferred only on evidence, never by default.
+    """
+
+    max_bytes: int | None
+    backend: str
+    speedup: float | None = None
+    ci: tuple[float, float] | None = None
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_bytes is not None:
+            expect_int(self.max_bytes, "max_bytes", minimum=1)
+        expect_choice(self.backend, "backend", BACKENDS, "backend")
+        expect_optional_str(self.reason, "reason")
+        if self.speedup is not None:
+            object.__setattr__(self, "speedup", _round6(expect_positive_float(self.speedup, "speedup")))
+        if self.ci is not None:
+            object.__setattr__(self, "ci", self._checked_ci())
+        if self.backend != NCCL:
+            for name in ("speedup", "ci"):
+                if getattr(self, name) is None:
+                    raise ProfileInvalid(
+                        f"a {self.backend} rule must state the {name} it was measured with", name
+                    )
+
+    def _checked_ci(self) -> tuple[float, float]:
+        bounds = expect_list(self.ci, "ci")
+        if len(bounds) != 2:
+            raise ProfileInvalid(f"must be [low, high], found {len(bounds)} numbers", "ci")
+        low, high = (_round6(expect_positive_float(b, f"ci[{i}]")) for i, b in enumerate(bounds))
+        if low > high:
+            raise ProfileInvalid(f"low {low} is above high {high}", "ci")
+        return (low, high)
+
+    @classmethod
+    def from_dict(cls, data: object) -> Rule:
+        data = expect_mapping(data, "")
+        return cls(
+            max_bytes=require(data, "max_bytes"),
+            backend=require(data, "backend"),
+            speedup=data.get("speedup"),
+            ci=data.get("ci"),
+            reason=data.get("reason"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_bytes": self.max_bytes,
+            "backend": self.backend,
+            "speedup": self.speedup,
+            "ci": None if self.ci is None else list(self.ci),
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class DecisionEntry:
+    """The measured ladder for one (TP size, GPU-group class, pattern): ordered size rules.
+
+    ``group`` is the GPU group that was measured (NVML indices); the decision applies to every group
+    of the same ``group_class``. Rules are contiguous: strictly increasing ``max_bytes``, the last
+    ``None`` with NCCL, so every message size has exactly one rule and sizes beyond the largest
+    measured one are NCCL.
+    """
+
+    tp: int
+    group: tuple[int, ...]
+    group_class: str
+    pattern: str
+    rules: tuple[Rule, ...]
+
+    def __post_init__(self) -> None:
+        expect_int(self.tp, "tp", minimum=1)
+        object.__setattr__(self, "group", _gpu_group(self.group, "group", size=self.tp))
+        expect_str(self.group_class, "group_class")
+        expect_choice(self.pattern, "pattern", PATTERNS, "pattern")
+        rules = tuple(
+            _of_type(r, Rule, f"rules[{i}]") for i, r in enumerate(expect_list(self.rules, "rules"))
+        )
+        object.__setattr__(self, "rules", rules)
+        self._check_ladder()
+
+    def _check_ladder(self) -> None:
+        if not self.rules:
+            raise ProfileInvalid(
+                "must not be empty (the last rule is {max_bytes: null, backend: nccl})", "rules"
+            )
+        previous = 0
+        for index, rule in enumerate(self.rules[:-1]):
+            where = f"rules[{index}].max_bytes"
+            if rule.max_bytes is None:
+                raise ProfileInvalid("only the last rule may be null (unbounded)", where)
+            if rule.max_bytes <= previous:
+                raise ProfileInvalid(f"must be > {previous} (rules must be ordered)", where)
+            previous = rule.max_bytes
+        last, where = self.rules[-1], f"rules[{len(self.rules) - 1}]"
+        if last.max_bytes is not None:
+            raise ProfileInvalid(
+                f"the last rule must be null (sizes above the largest measured), found {last.max_bytes}",
+                f"{where}.max_bytes",
+            )
+        if last.backend != NCCL:
+            raise ProfileInvalid(
+                f"the last rule covers unmeasured sizes and must be nccl, found {last.backend}",
+                f"{where}.backend",
+            )
+
+    def rule_for(self, nbytes: int | None) -> tuple[int, Rule]:
+        """The rule covering ``nbytes`` and its exclusive lower bound; ``None`` -> the smallest sizes."""
+        lower = 0
+        for rule in self.rules:
+            if nbytes is None or rule.max_bytes is None or nbytes <= rule.max_bytes:
+                return lower, rule
+            lower = rule.max_bytes
+        raise AssertionError("unreachable: the last rule is unbounded (checked in __post_init__)")
+
+    @property
+    def key(self) -> tuple[int, str, str]:
+        return (self.tp, self.pattern, self.group_class)
+
+    @classmethod
+    def from_dict(cls, data: object) -> DecisionEntry:
+        data = expect_mapping(data, "")
+        return cls(
+            tp=require(data, "tp"),
+            group=require(data, "group"),
+            group_class=require(data, "group_class"),
+            pattern=require(data, "pattern"),
+            rules=_each(require(data, "rules"), "rules", Rule.from_dict),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tp": self.tp,
+            "group": list(self.group),
+            "group_class": self.group_class,
+            "pattern": self.pattern,
+            "rules": [rule.to_dict() for rule in self.rules],
+        }
+
+
+@dataclass(frozen=True)
+class Tool:
+    """The program that wrote the profile."""
+
+    name: str
+    version: str
+
+    def __post_init__(self) -> None:
+        expect_str(self.name, "name")
+        expect_str(self.version, "version")
+
+    @classmethod
+    def from_dict(cls, data: object) -> Tool:
+        data = expect_mapping(data, "")
+        return cls(name=require(data, "name"), version=require(data, "version"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version}
+
+
+@dataclass(frozen=True)
+class Node:
+    """The node class the profile was measured on.
+
+    ``hardware`` is the topology layer's mapping, kept as plain data; the reader uses only
+    ``hardware["tp_groups"]`` (``{"2": [{"gpus": [0, 1], "class": "nvswitch"}, ...]}``) to find the
+    class of a launcher's GPU group. ``software`` values are version strings, or None when unknown.
+    ``provenance`` (hostname, UUIDs, command) is informational and never decides anything.
+    """
+
+    fingerprint: str
+    hardware: Mapping[str, Any]
+    software: Mapping[str, str | None]
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        expect_digest(self.fingerprint, "fingerprint")
+        for name in ("hardware", "software", "provenance"):
+            expect_plain_data(expect_mapping(getattr(self, name), name), name)
+            object.__setattr__(self, name, plain_copy(getattr(self, name)))
+        for key, version in self.software.items():
+            if version is not None and not isinstance(version, str):
+                raise ProfileInvalid(
+                    f"must be a version string or null, found {describe(version)} (quote version numbers)",
+                    f"software.{key}",
+                )
+        self._check_tp_groups()
+
+    def _check_tp_groups(self) -> None:
+        groups_by_tp = expect_mapping(self.hardware.get("tp_groups", {}), "hardware.tp_groups")
+        for tp_key, groups in groups_by_tp.items():
+            where = f"hardware.tp_groups.{tp_key}"
+            if _TP_KEY_RE.fullmatch(tp_key) is None:
+                raise ProfileInvalid("keys must be TP sizes written as strings, like '2'", where)
+            for index, group in enumerate(expect_list(groups, where)):
+                with located(f"{where}[{index}]"):
+                    group = expect_mapping(group, "")
+                    _gpu_group(require(group, "gpus"), "gpus", size=int(tp_key))
+                    expect_str(require(group, "class"), "class")
+
+    def group_class(self, tp: int, gpus: Sequence[int]) -> str | None:
+        """The class of GPU group ``gpus`` at TP size ``tp`` (order-insensitive), or None if unlisted."""
+        wanted = set(gpus)
+        for group in self.hardware.get("tp_groups", {}).get(str(tp), ()):
+            if set(group["gpus"]) == wanted:
+                return group["class"]
+        return None
+
+    @classmethod
+    def from_dict(cls, data: object) -> Node:
+        data = expect_mapping(data, "")
+        return cls(
+            fingerprint=require(data, "fingerprint"),
+            hardware=require(data, "hardware"),
+            software=require(data, "software"),
+            provenance=_or_empty(data.get("provenance"), {}),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fingerprint": self.fingerprint,
+            "hardware": plain_copy(self.hardware),
+            "software": plain_copy(self.software),
+            "provenance": plain_copy(self.provenance),
+        }
+
+
+@dataclass(frozen=True)
+class Trials:
+    """How the trials were run: informational for people, not consulted by the reader."""
+
+    dtype: str
+    hidden: int
+    tp: tuple[int, ...]
+    patterns: tuple[str, ...]
+    method: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        expect_str(self.dtype, "dtype")
+        expect_int(self.hidden, "hidden", minimum=1)
+        tps = tuple(expect_int(tp, f"tp[{i}]", minimum=1) for i, tp in enumerate(expect_list(self.tp, "tp")))
+        patterns = tuple(
+            expect_choice(p, f"patterns[{i}]", PATTERNS, "pattern")
+            for i, p in enumerate(expect_list(self.patterns, "patterns"))
+        )
+        expect_plain_data(expect_mapping(self.method, "method"), "method")
+        object.__setattr__(self, "tp", tps)
+        object.__setattr__(self, "patterns", patterns)
+        object.__setattr__(self, "method", plain_copy(self.method))
+
+    @classmethod
+    def from_dict(cls, data: object) -> Trials:
+        data = expect_mapping(data, "")
+        return cls(
+            dtype=require(data, "dtype"),
+            hidden=require(data, "hidden"),
+            tp=require(data, "tp"),
+            patterns=require(data, "patterns"),
+            method=_or_empty(data.get("method"), {}),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dtype": self.dtype,
+            "hidden": self.hidden,
+            "tp": list(self.tp),
+            "patterns": list(self.patterns),
+            "method": plain_copy(self.method),
+        }
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A TP size the probe was asked for but did not measure, and why (so NCCL there is explained)."""
+
+    tp: int
+    reason: str
+
+    def __post_init__(self) -> None:
+        expect_int(self.tp, "tp", minimum=1)
+        expect_str(self.reason, "reason")
+
+    @classmethod
+    def from_dict(cls, data: object) -> Skipped:
+        data = expect_mapping(data, "")
+        return cls(tp=require(data, "tp"), reason=require(data, "reason"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tp": self.tp, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class EvidenceRef:
+    """Where the raw trial evidence lives (a path relative to the profile) and its digest."""
+
+    path: str
+    digest: str | None = None
+
+    def __post_init__(self) -> None:
+        expect_str(self.path, "path")
+        if self.digest is not None:
+            expect_digest(self.digest, "digest")
+
+    @classmethod
+    def from_dict(cls, data: object) -> EvidenceRef:
+        data = expect_mapping(data, "")
+        return cls(path=require(data, "path"), digest=data.get("digest"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "digest": self.digest}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Profile:
+    """A gating profile: per (TP, group class, pattern), which backend to use at which sizes.
+
+    ``digest`` is None only for a profile still being built; ``with_digest()`` seals it, and the
+    loader refuses a file whose content does not hash to its digest.
+    """
+
+    schema: str
+    created: str
+    tool: Tool
+    node: Node
+    trials: Trials
+    decisions: tuple[DecisionEntry, ...]
+    skipped: tuple[Skipped, ...] = ()
+    evidence: EvidenceRef | None = None
+    digest: str | None = None
+
+    def __post_init__(self) -> None:
+        schema_minor(self.schema)
+        expect_str(self.created, "created")
+        _of_type(self.tool, Tool, "tool")
+        _of_type(self.node, Node, "node")
+        _of_type(self.trials, Trials, "trials")
+        decisions = tuple(
+            _of_type(d, DecisionEntry, f"decisions[{i}]")
+            for i, d in enumerate(expect_list(self.decisions, "decisions"))
+        )
+        skipped = tuple(
+            _of_type(s, Skipped, f"skipped[{i}]") for i, s in enumerate(expect_list(self.skipped, "skipped"))
+        )
+        if self.evidence is not None:
+            _of_type(self.evidence, EvidenceRef, "evidence")
+        if self.digest is not None:
+            expect_digest(self.digest, "digest")
+        seen: dict[tuple[int, str, str], int] = {}
+        for index, decision in enumerate(decisions):
+            if decision.key in seen:
+                tp, pattern, group_class = decision.key
+                raise ProfileInvalid(
+                    f"duplicate of decisions[{seen[decision.key]}] "
+                    f"(tp {tp}, pattern {pattern}, group_class {group_class})",
+                    f"decisions[{index}]",
+                )
+            seen[decision.key] = index
+        object.__setattr__(self, "decisions", decisions)
+        object.__setattr__(self, "skipped", skipped)
+
+    def find(self, tp: int, pattern: str, group_class: str) -> DecisionEntry | None:
+        for decision in self.decisions:
+            if decision.key == (tp, pattern, group_class):
+                return decision
+        return None
+
+    def with_digest(self) -> Profile:
+        """This profile sealed with the digest of its content."""
+        return replace(self, digest=compute_digest(self.to_dict()))
+
+    @classmethod
+    def from_dict(cls, data: object) -> Profile:
+        """Build from plain data, checking everything except the digest (the loader checks that,
+        over the file's own content). Raises ``ProfileInvalid`` / ``ProfileSchemaTooNew``."""
+        if not isinstance(data, Mapping):
+            raise ProfileInvalid(f"a profile must be a mapping of fields, found {describe(data)}")
+        # The schema first: a v2 profile should say "too new", not list v1 fields it lacks.
+        schema_minor(require(data, "schema"))
+        evidence = data.get("evidence")
+        return cls(
+            schema=data["schema"],
+            created=require(data, "created"),
+            tool=_sub(data, "tool", Tool.from_dict),
+            node=_sub(data, "node", Node.from_dict),
+            trials=_sub(data, "trials", Trials.from_dict),
+            decisions=_each(require(data, "decisions"), "decisions", DecisionEntry.from_dict),
+            skipped=_each(_or_empty(data.get("skipped"), []), "skipped", Skipped.from_dict),
+            evidence=None if evidence is None else _sub(data, "evidence", EvidenceRef.from_dict),
+            digest=data.get("digest"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "created": self.created,
+            "tool": self.tool.to_dict(),
+            "node": self.node.to_dict(),
+            "trials": self.trials.to_dict(),
+            "skipped": [skipped.to_dict() for skipped in self.skipped],
+            "decisions": [decision.to_dict() for decision in self.decisions],
+            "evidence": None if self.evidence is None else self.evidence.to_dict(),
+            "digest": self.digest,
+        }

@@ -1,0 +1,121 @@
+"""The end-of-probe summary: per TP and pattern, which backend serves which message sizes, and why.
+
+Shared by ``probe`` (live and ``--replay``) and ``decide``, so a replay of recorded evidence prints
+exactly what the live run printed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.table import Table
+from rich.text import Text
+
+from topo_gate.decide import human_bytes
+from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
+from topo_gate.trials.plan import BASELINE_BACKEND
+
+
+def size_range(lower: int, rule: Rule) -> str:
+    """``(lower, max_bytes]`` in words: "<= 224 KiB", "224 KiB - 14 MiB", "> 14 MiB", "all sizes"."""
+    if rule.max_bytes is None:
+        return "all sizes" if lower == 0 else f"> {human_bytes(lower)}"
+    if lower == 0:
+        return f"<= {human_bytes(rule.max_bytes)}"
+    return f"{human_bytes(lower)} - {human_bytes(rule.max_bytes)}"
+
+
+WIDE_ENOUGH_FOR_REASONS = 120  # columns; below this the reasons would wrap a word per line
+
+
+def decisions_table(profile: Profile, *, with_reasons: bool = True) -> Table:
+    """One row per rule; chosen fast paths stand out; each row says why (when there is room)."""
+    table = Table(title="Decisions", title_justify="left", show_lines=False, expand=False)
+    table.add_column("TP", justify="right")
+    table.add_column("group")
+    table.add_column("pattern")
+    table.add_column("message size", no_wrap=True)
+    table.add_column("backend", no_wrap=True)
+    table.add_column("speedup (CI)", justify="right")
+    if with_reasons:
+        table.add_column("why", overflow="fold", ratio=1)
+    for entry in profile.decisions:
+        _add_entry(table, entry, with_reasons)
+        table.add_section()
+    for skipped in profile.skipped:
+        row = [str(skipped.tp), "-", "-", "all sizes", NCCL, ""]
+        table.add_row(*row, *([f"skipped: {skipped.reason}"] if with_reasons else []))
+    return table
+
+
+def _add_entry(table: Table, entry: DecisionEntry, with_reasons: bool) -> None:
+    lower = 0
+    for index, rule in enumerate(entry.rules):
+        first = index == 0
+        backend = Text(rule.backend, style="bold green" if rule.backend != NCCL else "")
+        speedup = "" if rule.speedup is None else f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})"
+        table.add_row(
+            str(entry.tp) if first else "",
+            f"{entry.group_class} {list(entry.group)}" if first else "",
+            entry.pattern if first else "",
+            size_range(lower, rule),
+            backend,
+            speedup,
+            *([rule.reason or ""] if with_reasons else []),
+        )
+        lower = rule.max_bytes or lower
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The table, then where things were written, then notes a person must read.
+
+    A rich renderable that lays itself out for the terminal it lands on: the reasons column only
+    when there is room (``topo-gate show`` or ``--json`` always have them).
+    """
+
+    profile: Profile
+    profile_path: str | None
+    evidence_path: str | None
+    notes: Sequence[str] = ()
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        wide = options.max_width >= WIDE_ENOUGH_FOR_REASONS
+        yield decisions_table(self.profile, with_reasons=wide)
+        yield from _footer(self, wide)
+
+
+def summary(
+    profile: Profile, *, profile_path: str | None, evidence_path: str | None, notes: Sequence[str] = ()
+) -> Summary:
+    return Summary(profile, profile_path, evidence_path, tuple(notes))
+
+
+def _footer(summary: Summary, wide: bool) -> list[RenderableType]:
+    profile = summary.profile
+    parts: list[RenderableType] = []
+    baselines = set(BASELINE_BACKEND.values())
+    opted_in = sum(rule.backend not in baselines for entry in profile.decisions for rule in entry.rules)
+    headline = (
+        f"{opted_in} size range(s) opt into a faster backend; NCCL everywhere else."
+        if opted_in
+        else "No backend beat NCCL by the margin anywhere: the profile keeps NCCL everywhere."
+    )
+    parts.append(Text(headline, style="bold"))
+    if profile.node.hardware.get("device") == "cpu":
+        parts.append(
+            Text(
+                "CPU harness (gloo) profile: a demo of the pipeline, never valid for a GPU node.",
+                style="yellow",
+            )
+        )
+    if not wide:
+        parts.append(Text("(a wider terminal shows why each range was chosen)", style="dim"))
+    if summary.profile_path:
+        parts.append(Text(f"profile:  {summary.profile_path}"))
+    if summary.evidence_path:
+        parts.append(Text(f"evidence: {summary.evidence_path}"))
+    parts.extend(Text(f"note: {note}", style="yellow") for note in summary.notes)
+    return parts

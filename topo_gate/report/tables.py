@@ -1,0 +1,125 @@
+"""Rich rendering of a profile's decisions and of a diff between two profiles.
+
+The only module of the profile area that imports rich: the reader and ``import topo_gate`` never
+reach it. Functions return renderables; the CLI prints them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from topo_gate.profile.compare import BackendChange
+from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
+
+_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+
+
+def format_bytes(nbytes: int) -> str:
+    """``458752`` -> ``448 KiB``; ``1835008`` -> ``1.75 MiB``; sizes below 1 KiB in bytes."""
+    for unit, scale in _UNITS:
+        if nbytes >= scale:
+            return f"{nbytes / scale:.4g} {unit}"
+    return f"{nbytes} B"
+
+
+def size_range(min_bytes: int, max_bytes: int | None) -> str:
+    """The sizes ``(min_bytes, max_bytes]`` in words: ``<= 448 KiB``, ``448 KiB - 7 MiB``, ``> 28 MiB``."""
+    if max_bytes is None:
+        return "all sizes" if min_bytes == 0 else f"> {format_bytes(min_bytes)}"
+    if min_bytes == 0:
+        return f"<= {format_bytes(max_bytes)}"
+    return f"> {format_bytes(min_bytes)}, <= {format_bytes(max_bytes)}"
+
+
+def profile_header(profile: Profile, *, path: str, digest_problem: str | None = None) -> Table:
+    """Where the profile comes from: node class, GPUs, software, creation; loud when not usable."""
+    node = profile.node
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row("Profile", path)
+    if node.provenance.get("synthetic") is True:
+        grid.add_row("", Text("SYNTHETIC: made-up numbers, not measured on any node", style="bold yellow"))
+    if digest_problem:
+        grid.add_row(
+            "Digest", Text(f"{digest_problem} -- launchers will ignore this profile", style="bold red")
+        )
+    grid.add_row("Node", _node_words(node.hardware))
+    grid.add_row("Fingerprint", node.fingerprint)
+    grid.add_row("Software", _software_words(node.software))
+    grid.add_row("Created", f"{profile.created} by {profile.tool.name} {profile.tool.version}")
+    trials = profile.trials
+    grid.add_row("Trials", f"{trials.dtype}, hidden {trials.hidden}, TP {', '.join(map(str, trials.tp))}")
+    for skipped in profile.skipped:
+        grid.add_row("Not measured", f"TP {skipped.tp}: {skipped.reason} (NCCL)")
+    return grid
+
+
+def decision_table(entry: DecisionEntry) -> Table:
+    """One (tp, pattern, group class): size range | speedup (CI) | backend, with its reason beneath."""
+    title = f"TP {entry.tp} / {entry.pattern} / {entry.group_class} (measured on GPUs {list(entry.group)})"
+    table = Table(title=title, title_justify="left", show_lines=True)
+    table.add_column("Message size", no_wrap=True)
+    table.add_column("Speedup (CI)", no_wrap=True)
+    # The reason shares the backend's cell: a column of its own is unreadably narrow in 80 columns.
+    table.add_column("Backend and why", ratio=1)
+    lower = 0
+    for rule in entry.rules:
+        cell = Text(rule.backend, style="dim" if rule.backend == NCCL else "bold green")
+        if rule.reason:
+            cell.append(f"\n{rule.reason}", style="default")
+        table.add_row(size_range(lower, rule.max_bytes), _speedup_words(rule), cell)
+        lower = rule.max_bytes or lower
+    return table
+
+
+def _speedup_words(rule: Rule) -> str:
+    if rule.speedup is None:
+        return ""
+    ci = "" if rule.ci is None else f" ({rule.ci[0]:g}-{rule.ci[1]:g})"
+    return f"{rule.speedup:g}x{ci}"
+
+
+def profile_view(profile: Profile, *, path: str, digest_problem: str | None = None) -> RenderableType:
+    """The header followed by one table per decision, in profile order."""
+    parts: list[RenderableType] = [profile_header(profile, path=path, digest_problem=digest_problem)]
+    if not profile.decisions:
+        parts.append(Text("\nNo decisions: NCCL for every TP size and message size.", style="yellow"))
+    parts.extend(decision_table(entry) for entry in profile.decisions)
+    return Group(*parts)
+
+
+def diff_table(changes: Sequence[BackendChange], *, before: str, after: str) -> Table:
+    """The size ranges whose backend changed between ``before`` and ``after``."""
+    table = Table(title=f"Backend changes\n  before: {before}\n  after:  {after}", title_justify="left")
+    table.add_column("TP / pattern / group class")
+    table.add_column("Message size", no_wrap=True)
+    table.add_column("Before -> after")
+    for change in changes:
+        cell = Text(f"{change.before} -> ")
+        cell.append(change.after, style="bold")
+        if change.note:
+            cell.append(f"\n({change.note})", style="dim")
+        table.add_row(
+            f"TP {change.tp} / {change.pattern} / {change.group_class}",
+            size_range(change.min_bytes, change.max_bytes),
+            cell,
+        )
+    return table
+
+
+def _node_words(hardware: Mapping[str, object]) -> str:
+    gpus = hardware.get("gpus")
+    names = [g.get("name") for g in gpus if isinstance(g, Mapping)] if isinstance(gpus, list) else []
+    models = ", ".join(sorted({str(name) for name in names if name})) or "GPU model not recorded"
+    count = f"{len(gpus)}x " if isinstance(gpus, list) else ""
+    interconnect = hardware.get("interconnect") or "interconnect not recorded"
+    return f"{count}{models}, {interconnect}"
+
+
+def _software_words(software: Mapping[str, str | None]) -> str:
+    return ", ".join(f"{name} {version or 'unknown'}" for name, version in software.items()) or "not recorded"

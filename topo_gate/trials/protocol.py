@@ -1,0 +1,87 @@
+"""The files a runner and its workers exchange in one attempt's folder. Stdlib only.
+
+Results travel through files, never stdout (a backend or library may print anything there):
+
+- ``heartbeat.rank<R>.json``: rewritten by the worker at every step (phase, backend, size, round). The
+  runner's watchdog bounds the time between two heartbeats and, when it fires, blames the backend the
+  heartbeat names.
+- ``result.rank<R>.json``: the rank's verdicts and raw samples, written once at the end.
+- ``worker.rank<R>.log``: the worker's stderr and stdout, written by the runner's redirection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+RANK_RESULT_FORMAT = "topo-gate/rank-result/v1"
+
+#: Phases in order. "start" covers interpreter, torch import and rendezvous; the backend phases name
+#: the backend (and size) in flight; "done" is written after the result file.
+PHASES = ("start", "admit", "setup", "check", "prepare", "measure", "close", "done")
+BACKEND_PHASES = frozenset({"admit", "setup", "check", "prepare", "measure", "close"})
+
+
+def heartbeat_path(folder: Path, rank: int) -> Path:
+    return folder / f"heartbeat.rank{rank}.json"
+
+
+def result_path(folder: Path, rank: int) -> Path:
+    return folder / f"result.rank{rank}.json"
+
+
+def log_path(folder: Path, rank: int) -> Path:
+    return folder / f"worker.rank{rank}.log"
+
+
+@dataclass(frozen=True)
+class Beat:
+    """One heartbeat: what a rank is doing now. ``seq`` increases with every beat."""
+
+    seq: int
+    phase: str
+    backend: str | None = None
+    tokens: int | None = None
+    round: int | None = None
+    step: int = 0  # work units done, of ``steps`` (0 while unknown), for progress bars
+    steps: int = 0
+
+    def where(self) -> str:
+        """Human words for the place, e.g. "check of gloo_ring at 64 tokens (round 3)"."""
+        words = self.phase if self.backend is None else f"{self.phase} of {self.backend}"
+        if self.tokens is not None:
+            words += f" at {self.tokens} tokens"
+        if self.round is not None:
+            words += f" (round {self.round})"
+        return words
+
+
+class Heartbeat:
+    """The worker side: ``beat(phase, ...)`` replaces the rank's heartbeat file."""
+
+    def __init__(self, folder: Path, rank: int) -> None:
+        self._path = heartbeat_path(folder, rank)
+        self._tmp = self._path.with_name(f".{self._path.name}.tmp")
+        self._seq = 0
+        self.step = 0
+        self.steps = 0
+
+    def beat(
+        self, phase: str, backend: str | None = None, tokens: int | None = None, round: int | None = None
+    ) -> None:
+        self._seq += 1
+        beat = Beat(self._seq, phase, backend, tokens, round, self.step, self.steps)
+        # Replace without fsync: a heartbeat lost to a machine crash costs nothing, and the worker
+        # beats thousands of times per run (between samples, never inside one).
+        self._tmp.write_text(json.dumps(asdict(beat)), encoding="utf-8")
+        os.replace(self._tmp, self._path)
+
+
+def read_heartbeat(folder: Path, rank: int) -> Beat | None:
+    """The rank's latest beat, or None before its first one."""
+    try:
+        return Beat(**json.loads(heartbeat_path(folder, rank).read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return None

@@ -1,0 +1,432 @@
+"""Run a TrialPlan: one worker process per rank, a watchdog, fault isolation, no orphans. Stdlib only.
+
+An *attempt* starts ``plan.tp`` workers (``python -m topo_gate.trials.worker``) with the standard env
+rendezvous and waits, watching two things:
+
+- exits: a rank that exits non-zero (a crash, ``os._exit``, a signal, a Python exception) fails the
+  attempt at once;
+- heartbeats: a rank whose heartbeat has not changed for longer than its phase's bound (``timeout_s``
+  per step; ``startup_timeout_s`` for start-up and backend setup, which import torch, rendezvous and
+  JIT-compile) is hung.
+
+Either way the whole attempt is killed (SIGTERM, then SIGKILL, to every worker's process group), the
+backend named by the heartbeat is marked ``failed`` or ``timeout`` with the reason, and a fresh
+attempt measures the backends that remain. Each attempt removes one backend, so a plan ends after at
+most ``len(plan.backends)`` attempts. A fault outside any backend (start-up, rendezvous) ends the plan:
+every backend not yet measured is marked failed with that reason.
+
+No orphans: each worker leads its own process group, which takes in anything it spawns; the groups
+are killed on every way out of ``run_plan`` (success, fault, exception, Ctrl-C, SIGTERM), and only
+then are the workers reaped, so a group id can never be a recycled one. A worker whose runner was
+SIGKILLed exits by itself (it watches its parent).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from topo_gate._atomic import write_atomic
+from topo_gate.trials.plan import TrialPlan, plan_to_spec, with_backends
+from topo_gate.trials.protocol import BACKEND_PHASES, Beat, log_path, read_heartbeat, result_path
+from topo_gate.trials.safety import SAFETY_ENV
+
+DEFAULT_STARTUP_TIMEOUT_S = 120.0
+_RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s*")
+KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL: lets NCCL and CUDA tear down cleanly
+POLL_S = 0.1
+
+
+@dataclass(frozen=True)
+class BackendOutcome:
+    """A backend's status over the whole plan: ok | wrong | unavailable | failed | timeout."""
+
+    status: str
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Why an attempt was killed, and the backend (and size) that was in flight, if any."""
+
+    status: str  # "failed" | "timeout"
+    reason: str
+    backend: str | None
+    tokens: int | None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Passed to ``on_progress``: rank 0's latest heartbeat, or the fault that ended an attempt."""
+
+    plan: TrialPlan
+    attempt: int
+    beat: Beat | None
+    fault: Fault | None = None
+
+
+@dataclass
+class PlanResult:
+    """Everything one plan produced: per-backend outcomes and per-(backend, size) results (the
+    evidence ``runs`` entry), how many attempts it took, and the plan-level error if it never ran."""
+
+    plan: TrialPlan
+    backends: dict[str, BackendOutcome]
+    results: list[dict[str, Any]]
+    attempts: int
+    error: str | None = None
+    software: dict[str, Any] = field(default_factory=dict)
+
+    def as_run(self) -> dict[str, Any]:
+        """The evidence ``runs`` entry (docs/ARCHITECTURE.md)."""
+        return {
+            "tp": self.plan.tp,
+            "group": list(self.plan.group),
+            "group_class": self.plan.group_class,
+            "pattern": self.plan.pattern,
+            "backends": {name: {"status": o.status, "reason": o.reason} for name, o in self.backends.items()},
+            "results": self.results,
+        }
+
+
+def run_plan(
+    plan: TrialPlan,
+    *,
+    device: str,
+    cuda_devices: Sequence[str],
+    timeout_s: float,
+    workdir: Path,
+    env: Mapping[str, str] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
+) -> PlanResult:
+    """Measure ``plan`` with ``plan.tp`` worker processes; never leaves a process behind.
+
+    ``cuda_devices``: the group's GPUs as ``CUDA_VISIBLE_DEVICES`` entries (indices in PCI bus order,
+    or UUIDs), so LOCAL_RANK i runs on the group's i-th GPU; ignored on the CPU, where workers see no
+    GPU at all. ``env``: extra variables for the workers over this process's environment.
+    ``timeout_s``: the longest a rank may spend in one step (one check, one capture, one sample).
+    Raises KeyboardInterrupt on Ctrl-C or SIGTERM, after the workers are gone.
+    """
+    if device == "cuda" and len(cuda_devices) != plan.tp:
+        raise ValueError(f"tp={plan.tp} needs {plan.tp} CUDA devices, got {list(cuda_devices)}")
+    outcomes: dict[str, BackendOutcome] = {}
+    results: list[dict[str, Any]] = []
+    remaining = list(plan.backends)
+    attempt, error, software = 0, None, {}
+    launch = _Launch(device, cuda_devices, {**os.environ, **(env or {})}, timeout_s, startup_timeout_s)
+    with _sigterm_as_interrupt():
+        while remaining:
+            attempt += 1
+            folder = workdir / f"attempt-{attempt}"
+            folder.mkdir(parents=True, exist_ok=True)
+            sub_plan = with_backends(plan, remaining)
+            fault, rank_results = _run_attempt(sub_plan, attempt, folder, launch, on_progress)
+            if fault is None:
+                backends, cells, software = merge_rank_results(sub_plan, rank_results)
+                outcomes.update(backends)
+                results.extend(cells)
+                break
+            if fault.backend is None:
+                error = fault.reason
+                for name in remaining:
+                    outcomes[name] = BackendOutcome("failed", f"workers failed before it ran: {fault.reason}")
+                break
+            outcomes[fault.backend] = BackendOutcome(fault.status, fault.reason)
+            if fault.tokens is not None:
+                results.append(_cell(plan, fault.backend, fault.tokens, fault.status, fault.reason))
+            remaining.remove(fault.backend)
+    order = {name: index for index, name in enumerate(plan.backends)}
+    results.sort(key=lambda cell: (order[cell["backend"]], cell["tokens"]))
+    backends = {name: outcomes[name] for name in plan.backends}
+    return PlanResult(plan, backends, results, attempts=attempt, error=error, software=software)
+
+
+@dataclass(frozen=True)
+class _Launch:
+    device: str
+    cuda_devices: Sequence[str]
+    base_env: Mapping[str, str]
+    timeout_s: float
+    startup_timeout_s: float
+
+    def worker_env(self, plan: TrialPlan, rank: int, port: int) -> dict[str, str]:
+        env = dict(self.base_env)
+        env.update(
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(port),
+            RANK=str(rank),
+            WORLD_SIZE=str(plan.tp),
+            LOCAL_RANK=str(rank),
+            LOCAL_WORLD_SIZE=str(plan.tp),
+            # NVML and the plan number GPUs in PCI bus order; CUDA's default order is "fastest first".
+            CUDA_DEVICE_ORDER="PCI_BUS_ID",
+            CUDA_VISIBLE_DEVICES=",".join(self.cuda_devices) if self.device == "cuda" else "",
+        )
+        if not plan.allow_multicast:
+            env.update(SAFETY_ENV)
+        return env
+
+    def bound_s(self, beat: Beat | None) -> float:
+        slow = beat is None or beat.phase in ("start", "setup")
+        return self.startup_timeout_s if slow else self.timeout_s
+
+
+def _run_attempt(
+    plan: TrialPlan,
+    attempt: int,
+    folder: Path,
+    launch: _Launch,
+    on_progress: Callable[[Progress], None] | None,
+) -> tuple[Fault | None, list[dict[str, Any]]]:
+    spec = folder / "spec.json"
+    write_atomic(spec, json.dumps(plan_to_spec(plan, device=launch.device), indent=1))
+    port = _free_port()
+    with _Workers() as workers:
+        for rank in range(plan.tp):
+            workers.start(rank, spec, folder, launch.worker_env(plan, rank, port))
+        fault = _watch(plan, attempt, folder, launch, workers, on_progress)
+    if fault is None:
+        fault, rank_results = _read_rank_results(folder, plan.tp)
+        if fault is None:
+            return None, rank_results
+    if on_progress is not None:
+        on_progress(Progress(plan, attempt, None, fault))
+    return fault, []
+
+
+def _watch(
+    plan: TrialPlan,
+    attempt: int,
+    folder: Path,
+    launch: _Launch,
+    workers: _Workers,
+    on_progress: Callable[[Progress], None] | None,
+) -> Fault | None:
+    """Wait until every rank exits 0 (None) or one fails or hangs (the Fault)."""
+    started = time.monotonic()
+    beats: dict[int, Beat | None] = dict.fromkeys(range(plan.tp))
+    changed = dict.fromkeys(range(plan.tp), started)
+    while True:
+        exits = workers.exits()
+        for rank in range(plan.tp):
+            beat = _read_beat(folder, rank, beats[rank])
+            if beat is not None and (beats[rank] is None or beat.seq != beats[rank].seq):
+                changed[rank] = time.monotonic()
+                if rank == 0 and on_progress is not None:
+                    on_progress(Progress(plan, attempt, beat))
+            beats[rank] = beat
+        crashed = {rank: status for rank, status in exits.items() if status != 0}
+        if crashed:
+            return _crash_fault(crashed, beats, folder)
+        if len(exits) == plan.tp:
+            return None
+        now = time.monotonic()
+        for rank in sorted(set(range(plan.tp)) - set(exits), key=changed.__getitem__):
+            bound = launch.bound_s(beats[rank])
+            if now - changed[rank] > bound:
+                return _timeout_fault(rank, beats[rank], bound)
+        time.sleep(POLL_S)
+
+
+def _read_beat(folder: Path, rank: int, previous: Beat | None) -> Beat | None:
+    try:
+        return read_heartbeat(folder, rank)
+    except (OSError, ValueError, TypeError):
+        return previous  # a torn or odd file: keep the last good beat and look again next poll
+
+
+def _blame(beat: Beat | None) -> tuple[str | None, int | None]:
+    if beat is None or beat.phase not in BACKEND_PHASES:
+        return None, None
+    return beat.backend, beat.tokens
+
+
+def _timeout_fault(rank: int, beat: Beat | None, bound: float) -> Fault:
+    where = "starting up" if beat is None else f"in {beat.where()}"
+    backend, tokens = _blame(beat)
+    return Fault("timeout", f"rank {rank} made no progress for {bound:g} s {where}", backend, tokens)
+
+
+def _crash_fault(crashed: Mapping[int, int], beats: Mapping[int, Beat | None], folder: Path) -> Fault:
+    # Blame what the first crashed rank was doing; report every rank that died on its own, since the
+    # first death often makes its peers fail too (a closed connection) and the order is a race.
+    first = min(crashed)
+    beat = beats[first]
+    parts = [_exit_words(rank, status, log_path(folder, rank)) for rank, status in sorted(crashed.items())]
+    where = "while starting up" if beat is None else f"in {beat.where()}"
+    backend, tokens = _blame(beat)
+    return Fault("failed", f"{'; '.join(parts)} {where}", backend, tokens)
+
+
+def _exit_words(rank: int, status: int, log: Path) -> str:
+    if status < 0:
+        words = f"rank {rank} was killed by {signal.Signals(-status).name}"
+    else:
+        words = f"rank {rank} exited with status {status}"
+    gist = _log_gist(log)
+    return f"{words} ({gist})" if gist else words
+
+
+def _log_gist(log: Path, tail_bytes: int = 8192) -> str | None:
+    """The line that says what went wrong: a traceback's last line, or a worker's own one-line
+    refusal ("topo-gate worker: ..."); None when the log holds neither (e.g. only library warnings)."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(max(0, log.stat().st_size - tail_bytes))
+            lines = [line.strip() for line in handle.read().decode("utf-8", "replace").splitlines()]
+    except OSError:
+        return None
+    # torch.distributed prefixes its workers' error output with "[rank<R>]:".
+    lines = [_RANK_PREFIX.sub("", line) for line in lines if line]
+    if any(line.startswith("Traceback") for line in lines):
+        return lines[-1]
+    own = [line for line in lines if line.startswith("topo-gate worker:")]
+    return own[-1] if own else None
+
+
+def _read_rank_results(folder: Path, tp: int) -> tuple[Fault | None, list[dict[str, Any]]]:
+    rank_results = []
+    for rank in range(tp):
+        try:
+            rank_results.append(json.loads(result_path(folder, rank).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as error:
+            return Fault(
+                "failed", f"rank {rank} exited 0 but its result is unreadable: {error}", None, None
+            ), []
+    return None, rank_results
+
+
+def merge_rank_results(
+    plan: TrialPlan, rank_results: Sequence[Mapping[str, Any]]
+) -> tuple[dict[str, BackendOutcome], list[dict[str, Any]], dict[str, Any]]:
+    """Combine the ranks' files: the verdicts (voted, so equal on every rank) from rank 0, and per
+    round the group latency = the slowest rank's per-call latency, and the largest reported skew."""
+    first = rank_results[0]
+    layout = [[(c["backend"], c["tokens"], c["status"]) for c in r["results"]] for r in rank_results]
+    if any(cells != layout[0] for cells in layout):
+        raise RuntimeError("ranks disagree on which trials ran: the worker's votes are broken")
+    backends = {name: BackendOutcome(v["status"], v["reason"]) for name, v in first["backends"].items()}
+    cells = []
+    for index, cell in enumerate(first["results"]):
+        per_rank = [r["results"][index]["per_call_us"] for r in rank_results]
+        skews = zip(*(r["results"][index]["skew_us"] for r in rank_results), strict=True)
+        merged = _cell(plan, cell["backend"], cell["tokens"], cell["status"], cell["reason"])
+        merged.update(
+            samples_us=[max(values) for values in zip(*per_rank, strict=True)],
+            per_rank_us=per_rank,
+            skew_us=[max((s for s in column if s is not None), default=None) for column in skews],
+            max_abs_err=cell["max_abs_err"],
+        )
+        cells.append(merged)
+    return backends, cells, first["software"]
+
+
+def _cell(plan: TrialPlan, backend: str, tokens: int, status: str, reason: str | None) -> dict[str, Any]:
+    return {
+        "backend": backend,
+        "tokens": tokens,
+        "nbytes": plan.nbytes(tokens),
+        "status": status,
+        "reason": reason,
+        "samples_us": [],
+        "per_rank_us": [],
+        "skew_us": [],
+        "graph_calls": plan.graph_calls,
+        "max_abs_err": None,
+    }
+
+
+def _free_port() -> int:
+    # The port is free when asked; another process could take it before rank 0 binds it, in which
+    # case the rendezvous fails and the plan reports it (no retry: that race is rare on a probe node).
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class _Workers:
+    """The worker processes of one attempt. Leaving the ``with`` block kills and reaps all of them."""
+
+    def __init__(self) -> None:
+        self._processes: dict[int, subprocess.Popen[bytes]] = {}
+
+    def __enter__(self) -> _Workers:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.kill()
+
+    def start(self, rank: int, spec: Path, folder: Path, env: Mapping[str, str]) -> None:
+        command = [sys.executable, "-m", "topo_gate.trials.worker", "--spec", str(spec), "--out", str(folder)]
+        with log_path(folder, rank).open("wb") as log:
+            self._processes[rank] = subprocess.Popen(
+                command,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                # Its own session and process group: Ctrl-C in the terminal reaches only the runner,
+                # which then stops the workers in order, and killpg reaches anything a worker spawned.
+                start_new_session=True,
+            )
+
+    def exits(self) -> dict[int, int]:
+        """Rank -> exit status (negative: killed by that signal) of the ranks that have exited.
+        Uses WNOWAIT so exited workers stay unreaped zombies: their pids, and so their process
+        group ids, cannot be reused before ``kill`` signals the groups."""
+        statuses = {}
+        for rank, process in self._processes.items():
+            info = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            if info is not None and info.si_pid != 0:
+                exited = info.si_code == os.CLD_EXITED
+                statuses[rank] = info.si_status if exited else -info.si_status
+        return statuses
+
+    def kill(self) -> None:
+        """SIGTERM every group, wait up to KILL_GRACE_S, SIGKILL every group, then reap."""
+        self._signal_groups(signal.SIGTERM)
+        deadline = time.monotonic() + KILL_GRACE_S
+        while len(self.exits()) < len(self._processes) and time.monotonic() < deadline:
+            time.sleep(POLL_S / 2)
+        self._signal_groups(signal.SIGKILL)  # also reaches grandchildren that outlived their leader
+        for process in self._processes.values():
+            process.wait()
+
+    def _signal_groups(self, signum: signal.Signals) -> None:
+        for process in self._processes.values():
+            try:
+                os.killpg(process.pid, signum)
+            except ProcessLookupError:
+                pass  # the group is empty: nothing left to stop
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Turn SIGTERM into KeyboardInterrupt while trials run, so the ``finally`` that kills the
+    workers runs for ``kill <runner>`` too (Python's default SIGTERM action skips it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be installed from the main thread
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"received {signal.Signals(signum).name}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        # None: the previous handler was not set from Python; the default is the closest match.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
