@@ -43,6 +43,12 @@ class TestValidate:
         assert code == 0 and out.startswith("OK ") and err == f"resealed {hand_edited}\n"
         assert load_profile(hand_edited).decisions[0].rules[0].speedup == 9.9
 
+    def test_reseal_adds_a_missing_digest(self, capsys, example_path, tmp_path):
+        path = tmp_path / "p.yaml"
+        path.write_text(example_path.read_text().split("digest: sha256:")[0])
+        assert run(capsys, "validate", "--reseal", str(path))[0] == 0
+        assert load_profile(path).digest == load_profile(example_path).digest
+
     def test_reseal_leaves_a_valid_file_alone(self, capsys, example_path, tmp_path):
         path = tmp_path / "p.yaml"
         path.write_text("# keep me\n" + example_path.read_text())

@@ -129,3 +129,17 @@ def test_with_digest_seals_what_to_dict_returns(example_path: Path) -> None:
     assert unsealed.digest is None
     assert unsealed.with_digest() == profile
     assert profile.schema == SCHEMA
+
+
+def test_a_failed_dump_leaves_the_old_file(example_path: Path, tmp_path: Path, monkeypatch) -> None:
+    target = tmp_path / "p.yaml"
+    target.write_text("old content\n")
+
+    def crash(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError):
+        dump_profile(load_profile(example_path), target)
+    assert target.read_text() == "old content\n"
+    assert os.listdir(tmp_path) == ["p.yaml"]

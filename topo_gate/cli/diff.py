@@ -19,6 +19,7 @@ Examples:
   topo-gate diff old.yaml new.yaml
   topo-gate diff old.yaml new.yaml --json
 
+\b
 Exit codes: 0 same decisions; 1 some size range changed backend; 3 a profile cannot be read or is
 invalid. A digest mismatch is reported on stderr but does not stop the comparison.""",
 )

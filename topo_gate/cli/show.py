@@ -18,6 +18,7 @@ Examples:
   topo-gate show node.yaml
   topo-gate show node.yaml --json | jq '.decisions[] | select(.tp == 4)'
 
+\b
 A profile whose digest does not match is shown with a warning (launchers ignore it).
 Exit codes: 0 shown; 1 invalid; 3 unreadable.""",
 )

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from topo_gate.cli._profile import load_or_fail, profile_argument
-from topo_gate.profile import ProfileDigestMismatch, ProfileError, dump_profile, load_profile
+from topo_gate.profile import ProfileError, dump_profile, load_profile
 
 
 @click.command(
@@ -18,6 +18,7 @@ Examples:
   OK node.yaml: schema v1, 2 decisions, fingerprint sha256:39a39c834186...
   topo-gate validate --reseal node.yaml     # after a deliberate hand edit
 
+\b
 Exit codes: 0 valid; 1 invalid, digest mismatch or schema too new; 3 unreadable (missing, a
 directory, over 16 MiB, not UTF-8, not YAML). Errors are one line naming the field:
   topo-gate: error: node.yaml: decisions[0].rules[1].max_bytes: must be > 458752 (rules must be ordered)""",
@@ -43,11 +44,11 @@ def command(profile: Path, reseal: bool) -> None:
 
 def _reseal(path: Path) -> None:
     try:
-        load_profile(path)
-        return  # already sealed: leave the file (and its comments) alone
-    except ProfileDigestMismatch:
-        pass
+        profile = load_profile(path, verify_digest=False)
     except ProfileError:
-        return  # not a digest problem: the normal validation below reports it
-    dump_profile(load_profile(path, verify_digest=False), path)
-    click.echo(f"resealed {path}", err=True)
+        return  # invalid apart from the digest: the validation that follows says why
+    try:
+        load_profile(path)
+    except ProfileError:  # the digest is missing or stale
+        dump_profile(profile, path)
+        click.echo(f"resealed {path}", err=True)

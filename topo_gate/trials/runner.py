@@ -41,7 +41,7 @@ from typing import Any
 from topo_gate._atomic import write_atomic
 from topo_gate.trials.plan import TrialPlan, plan_to_spec, with_backends
 from topo_gate.trials.protocol import BACKEND_PHASES, Beat, log_path, read_heartbeat, result_path
-from topo_gate.trials.safety import SAFETY_ENV
+from topo_gate.trials.safety import MEASUREMENT_ENV, SAFETY_ENV
 
 DEFAULT_STARTUP_TIMEOUT_S = 120.0
 _RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s*")
@@ -163,7 +163,7 @@ class _Launch:
     startup_timeout_s: float
 
     def worker_env(self, plan: TrialPlan, rank: int, port: int) -> dict[str, str]:
-        env = dict(self.base_env)
+        env = {**MEASUREMENT_ENV, **self.base_env}  # the user's own NCCL settings win
         env.update(
             MASTER_ADDR="127.0.0.1",
             MASTER_PORT=str(port),

@@ -1,0 +1,50 @@
+"""Every GPU backend through the real harness on 2 GPUs, at small sizes: admitted or refused with a
+reason, and when admitted, correct (bit-exact all-reduce; fused pattern within bf16 tolerance).
+
+Skipped without 2 CUDA devices. Run on the GPU machine: ``pytest tests/gpu -m gpu``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from topo_gate.trials.plan import TrialPlan, default_backends
+from topo_gate.trials.runner import run_plan
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA devices"),
+]
+
+#: Sizes across the interesting edges: tokens <= TP (two-shot refused), decode, small prefill.
+TOKENS = (1, 2, 4, 16, 128)
+
+
+@pytest.mark.parametrize("pattern", ["allreduce", "allreduce_rmsnorm"])
+def test_every_backend_is_refused_with_a_reason_or_correct(pattern: str, tmp_path: Path) -> None:
+    plan = TrialPlan(
+        tp=2, group=(0, 1), group_class="nvswitch", pattern=pattern, dtype="bfloat16", hidden=4096,
+        tokens=TOKENS, backends=tuple(default_backends(pattern, "cuda")), graph_calls=8, rounds=3, warmup=2,
+    )  # fmt: skip
+    result = run_plan(plan, device="cuda", cuda_devices=["0", "1"], timeout_s=120, workdir=tmp_path)
+    for name, verdict in result.backends.items():
+        assert verdict.status in ("ok", "unavailable"), (name, verdict)
+        assert verdict.status == "ok" or verdict.reason, name
+    for cell in result.results:
+        if cell["status"] == "unavailable":
+            assert cell["reason"], cell
+            continue
+        assert cell["status"] == "ok", cell
+        if pattern == "allreduce":
+            assert cell["max_abs_err"] == 0.0, cell
+        assert all(0 < sample < 10_000 for sample in cell["samples_us"]), cell
+    two_shot = "trtllm_twoshot" if pattern == "allreduce" else "trtllm_fused_twoshot"
+    refused = {
+        cell["tokens"]
+        for cell in result.results
+        if cell["backend"] == two_shot and cell["status"] == "unavailable"
+    }
+    assert refused == {1, 2}  # two-shot needs tokens > TP
