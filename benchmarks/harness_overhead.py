@@ -9,13 +9,17 @@ Two numbers, same process, same graph of K captured ``ncclAllReduce`` calls:
 - method: ``CudaGraphTimer.measure`` as the worker uses it (device spin, one-element alignment
   all-reduce, events around one replay), median over rounds of the slowest rank.
 
-Target: method - bare <= +0.5 us. (Through the full harness the worker adds nothing inside the
-timed region: it only calls ``Timer.measure``, so this is the harness's overhead on the figure.)
+With ``--evidence FILE`` (evidence of a harness run at hidden 7168, e.g. from
+``benchmarks/trial_sweep.py``) it also prints the harness's own NCCL median at 14 KiB from that file,
+measured by separate worker processes through the runner, against the bare figure.
+
+Target: harness - bare <= +0.5 us.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -32,6 +36,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--world-size", type=int, default=2)
     parser.add_argument("--graph-calls", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--evidence", help="harness evidence at hidden 7168 to compare with")
     parser.add_argument(RANK_FLAG, dest="as_rank", action="store_true")
     args = parser.parse_args(argv)
     if args.as_rank:
@@ -79,9 +84,23 @@ def run_rank(args: argparse.Namespace) -> None:
         bare_us, method_us = statistics.median(bare), statistics.median(method)
         print(f"NCCL 14 KiB TP{world_size} K={args.graph_calls}: bare replays {bare_us:.2f} us/call, "
               f"measurement method {method_us:.2f} us/call, overhead {method_us - bare_us:+.2f} us")  # fmt: skip
+        if args.evidence:
+            harness_us = harness_nccl_median(args.evidence, nbytes=HIDDEN * 2)
+            print(f"NCCL 14 KiB through the harness ({args.evidence}): {harness_us:.2f} us/call, "
+                  f"overhead vs bare {harness_us - bare_us:+.2f} us")  # fmt: skip
     del captured
     comm.destroy()
     dist.destroy_process_group()
+
+
+def harness_nccl_median(path: str, nbytes: int) -> float:
+    """The NCCL ``allreduce`` median at ``nbytes`` in a harness evidence file (group latency)."""
+    evidence = json.loads(Path(path).read_text())
+    for run in evidence["runs"]:
+        for result in run["results"]:
+            if run["pattern"] == "allreduce" and result["backend"] == "nccl" and result["nbytes"] == nbytes:
+                return statistics.median(result["samples_us"])
+    raise SystemExit(f"{path}: no NCCL allreduce result at {nbytes} bytes")
 
 
 if __name__ == "__main__":

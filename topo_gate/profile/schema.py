@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 
 SCHEMA = "topo-gate/profile/v1"
 NCCL = "nccl"
-#: Every backend name schema v1 knows. ``gloo`` is the CPU test harness; ``decide`` never emits it
-#: for a GPU profile, but a profile recorded on the harness must still load.
+#: Every backend name schema v1 knows. ``gloo`` and ``gloo_ring`` are the CPU test harness's
+#: (torch.distributed's all-reduce and a hand-written ring); ``decide`` never emits them for a GPU
+#: profile, but a profile recorded on the harness must still load.
 BACKENDS: tuple[str, ...] = (
     NCCL,
     "trtllm_oneshot",
@@ -51,6 +52,7 @@ BACKENDS: tuple[str, ...] = (
     "vllm_custom",
     "pcie_ipc",
     "gloo",
+    "gloo_ring",
 )
 #: ``allreduce``: the bare collective. ``allreduce_rmsnorm``: all-reduce + residual add + RMSNorm.
 PATTERNS: tuple[str, ...] = ("allreduce", "allreduce_rmsnorm")

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The GPU runs behind profiles/h200-x2/ and profiles/h200-x1/, in one command per machine, so they can
+# be repeated: `bash scripts/gpu_validation.sh x2` on 2x H200, `... x1` on 1x H200. Expects the
+# offline FlashInfer bundle under .gpu/ (see /work/shared/gpu/README.md) and writes everything under
+# $OUT/run, packed as $OUT/results.tgz, with a summary table last.
+set -u
+mode=${1:?usage: gpu_validation.sh x2|x1}
+# Never NVLink multicast on a shared host (DESIGN.md principle 5); the runner sets these for its
+# workers too, this covers every other process started here.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .gpu/apache_tvm_ffi-*.whl \
+  && tar -xJf .gpu/flashinfer-*.tar.xz -C /tmp/site || exit 1
+export PYTHONPATH=/tmp/site:$PWD
+run=${OUT:?}/run
+mkdir -p "$run"
+
+step() {  # step LIMIT_S NAME CMD...: run CMD (killed after LIMIT_S), log to $run/NAME.log, record exit and wall
+  local limit=$1 name=$2 start status
+  shift 2
+  start=$EPOCHREALTIME
+  timeout --kill-after=10 "$limit" "$@" >"$run/$name.log" 2>&1
+  status=$?
+  awk -v n="$name" -v s="$status" -v a="$start" -v b="$EPOCHREALTIME" \
+    'BEGIN { printf "| %s | %s | %.1f |\n", n, s, b - a }' >>"$run/summary.md"
+  tar -czf "$OUT/results.tgz" -C "$run" .  # after every step: a call cut off at its limit keeps the rest
+}
+
+printf '| step | exit | wall s |\n|---|---:|---:|\n' >"$run/summary.md"
+nvidia-smi topo -m >"$run/nvidia-smi-topo.txt" 2>&1
+step 60 capture python3 -m topo_gate capture "$run/capture.json" --note "Recorded by topo-gate capture on the lent $mode H200 machine."
+step 30 topo python3 -m topo_gate topo --from "$run/capture.json"
+if [ "$mode" = x2 ]; then
+  # Most important first: a step cut off by the call's limit loses only what follows it.
+  step 120 probe-1 python3 -m topo_gate probe --tp 2 --hidden 7168 --out "$run/h7168-run1.yaml" --evidence "$run/h7168-run1.evidence.json"
+  step 120 probe-2 python3 -m topo_gate probe --tp 2 --hidden 7168 --out "$run/h7168-run2.yaml" --evidence "$run/h7168-run2.evidence.json"
+  step 150 sweep-k32 python3 benchmarks/trial_sweep.py --tp 2 --hidden 7168,4096 --graph-calls 32 --out "$run"
+  step 150 sweep-k64 python3 benchmarks/trial_sweep.py --tp 2 --hidden 7168,4096 --graph-calls 64 --out "$run"
+  step 60 overhead python3 benchmarks/harness_overhead.py --world-size 2 --evidence "$run/sweep-h7168-k32.json"
+  step 120 gpu-tests python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider
+else
+  step 120 probe-tp12 python3 -m topo_gate probe --tp 1,2 --hidden 7168 --out "$run/tp1-2.yaml" --evidence "$run/tp1-2.evidence.json"
+fi
+cat "$run/summary.md"
+tail -n 3 "$run"/*.log
