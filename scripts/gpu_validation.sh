@@ -35,7 +35,7 @@ if [ "$mode" = x2 ]; then
   step 120 probe-2 python3 -m topo_gate probe --tp 2 --hidden 7168 --out "$run/h7168-run2.yaml" --evidence "$run/h7168-run2.evidence.json"
   step 150 sweep-k32 python3 benchmarks/trial_sweep.py --tp 2 --hidden 7168,4096 --graph-calls 32 --out "$run"
   step 150 sweep-k64 python3 benchmarks/trial_sweep.py --tp 2 --hidden 7168,4096 --graph-calls 64 --out "$run"
-  step 60 overhead python3 benchmarks/harness_overhead.py --world-size 2 --evidence "$run/sweep-h7168-k32.json"
+  step 60 overhead env NCCL_GRAPH_MIXING_SUPPORT=0 python3 benchmarks/harness_overhead.py --world-size 2 --evidence "$run/sweep-h7168-k32.json"
   step 120 gpu-tests python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider
 else
   step 120 probe-tp12 python3 -m topo_gate probe --tp 1,2 --hidden 7168 --out "$run/tp1-2.yaml" --evidence "$run/tp1-2.evidence.json"

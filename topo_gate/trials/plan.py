@@ -227,11 +227,13 @@ class CostModel:
 
 
 #: CPU: measured with this harness on gloo (2 shared cores, tp 2-4: ~3 s to start, ~60 us a call).
-#: CUDA: first estimates for a PCIe node (30 s start-up with NCCL init, 20 us + 20 GB/s a call) that
-#: err long, so ``--budget`` under-promises; GPU runs recalibrate them from evidence.
+#: CUDA: fitted to the first probe on 2x H200 (TP2, hidden 7168, 14 sizes, 7 + 3 backends: 40 s in
+#: all, two worker start-ups with torch, NCCL and FlashInfer included). The slowest backend sets the
+#: per-byte term (FlashInfer's PCIe IPC kernel moved ~25 GB/s over NVLink), so the estimate errs long
+#: on NVLink nodes and is about right on the PCIe nodes that backend was built for.
 COST_MODELS: Mapping[str, CostModel] = {
     "cpu": CostModel(3.0, 0.01, 0.01, 0.002, 60e-6, 0.5e9),
-    "cuda": CostModel(30.0, 2.0, 0.05, 0.002, 20e-6, 20e9),
+    "cuda": CostModel(10.0, 0.5, 0.02, 0.003, 8e-6, 60e9),
 }
 
 

@@ -14,12 +14,23 @@ The group latency (slowest rank) is formed later by the runner from every rank's
 
 How the CUDA timer controls rank skew (DESIGN.md, Measurement), per ``measure``:
 
-1. a device-side spin (``torch.cuda._sleep``) is queued first, long enough that the host has queued
+0. one untimed replay of the same graph (the pre-roll), so the timed replay follows calls of its
+   own backend and size, as a launcher's decode steps do. Without it the replay after the
+   largest size paid for the state that size left behind: TRT-LLM's Lamport one-shot clears the
+   buffers of the previous message on its next calls, and at 1 token right after 8192 tokens it
+   read 32.9 us/call instead of ~3.9 (2x H200, K=32; the cost is per replay, so it also made
+   K=32 and K=64 disagree by 37%);
+1. a device-side spin (``torch.cuda._sleep``) is queued next, long enough that the host has queued
    everything below before the GPU reaches step 2 -- otherwise the host's launch latency between
-   the alignment and the replay is timed as if it were the collective's. Its length is measured,
-   not guessed: ``prepare`` times the host's launch of one replay (it grows with the graph's
-   node count: ~200 us for 64 NCCL calls on an H200 host) and the spin covers three of those plus
-   100 us for the alignment's own launch; the spin's cycles-per-microsecond is calibrated once;
+   the alignment and the replay is timed as if it were the collective's. Its length starts from a
+   measurement: ``prepare`` times the host's launch of one replay (it grows with the graph's node
+   count: ~200 us for 64 NCCL calls on an H200 host) and the spin covers three of those plus
+   100 us for the alignment's own launch; the spin's cycles-per-microsecond is calibrated once.
+   That first guess proved too short inside the worker (many graphs alive, a busier host): at
+   K=64 the ranks' elapsed times spread by 15-40 us and every small size read 5-20% slow. So the
+   spin also adapts: a replay whose rank spread exceeds ``SKEW_LIMIT`` of its length is discarded
+   and retried with twice the spin, which that graph keeps for its later samples (an idle spin
+   costs GPU time, never accuracy);
 2. a one-element NCCL all-reduce on the same stream aligns the ranks on the device: no rank's
    stream passes it before every rank has arrived;
 3. start event, one replay of the graph of ``graph_calls`` calls, end event;
@@ -108,13 +119,14 @@ class CpuTimer:
         return Sample(per_call_us=elapsed_ns / self.graph_calls / 1e3, skew_us=spread_ns / 1e3)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _CapturedGraph:
     graph: torch.cuda.CUDAGraph
     #: The captured call, kept alive with the graph: the graph holds raw device addresses, not
     #: references, so the tensors the call closes over must live as long as the graph replays.
     call: Callable[[], None]
-    #: Device spin before the alignment, in GPU clock cycles (module docstring, step 1).
+    #: Device spin before the alignment, in GPU clock cycles (module docstring, step 1); grows when
+    #: the ranks' spread shows the host was still launching inside the timed region.
     headstart_cycles: int
 
 
@@ -126,6 +138,10 @@ class CudaGraphTimer:
     ALIGN_LAUNCH_US = 100.0
     #: Safety factor on the measured replay launch time (host jitter).
     LAUNCH_MARGIN = 3.0
+    #: Rank spread, as a fraction of the replay, above which the spin is doubled (step 1).
+    SKEW_LIMIT = 0.02
+    #: The spin never grows past this many microseconds: 20 ms is far beyond any graph launch.
+    MAX_HEADSTART_US = 20_000.0
 
     def __init__(self, device: torch.device, group: Any, graph_calls: int, warmup: int) -> None:
         self.device = device
@@ -178,9 +194,21 @@ class CudaGraphTimer:
 
     def measure(self, measurable: Measurable) -> Sample:
         assert isinstance(measurable, _CapturedGraph)
+        longest = int(self.MAX_HEADSTART_US * self._cycles_per_us)
+        while True:
+            elapsed_us, spread_us, slowest_us = self._replay_timed(measurable)
+            # Every rank sees the same spread, so every rank decides alike and the ranks stay in step.
+            if spread_us <= self.SKEW_LIMIT * slowest_us or measurable.headstart_cycles >= longest:
+                return Sample(per_call_us=elapsed_us / self.graph_calls, skew_us=spread_us)
+            # The host was still launching inside the timed region (step 1): retry with twice the spin.
+            measurable.headstart_cycles = min(2 * measurable.headstart_cycles, longest)
+
+    def _replay_timed(self, measurable: _CapturedGraph) -> tuple[float, float, float]:
+        """One pre-rolled, aligned, timed replay: (this rank's elapsed, rank spread, slowest rank), us."""
         stream = torch.cuda.current_stream(self.device)
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
+        measurable.graph.replay()  # the pre-roll (module docstring, step 0)
         torch.cuda._sleep(measurable.headstart_cycles)
         dist.all_reduce(self._align, group=self.group)
         start.record(stream)
@@ -190,8 +218,8 @@ class CudaGraphTimer:
         elapsed_us = start.elapsed_time(end) * 1e3
         self._elapsed.fill_(elapsed_us)
         dist.all_gather_into_tensor(self._gathered, self._elapsed, group=self.group)
-        spread_us = float(self._gathered.max() - self._gathered.min())
-        return Sample(per_call_us=elapsed_us / self.graph_calls, skew_us=spread_us)
+        slowest_us = float(self._gathered.max())
+        return elapsed_us, slowest_us - float(self._gathered.min()), slowest_us
 
 
 def make_timer(device: torch.device, group: Any, graph_calls: int, warmup: int) -> Timer:
