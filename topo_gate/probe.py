@@ -197,10 +197,9 @@ def _trials_block(plans: Sequence[planning.TrialPlan], options: ProbeOptions) ->
 
 def plan_trials(facts: NodeFacts, options: ProbeOptions) -> tuple[list[planning.TrialPlan], list[Skipped]]:
     """One plan per (TP, group class, pattern); TP sizes that cannot run are skipped with why."""
-    runnable = [tp for tp in options.tps if tp >= 2]
-    plans, planner_skips = planning.make_plans(
+    plans, skipped = planning.make_plans(
         facts.planner,
-        runnable,
+        options.tps,
         patterns=options.patterns,
         device=options.device,
         dtype=options.dtype,
@@ -211,9 +210,7 @@ def plan_trials(facts: NodeFacts, options: ProbeOptions) -> tuple[list[planning.
         warmup=options.warmup,
         allow_multicast=options.allow_multicast,
     )
-    skipped = [Skipped(tp, "TP 1 has no all-reduce to choose") for tp in options.tps if tp < 2]
-    skipped += [Skipped(s.tp, facts.planner.tp_unavailable(s.tp) or s.reason) for s in planner_skips]
-    return plans, sorted(skipped, key=lambda s: s.tp)
+    return plans, skipped
 
 
 def fit_to_budget(

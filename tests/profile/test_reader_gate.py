@@ -129,6 +129,12 @@ class TestSoftwareDrift:
         assert decision.warnings == ()
         assert drift.software_drift({"flashinfer": "0.6.0", "python": "3.0"}) == ["flashinfer 0.6.0 -> 0.7.2"]
 
+    def test_a_local_build_label_alone_is_not_drift(self, monkeypatch):
+        # The probe records torch.__version__ ("2.11.0+cu130"); dist-info may say "2.11.0".
+        monkeypatch.setattr(drift, "current_version", {"torch": "2.11.0"}.get)
+        assert drift.software_drift({"torch": "2.11.0+cu130"}) == []
+        assert drift.software_drift({"torch": "2.10.0+cu130"}) == ["torch 2.10.0+cu130 -> 2.11.0"]
+
     def test_package_versions_agree_with_importlib_metadata(self):
         assert current_version("torch") == importlib.metadata.version("torch")
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from gloo_helpers import gloo_plan
 from hypothesis import given
 from hypothesis import strategies as st
 
+from topo_gate.topology.capture import load_capture
+from topo_gate.topology.model import build_node
 from topo_gate.trials.backends import BACKENDS_BY_NAME
 from topo_gate.trials.plan import (
     PATTERNS,
@@ -107,33 +110,32 @@ def test_estimate_grows_with_rounds_sizes_and_backends(rounds: int, extra: int) 
         assert estimate_seconds(dataclasses.replace(plan, backends=("gloo",)), device) < base
 
 
-@dataclasses.dataclass
-class FakeGroup:
-    gpus: tuple[int, ...]
-    group_class: str
+CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "captures"
 
 
-class RecordedNode:
-    """tp_groups as a node with 4 GPUs (two NVLink pairs bridged over PCIe) would answer."""
-
-    groups = {
-        2: [FakeGroup((0, 1), "nvlink"), FakeGroup((2, 3), "nvlink"), FakeGroup((0, 2), "pcie")],
-        4: [FakeGroup((0, 1, 2, 3), "mixed")],
-    }
-
-    def tp_groups(self, tp: int) -> list[FakeGroup]:
-        return self.groups.get(tp, [])
+def node_of(capture: str):
+    return build_node(load_capture(CAPTURES / f"{capture}.json"))
 
 
 def test_make_plans_measures_one_group_per_class_and_skips_impossible_tps() -> None:
     plans, skipped = make_plans(
-        RecordedNode(), [2, 4, 8], patterns=["allreduce"], device="cuda", dtype="bfloat16",
-        hidden=7168, max_tokens=16, graph_calls=32, rounds=15, warmup=3,
+        node_of("rtx-pro-6000-pcie-x8.synthetic"), [1, 2, 4, 8, 16], patterns=["allreduce"], device="cuda",
+        dtype="bfloat16", hidden=7168, max_tokens=16, graph_calls=32, rounds=15, warmup=3,
     )  # fmt: skip
     assert [(p.tp, p.group, p.group_class) for p in plans] == [
-        (2, (0, 1), "nvlink"),
-        (2, (0, 2), "pcie"),
-        (4, (0, 1, 2, 3), "mixed"),
+        (2, (0, 1), "pix"),
+        (4, (0, 1, 2, 3), "node"),
+        (8, tuple(range(8)), "no-p2p"),
     ]
     assert all(isinstance(p, TrialPlan) and p.backends[0] == "nccl" for p in plans)
-    assert [(s.tp, s.reason) for s in skipped] == [(8, "no group of 8 GPUs on this node can run trials")]
+    assert [s.tp for s in skipped] == [1, 16]
+    assert "no all-reduce" in skipped[0].reason and skipped[1].reason == "node has 8 usable GPUs"
+
+
+def test_make_plans_says_why_mig_gpus_leave_no_group() -> None:
+    plans, skipped = make_plans(
+        node_of("a100-mig-x2.synthetic"), [2], patterns=["allreduce"], device="cuda",
+        dtype="bfloat16", hidden=4096, max_tokens=16, graph_calls=32, rounds=15, warmup=3,
+    )  # fmt: skip
+    assert plans == []
+    assert "MIG enabled" in skipped[0].reason and "node has 1 usable GPU" in skipped[0].reason

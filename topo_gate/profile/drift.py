@@ -34,9 +34,16 @@ def software_drift(recorded: Mapping[str, str | None]) -> list[str]:
         if then is None:
             continue
         now = current_version(component)
-        if now is not None and now != then:
+        if now is not None and _public(now) != _public(then):
             drifted.append(f"{component} {then} -> {now}")
     return drifted
+
+
+def _public(version: str) -> str:
+    # The probe records what the trial workers loaded (torch.__version__ reads "2.11.0+cu130") while
+    # this module reads dist-info folder names, which may omit the local label ("2.11.0") for the
+    # very same build; a build label alone is not drift.
+    return version.split("+", 1)[0]
 
 
 @functools.cache

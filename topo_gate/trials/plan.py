@@ -148,6 +148,8 @@ class _GroupLike(Protocol):
 class _NodeLike(Protocol):
     def tp_groups(self, tp: int) -> Sequence[_GroupLike]: ...
 
+    def tp_unavailable(self, tp: int) -> str | None: ...
+
 
 @dataclass(frozen=True)
 class Skipped:
@@ -186,7 +188,7 @@ def make_plans(
             continue
         groups = list(node.tp_groups(tp))
         if not groups:
-            skipped.append(Skipped(tp, f"no group of {tp} GPUs on this node can run trials"))
+            skipped.append(Skipped(tp, node.tp_unavailable(tp) or f"no group of {tp} GPUs can run trials"))
             continue
         first_of_class: dict[str, _GroupLike] = {}
         for group in groups:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,7 +159,15 @@ class TrialLoop:
 
 def _software(device: torch.device) -> dict[str, str | None]:
     nccl = ".".join(map(str, torch.cuda.nccl.version())) if device.type == "cuda" else None
-    return {"torch": torch.__version__, "nccl": nccl, "python": platform.python_version()}
+    # The version of the FlashInfer the backends really ran, when one did: installs without
+    # dist-info metadata (an unpacked tree on PYTHONPATH) are invisible to package metadata.
+    flashinfer = getattr(sys.modules.get("flashinfer"), "__version__", None)
+    return {
+        "torch": torch.__version__,
+        "nccl": nccl,
+        "flashinfer": flashinfer,
+        "python": platform.python_version(),
+    }
 
 
 @dataclass(frozen=True)
