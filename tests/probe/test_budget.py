@@ -53,4 +53,4 @@ def test_tp1_is_skipped_with_a_reason(tmp_path):
     options = ProbeOptions(out=tmp_path / "p.yaml", hidden=4096, device="cpu", tps=(1, 2))
     plans, skipped = plan_trials(cpu_node(options.tps), options)
     assert {p.tp for p in plans} == {2}
-    assert [(s.tp, s.reason) for s in skipped] == [(1, "TP 1 has no all-reduce to choose")]
+    assert [s.tp for s in skipped] == [1] and "no all-reduce" in skipped[0].reason
