@@ -114,7 +114,8 @@ def diff_table(changes: Sequence[BackendChange], *, before: str, after: str) -> 
 
 def _node_words(hardware: Mapping[str, object]) -> str:
     gpus = hardware.get("gpus")
-    names = [g.get("name") for g in gpus if isinstance(g, Mapping)] if isinstance(gpus, list) else []
+    # topology.model writes "model" (and the SM as "sm"); see Node.to_hardware_dict.
+    names = [g.get("model") for g in gpus if isinstance(g, Mapping)] if isinstance(gpus, list) else []
     models = ", ".join(sorted({str(name) for name in names if name})) or "GPU model not recorded"
     count = f"{len(gpus)}x " if isinstance(gpus, list) else ""
     interconnect = hardware.get("interconnect") or "interconnect not recorded"
