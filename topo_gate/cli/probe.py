@@ -54,7 +54,7 @@ def _patterns(ctx: click.Context, param: click.Parameter, value: str) -> tuple[s
     epilog="""\b
 Examples:
   topo-gate probe --tp 2,4,8 --model llama-3-70b --out node.yaml    # on a GPU node
-  topo-gate probe --replay profiles/h200-x2/evidence-<time>.json    # no GPU: replay real evidence
+  topo-gate probe --replay profiles/h200-x2/h7168-run1.evidence.json  # no GPU: replay real evidence
   topo-gate probe --device cpu --tp 2 --hidden 1024 --max-tokens 64  # the gloo harness, for demos/CI
 \b
 Writes the evidence (raw samples) first, then the profile that points at it, both atomically.
@@ -231,8 +231,10 @@ def _replay_or_fail(evidence: Path, out: Path, settings: DecideSettings) -> Prob
 
 
 def _replay_hint() -> str:
-    bundled = sorted(BUNDLED_EVIDENCE.glob("*/evidence-*.json"))
-    example = _shown_path(bundled[0]) if bundled else "profiles/<node>/evidence-<time>.json"
+    # probe names evidence "<profile>.evidence.json" beside --out, or "evidence-<UTC time>.json";
+    # the largest bundled file has the most measurements, so it makes the most instructive replay.
+    bundled = sorted(BUNDLED_EVIDENCE.glob("*/*evidence*.json"), key=lambda p: (-p.stat().st_size, p))
+    example = _shown_path(bundled[0]) if bundled else "profiles/<node>/<profile>.evidence.json"
     return f"replay recorded evidence with `topo-gate probe --replay {example}`"
 
 
