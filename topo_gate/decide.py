@@ -16,6 +16,9 @@ decides *preference*, and only among admitted, correct results:
 3. Consecutive sizes with the same choice merge into one rule covering ``(previous max, max]``; a
    backend's range ends at its largest *measured* size, so a gap above it belongs to the next rule.
    Sizes above the largest measured one are NCCL (the final ``max_bytes: null`` rule).
+4. A non-baseline rule lists as ``alternatives`` every other backend that cleared the same bar (rule
+   1) at *every* size of its final range, folded sizes included, with its weakest speedup there: a
+   launcher that can only run the runner-up may still use it.  Baseline rules carry none.
 
 Groups, TP sizes and patterns without a run produce no entry: the reader answers NCCL for them.
 Every rule carries a reason in words with the numbers behind it.  ``decide`` is deterministic: each
@@ -30,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from itertools import groupby
 from typing import Any
 
-from topo_gate.profile.schema import BACKENDS, NCCL, DecisionEntry, Rule
+from topo_gate.profile.schema import BACKENDS, NCCL, Alternative, DecisionEntry, Rule
 from topo_gate.trials.plan import BASELINE_BACKEND
 from topo_gate.trials.stats import Speedup, bootstrap_speedups
 
@@ -137,11 +140,16 @@ def _judge_size(
     speedups = bootstrap_speedups(
         baseline["samples_us"], candidates, level=criteria.level, resamples=criteria.resamples, rng=rng
     )
-    threshold = 1 + criteria.margin
-    clear = [(s.ratio, name) for name, s in speedups.items() if s.ratio >= threshold and s.low >= threshold]
+    clear = [(s.ratio, name) for name, s in speedups.items() if _clears(s, criteria)]
     # max() over (ratio, name): the fastest, and a deterministic pick between exact ties.
     chosen = max(clear)[1] if clear else criteria.baseline
     return _Verdict(nbytes, chosen, speedups, excluded)
+
+
+def _clears(speedup: Speedup, criteria: _Criteria) -> bool:
+    """The bar a backend must clear at one size to replace the baseline: median and CI low end both."""
+    threshold = 1 + criteria.margin
+    return speedup.ratio >= threshold and speedup.low >= threshold
 
 
 def _fold_lone_buckets(verdicts: Sequence[_Verdict], criteria: _Criteria) -> list[_Verdict]:
@@ -222,6 +230,21 @@ def _backend_rule(backend: str, members: list[_Verdict], criteria: _Criteria) ->
         speedup=round(speedup.ratio, 3),
         ci=(round(speedup.low, 3), round(speedup.high, 3)),
         reason=reason,
+        alternatives=_alternatives(backend, members, criteria),
+    )
+
+
+def _alternatives(backend: str, members: list[_Verdict], criteria: _Criteria) -> tuple[Alternative, ...]:
+    """The other backends that cleared the bar at every size of the range (a folded size counts as
+    measured: its own verdict decides), each with its weakest speedup there; fastest first."""
+    names = set.intersection(
+        *({name for name, s in verdict.speedups.items() if _clears(s, criteria)} for verdict in members)
+    ) - {backend, criteria.baseline, NCCL}
+    weakest = {name: min((v.speedups[name] for v in members), key=lambda s: s.ratio) for name in names}
+    ranked = sorted(weakest.items(), key=lambda item: (-round(item[1].ratio, 3), item[0]))
+    return tuple(
+        Alternative(backend=name, speedup=round(s.ratio, 3), ci=(round(s.low, 3), round(s.high, 3)))
+        for name, s in ranked
     )
 
 

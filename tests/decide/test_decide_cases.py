@@ -40,6 +40,9 @@ def test_case(path: Path):
     for entry, expected in zip(result.decisions, case["expected"], strict=True):
         for rule, expected_rule in zip(entry.rules, expected["rules"], strict=True):
             assert expected_rule.get("reason_contains", "") in rule.reason
+            # Schema v1.1: the other backends clear of the bar at every size of the range, fastest first.
+            got_alternatives = [alternative.backend for alternative in rule.alternatives]
+            assert got_alternatives == expected_rule.get("alternatives", []), (rule, case["description"])
     for fragment in case["notes_contain"]:
         assert any(fragment in note for note in result.notes), (fragment, result.notes)
 

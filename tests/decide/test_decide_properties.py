@@ -190,3 +190,59 @@ def test_a_lone_size_where_the_backend_is_slower_is_never_folded_in(outer, inner
         results.append(result("symm_mem_oneshot", 1 << k, [nccl / speedup] * ROUNDS))
     (entry,) = decide(evidence(4, results), **FAST).decisions
     assert [rule.backend for rule in entry.rules] == ["symm_mem_oneshot", "nccl", "symm_mem_oneshot", "nccl"]
+
+
+# --- alternatives (schema v1.1) -----------------------------------------------------------------
+
+
+def _range_sizes(entry, rule, results):
+    return [nbytes for covering, nbytes in covered_sizes(entry, results) if covering is rule]
+
+
+@settings(max_examples=80, deadline=None)
+@given(ev=arbitrary_trials())
+def test_every_alternative_cleared_the_bar_at_every_size_of_its_range(ev):
+    results = ev["runs"][0]["results"]
+    cell = {(r["backend"], r["nbytes"]): r for r in results}
+    (entry,) = decide(ev, **FAST).decisions
+    for rule in entry.rules:
+        if rule.backend == "nccl":
+            assert rule.alternatives == ()
+            continue
+        for alternative in rule.alternatives:
+            assert alternative.backend not in ("nccl", rule.backend)
+            assert alternative.ci[0] >= 1.05, (rule, alternative)  # its weakest size's CI cleared the bar
+            ratios = []
+            for nbytes in _range_sizes(entry, rule, results):  # folded sizes included
+                mine, nccl = cell[(alternative.backend, nbytes)], cell[("nccl", nbytes)]
+                assert mine["status"] == "ok", (rule, alternative, nbytes)
+                ratios.append(median(nccl["samples_us"]) / median(mine["samples_us"]))
+            assert min(ratios) >= 1.05, (rule, alternative, ratios)
+            assert alternative.speedup == round(min(ratios), 3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(table=leveled_trials())
+def test_without_noise_alternatives_are_exactly_the_backends_clear_everywhere(table):
+    # Constant samples: every CI collapses onto its ratio, so "clear" is just ratio >= 1.05 and ok.
+    ev = render(table, lambda: 1.0)
+    results = ev["runs"][0]["results"]
+    cell = {(r["backend"], r["nbytes"]): r for r in results}
+    (entry,) = decide(ev, **FAST).decisions
+    for rule in entry.rules:
+        sizes = _range_sizes(entry, rule, results)
+        if rule.backend == "nccl" or not sizes:
+            continue
+
+        def clear(name, nbytes):
+            mine, nccl = cell[(name, nbytes)], cell[("nccl", nbytes)]
+            return (
+                mine["status"] == "ok"
+                and nccl["status"] == "ok"
+                and (median(nccl["samples_us"]) / median(mine["samples_us"]) >= 1.05)
+            )
+
+        expected = {n for n in CANDIDATES if n != rule.backend and all(clear(n, s) for s in sizes)}
+        assert {a.backend for a in rule.alternatives} == expected
+        speedups = [a.speedup for a in rule.alternatives]
+        assert speedups == sorted(speedups, reverse=True)  # fastest first

@@ -52,7 +52,13 @@ def test_forced_nccl_knobs_exist(launcher: str) -> None:
 @st.composite
 def ladders(draw: st.DrawFn) -> list[list]:
     cuts = sorted(draw(st.sets(st.integers(1, 1 << 27), min_size=0, max_size=4)))
-    rungs = [[cut, draw(st.sampled_from(FAST))] for cut in cuts]
+    rungs = []
+    for cut in cuts:
+        backend = draw(st.sampled_from(FAST))
+        others = [name for name in FAST if name not in (backend, "nccl")]
+        # Schema v1.1 alternatives (none on an nccl rung): other backends measured faster than NCCL there.
+        alternatives = [] if backend == "nccl" else draw(st.lists(st.sampled_from(others), unique=True, max_size=2))
+        rungs.append([cut, backend, alternatives])
     return [*rungs, [None, "nccl"]]
 
 

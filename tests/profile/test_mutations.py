@@ -22,6 +22,7 @@ from topo_gate.profile import (
     BACKENDS,
     NCCL,
     PATTERNS,
+    Alternative,
     DecisionEntry,
     Profile,
     ProfileError,
@@ -169,6 +170,15 @@ speedups = st.floats(min_value=0.01, max_value=1000, allow_nan=False)
 
 
 @st.composite
+def alternatives(draw: st.DrawFn, backend: str) -> list[Alternative]:
+    if backend == NCCL:
+        return []  # an nccl rule carries none (schema v1.1)
+    others = [name for name in BACKENDS if name not in (NCCL, backend)]
+    names = draw(st.lists(st.sampled_from(others), unique=True, max_size=3))
+    return [Alternative(name, draw(speedups), sorted(draw(st.tuples(speedups, speedups)))) for name in names]
+
+
+@st.composite
 def ladders(draw: st.DrawFn) -> list[Rule]:
     bounds = sorted(draw(st.sets(st.integers(1, 2**40), max_size=5)))
     rules = []
@@ -183,6 +193,7 @@ def ladders(draw: st.DrawFn) -> list[Rule]:
                 draw(speedups) if measured else None,
                 [low, high] if measured else None,
                 draw(st.none() | st.text(min_size=1, max_size=30)),
+                draw(alternatives(backend)),
             )
         )
     return [*rules, Rule(None, NCCL, reason=draw(st.none() | st.text(min_size=1, max_size=30)))]

@@ -30,7 +30,7 @@ class TestValidate:
     def test_valid_profile(self, capsys, example_path):
         code, out, err = run(capsys, "validate", str(example_path))
         assert (code, err) == (0, "")
-        assert out == f"OK {example_path}: schema v1, 2 decisions, fingerprint sha256:39a39c834186...\n"
+        assert out == f"OK {example_path}: schema v1.1, 2 decisions, fingerprint sha256:39a39c834186...\n"
 
     def test_help_teaches_usage(self, capsys):
         code, out, _ = run(capsys, "validate", "--help")

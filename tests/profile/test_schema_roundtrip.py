@@ -9,6 +9,7 @@ import pytest
 
 from topo_gate.profile import (
     SCHEMA,
+    Alternative,
     DecisionEntry,
     Profile,
     ProfileInvalid,
@@ -113,6 +114,53 @@ def test_invalid_profiles_cannot_be_built_in_code() -> None:
         )
     with pytest.raises(ProfileInvalid, match=r"^ci\[0\]: must be a number, found str .a.$"):
         Rule(4096, "trtllm_oneshot", 2.0, ["a", "b"])
+
+
+def test_a_v1_0_profile_without_alternatives_loads_and_keeps_its_digest(
+    example_data: dict, write_profile, tmp_path: Path
+) -> None:
+    """Schema v1.1 only added ``alternatives``, written only when non-empty: a v1.0 file re-dumps to
+    the same content and digest."""
+    example_data["schema"] = "topo-gate/profile/v1"
+    for decision in example_data["decisions"]:
+        for rule in decision["rules"]:
+            rule.pop("alternatives", None)
+    path = write_profile(example_data)
+    loaded = load_profile(path)
+    assert all(rule.alternatives == () for d in loaded.decisions for rule in d.rules)
+    dump_profile(loaded, tmp_path / "again.yaml")
+    assert load_profile(tmp_path / "again.yaml").digest == loaded.digest
+    assert "alternatives" not in (tmp_path / "again.yaml").read_text(encoding="utf-8")
+
+
+def test_alternatives_are_checked_and_rounded_in_code() -> None:
+    rule = Rule(
+        4096,
+        "trtllm_oneshot",
+        2.0,
+        [1.9, 2.1],
+        alternatives=[Alternative("vllm_custom", 1.23456789, [1.2, 1.3])],
+    )
+    assert rule.alternatives == (Alternative("vllm_custom", 1.23457, (1.2, 1.3)),)
+    assert rule.faster_than_nccl == {"trtllm_oneshot", "vllm_custom"}
+    assert Rule(None, "nccl").faster_than_nccl == frozenset()
+    with pytest.raises(ProfileInvalid, match=r"^alternatives: an nccl rule has no alternatives"):
+        Rule(4096, "nccl", alternatives=[Alternative("vllm_custom", 1.2, [1.1, 1.3])])
+    with pytest.raises(ProfileInvalid, match=r"^alternatives\[1\]\.backend: vllm_custom is listed twice$"):
+        Rule(
+            4096,
+            "trtllm_oneshot",
+            2.0,
+            [1.9, 2.1],
+            alternatives=[
+                Alternative("vllm_custom", 1.2, [1.1, 1.3]),
+                Alternative("vllm_custom", 1.1, [1.0, 1.2]),
+            ],
+        )
+    with pytest.raises(ProfileInvalid, match=r"^backend: nccl is the baseline"):
+        Alternative("nccl", 1.0, [1.0, 1.0])
+    with pytest.raises(ProfileInvalid, match=r"^alternatives\[0\]: must be a Alternative, found dict$"):
+        Rule(4096, "trtllm_oneshot", 2.0, [1.9, 2.1], alternatives=[{"backend": "vllm_custom"}])
 
 
 def test_dump_is_atomic_and_leaves_no_temp_files(example_path: Path, tmp_path: Path) -> None:

@@ -1,14 +1,17 @@
 """Pure size-range arithmetic: does a launcher's routing agree with what was measured?
 
-A *measured* ladder is the profile's rules as ``((max_bytes, backend), ...)``: sizes in
-``(previous max_bytes, max_bytes]`` use ``backend``; the last ``max_bytes`` is None (everything larger).
-A *route* describes what a launcher would run at each size once a knob is on, in the same shape but
-with a set of acceptable measured backends per range (a launcher that lets FlashInfer pick one-shot vs
+A *measured* ladder is the profile's rules as ``((max_bytes, faster), ...)``: in sizes
+``(previous max_bytes, max_bytes]``, ``faster`` is the set of backends measured faster than NCCL at
+every measured size of the range -- the rule's own backend and its ``alternatives`` (schema v1.1);
+empty on an NCCL rule. The last ``max_bytes`` is None (everything larger).
+A *route* describes what a launcher would run at each size once a knob is on, in the same shape: a
+set of acceptable measured backends per range (a launcher that lets FlashInfer pick one-shot vs
 two-shot accepts either); an empty set means the launcher stays on NCCL there, which is always safe.
 
-A route is *safe* where every size it sends to a fast path was measured as that fast path winning.
-These functions find how far a route stays safe, so a planner can set a threshold knob there (rounded
-down) or leave a fixed-threshold path off.
+A route is *safe* where every size it sends to a fast path was measured with that fast path faster
+than NCCL (the fastest, or an alternative that cleared the same bar). These functions find how far a
+route stays safe, so a planner can set a threshold knob there (rounded down) or leave a
+fixed-threshold path off.
 """
 
 from __future__ import annotations
@@ -16,14 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from itertools import combinations
 
-Ladder = tuple[tuple[int | None, str], ...]
+Ladder = tuple[tuple[int | None, frozenset[str]], ...]
 Route = tuple[tuple[int | None, frozenset[str]], ...]
 NCCL_ROUTE: frozenset[str] = frozenset()
 
 
 def ladder_from_rules(rules: Iterable[object]) -> Ladder:
-    """The reader's ``Rule`` objects as plain ``(max_bytes, backend)`` pairs."""
-    return tuple((rule.max_bytes, rule.backend) for rule in rules)  # type: ignore[attr-defined]
+    """The reader's ``Rule`` objects as ``(max_bytes, backends measured faster than NCCL)`` pairs."""
+    return tuple((rule.max_bytes, rule.faster_than_nccl) for rule in rules)  # type: ignore[attr-defined]
 
 
 def _at(spans: Sequence[tuple[int | None, object]], nbytes: int) -> object:
@@ -42,13 +45,13 @@ def safe_until(measured: Ladder, route: Route) -> int | None:
     """The largest size up to which ``route`` is safe against ``measured`` (None: safe everywhere).
 
     Checked interval by interval over the union of both ladders' breakpoints: an interval is safe when
-    the route keeps NCCL there or accepts the measured backend there.
+    the route keeps NCCL there or accepts a backend measured faster than NCCL there.
     """
     low = 0
     for high in _breakpoints(measured, route):
         probe = low + 1  # every size in (low, high] has the same rung in both ladders
         accepted = _at(route, probe)
-        if accepted and _at(measured, probe) not in accepted:
+        if accepted and not accepted & _at(measured, probe):  # type: ignore[operator]
             return low
         if high is None:
             return None

@@ -1,12 +1,13 @@
 """SGLang: the profile's decisions as ``python -m sglang.launch_server`` flags and env.
 
-Admission vs preference: a path is switched on only if SGLang would route to it exactly the sizes where
-the profile measured that backend winning (preference), on a group the profile measured (admission is
+Admission vs preference: a path is switched on only if SGLang would route to it only sizes where the
+profile measured that backend faster than NCCL (the range's fastest or one of its ``alternatives``:
+preference), on a group the profile measured (admission is
 the reader's job). SGLang's knobs are mostly on/off with built-in size limits, so:
 
 - fused all-reduce + RMSNorm: ``--flashinfer-allreduce-fusion-backend trtllm`` applies to batches of
   at most ``FUSE_ALLREDUCE_MAX_BATCH_SIZE`` tokens (2048 in 0.5.23), one-shot vs two-shot left to
-  FlashInfer; on only if a fused TRT-LLM kernel won at every size up to that many tokens of the
+  FlashInfer; on only if a fused TRT-LLM kernel was measured faster than NCCL at every size up to that many tokens of the
   profile's hidden size. Otherwise ``--enforce-disable-flashinfer-allreduce-fusion``, which also beats
   SGLang's per-model auto-enable (``auto`` would pick multicast MNNVL on Blackwell).
 - custom all-reduce: the profile measures vLLM's kernel, which is SGLang's legacy custom all-reduce
@@ -79,11 +80,12 @@ def _fusion(reading: Reading) -> LaunchPlanParts:
     if safe_until(reading.ladders["allreduce_rmsnorm"], route) is None:
         return LaunchPlanParts(
             ("--flashinfer-allreduce-fusion-backend", "trtllm"),
-            notes=(f"fusion on (trtllm): a fused TRT-LLM kernel won at every size SGLang fuses, up to {tokens} "
+            notes=(f"fusion on (trtllm): a fused TRT-LLM kernel was measured faster than NCCL at every size SGLang "
+                   f"fuses, up to {tokens} "
                    f"tokens x hidden {reading.hidden} = {mib(cap)}; one-shot vs two-shot is FlashInfer's choice",),
         )
     return LaunchPlanParts(off, notes=(f"fusion off: SGLang fuses every batch up to {tokens} tokens ({mib(cap)}) "
-                                       "and a fused kernel did not win across all of that range",))
+                                       "and a fused kernel was not measured faster than NCCL across all of that range",))
 
 
 def _allreduce(reading: Reading, tp: int) -> LaunchPlanParts:
@@ -110,13 +112,13 @@ def _allreduce(reading: Reading, tp: int) -> LaunchPlanParts:
         parts["notes"].append(f"custom all-reduce on, legacy kernel (the one measured), up to {mib(custom_cap)}")
     else:
         parts["args"].append("--disable-custom-all-reduce")
-        parts["notes"].append(f"custom all-reduce off: vllm_custom did not win at every size up to SGLang's "
+        parts["notes"].append(f"custom all-reduce off: vllm_custom was not measured faster than NCCL at every size up to SGLang's "
                               f"{mib(custom_cap)} limit, and SGLang's v2 kernel is not measured")
     if "symm" in chosen:
         parts["args"].append("--enable-torch-symm-mem")
-        parts["notes"].append("torch symm-mem on: two-shot won across SGLang's whole range for it")
+        parts["notes"].append("torch symm-mem on: two-shot was measured faster than NCCL across SGLang's whole range for it")
     else:
-        parts["notes"].append("torch symm-mem off (SGLang's default): not measured winning across its range")
+        parts["notes"].append("torch symm-mem off (SGLang's default): not measured faster than NCCL across its range")
     _pcie_ipc(reading, chosen, route_of, len(symm_caps), parts)
     return LaunchPlanParts(tuple(parts["args"]), parts["env"], tuple(parts["notes"]))
 
@@ -140,4 +142,4 @@ def _pcie_ipc(reading: Reading, chosen: tuple[str, ...], route_of: Any, variants
                                   "rounded down to whole elements)")
             return
     parts["env"]["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] = "0"
-    parts["notes"].append("PCIe IPC all-reduce off: pcie_ipc did not win from the smallest sizes up")
+    parts["notes"].append("PCIe IPC all-reduce off: pcie_ipc was not measured faster than NCCL from the smallest sizes up")

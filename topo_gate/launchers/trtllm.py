@@ -4,9 +4,10 @@ TensorRT-LLM takes one strategy for every all-reduce, plain and fused. An explic
 ``TWOSHOT`` runs for every message up to the all-reduce workspace size and NCCL above it
 (``ifFallbackToNCCL`` in allreduceOp.cpp), and the workspace size is a knob
 (``TRTLLM_ALLREDUCE_FUSION_WORKSPACE_SIZE``, bytes). So a measured "one-shot up to X, NCCL above" is
-expressed exactly: ``ONESHOT`` with the workspace set to X, where X is how far the chosen kernel won
-from the smallest size up in *both* patterns. ``TWOSHOT`` runs one-shot below TP tokens, so it is
-chosen only if that one-shot prefix won too. Anything else: ``NCCL`` -- never ``AUTO``, whose
+expressed exactly: ``ONESHOT`` with the workspace set to X, where X is how far the chosen kernel was
+measured faster than NCCL (the fastest, or an ``alternatives`` entry clear of the same bar) from the
+smallest size up in *both* patterns. ``TWOSHOT`` runs one-shot below TP tokens, so it is chosen only
+if one-shot was measured faster than NCCL on that prefix too. Anything else: ``NCCL`` -- never ``AUTO``, whose
 compiled-in table is the guess a profile replaces.
 """
 
@@ -57,20 +58,22 @@ def trtllm_plan(profile: str | os.PathLike[str] | Any, *, tp: int, gpus: Any = N
 
 
 def _strategy(reading: Reading, tp: int) -> tuple[str, int, str]:
-    """(strategy, workspace bytes or 0, note): the kernel whose measured winning prefix is longest."""
+    """(strategy, workspace bytes or 0, note): the kernel measured faster than NCCL the longest from 0 up."""
     candidates = {"ONESHOT": _limit(reading, "oneshot", None)}
     if reading.hidden and reading.itemsize:
         # TWOSHOT needs at least TP tokens; below that TensorRT-LLM runs ONESHOT (getRuntimeStrategy).
         candidates["TWOSHOT"] = _limit(reading, "twoshot", (tp - 1) * reading.hidden * reading.itemsize)
     strategy, limit = max(candidates.items(), key=lambda item: item[1])
     if limit == 0:
-        return "NCCL", 0, "allreduce_strategy NCCL: no TRT-LLM kernel won from the smallest sizes up in both patterns"
+        return "NCCL", 0, ("allreduce_strategy NCCL: no TRT-LLM kernel was measured faster than NCCL from the "
+                           "smallest sizes up in both patterns")
     return strategy, limit, (f"allreduce_strategy {strategy} up to {mib(limit)} ({WORKSPACE_ENV}={limit}), NCCL "
-                             "above; exact, as measured in both the plain and the fused pattern")
+                             "above; exact: measured faster than NCCL at every size up to it in both the plain and the fused pattern")
 
 
 def _limit(reading: Reading, kernel: str, oneshot_upto: int | None) -> int:
-    """How far ``kernel`` (with TRT-LLM's one-shot fallback up to ``oneshot_upto`` bytes) won, in both patterns."""
+    """How far ``kernel`` (with TRT-LLM's one-shot fallback up to ``oneshot_upto`` bytes) was measured faster
+    than NCCL, in both patterns."""
     limits = []
     for pattern, prefix in (("allreduce", "trtllm_"), ("allreduce_rmsnorm", "trtllm_fused_")):
         main = frozenset({prefix + kernel})

@@ -1,7 +1,8 @@
 """vLLM: the profile's decisions as ``vllm serve`` flags, env and compilation config.
 
-Admission vs preference as for SGLang: a path is on only where vLLM would route to it exactly the
-sizes where the profile measured that backend winning. vLLM's knobs:
+Admission vs preference as for SGLang: a path is on only where vLLM would route to it only sizes
+where the profile measured that backend faster than NCCL (the range's fastest or one of its
+``alternatives``). vLLM's knobs:
 
 - fused all-reduce + RMSNorm (compilation pass ``fuse_allreduce_rms``) has a size threshold knob,
   ``fi_allreduce_fusion_max_size_mb`` (float MiB): set to the measured range, rounded down to whole
@@ -11,7 +12,8 @@ sizes where the profile measured that backend winning. vLLM's knobs:
   fixed per-capability fusion-table size, ahead of custom all-reduce and symm-mem; then vLLM custom
   all-reduce (up to 8 MiB, fewer when symm-mem is on: the capability table), then torch symm-mem
   (two-shot up to its table size; multicast multimem at some TP sizes, never measured -> never on).
-  These limits are not knobs: each path is on only if its whole range was measured winning.
+  These limits are not knobs: each path is on only if it was measured faster than NCCL across its
+  whole range.
 - ``VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm`` always: ``auto`` may pick multicast MNNVL.
 - FlashInfer PCIe IPC all-reduce stays off: its size limit is tuned at runtime, not settable.
 """
@@ -88,12 +90,14 @@ def _fusion(reading: Reading, tp: int) -> LaunchPlanParts:
     kib = min(limits) // 1024
     if kib == 0:
         return LaunchPlanParts(compilation_config_arg({"fuse_allreduce_rms": False}),
-                               notes=("fusion off: the fused kernel vLLM would pick did not win at the smallest sizes",))
+                               notes=("fusion off: the fused kernel vLLM would pick was not measured faster than NCCL at the "
+                                      "smallest sizes",))
     size_mb = kib / 1024  # whole KiB: exact in binary floating point, so vLLM's int(mb * MiB) is exact
     return LaunchPlanParts(
         compilation_config_arg({"fuse_allreduce_rms": True, "fi_allreduce_fusion_max_size_mb": size_mb}),
         notes=(f"fusion on up to {mib(kib * 1024)} (fi_allreduce_fusion_max_size_mb={size_mb:g}; measured range "
-               "rounded down to whole KiB, where vLLM's one-/two-shot split matches the measured winners)",),
+               "rounded down to whole KiB, where the kernel vLLM's one-/two-shot split picks was measured faster than "
+               "NCCL)",),
     )
 
 
@@ -133,7 +137,7 @@ def _allreduce(reading: Reading, tp: int) -> LaunchPlanParts:
            "VLLM_ALLREDUCE_USE_SYMM_MEM": "1" if "symm" in chosen else "0"}
     on = ", ".join(chosen) or "none"
     notes = (f"plain all-reduce fast paths on: {on}; each other path off because vLLM's fixed size limit for it "
-             "reaches sizes where it was not measured winning",)
+             "reaches sizes where it was not measured faster than NCCL",)
     if capability is None:
         notes += ("the profile does not record the GPUs' compute capability: limits were checked against every "
                   "row of vLLM's tables",)

@@ -37,17 +37,34 @@ def _rule() -> dict:
             "backend": {"enum": list(BACKENDS)},
             "speedup": {"type": ["number", "null"], "exclusiveMinimum": 0},
             "ci": {"type": ["array", "null"], "items": _POSITIVE, "minItems": 2, "maxItems": 2},
+            "alternatives": {"type": ["array", "null"], "items": _alternative()},
             "reason": {"type": ["string", "null"]},
         },
         "Sizes in (previous max_bytes, max_bytes] use backend; null = unbounded. A backend other "
-        "than nccl must state the speedup and ci ([low, high], low <= high) it was measured with.",
+        "than nccl must state the speedup and ci ([low, high], low <= high) it was measured with. "
+        "alternatives (v1.1, optional): other backends that also beat nccl at every measured size of "
+        "the range, each listed once and never the rule's own backend; none on an nccl rule.",
     )
     rule["if"] = {"properties": {"backend": {"not": {"const": NCCL}}}}
     rule["then"] = {
         "required": ["speedup", "ci"],
         "properties": {"speedup": _POSITIVE, "ci": {"type": "array"}},
     }
+    rule["else"] = {"properties": {"alternatives": {"type": ["array", "null"], "maxItems": 0}}}
     return rule
+
+
+def _alternative() -> dict:
+    return _object(
+        ["backend", "speedup", "ci"],
+        {
+            "backend": {"enum": [name for name in BACKENDS if name != NCCL]},
+            "speedup": _POSITIVE,
+            "ci": {"type": "array", "items": _POSITIVE, "minItems": 2, "maxItems": 2},
+        },
+        "Another backend measured faster than nccl across the rule's whole range; speedup and ci "
+        "([low, high], low <= high) are its weakest over the range.",
+    )
 
 
 def _decision() -> dict:

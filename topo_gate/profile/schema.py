@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
     _T = TypeVar("_T")
 
-SCHEMA = "topo-gate/profile/v1"
+#: What writers emit. v1.1 added ``Rule.alternatives``; readers accept any ``v1`` / ``v1.N``.
+SCHEMA = "topo-gate/profile/v1.1"
 NCCL = "nccl"
 #: Every backend name schema v1 knows. ``gloo`` and ``gloo_ring`` are the CPU test harness's
 #: (torch.distributed's all-reduce and a hand-written ring); ``decide`` never emits them for a GPU
@@ -111,6 +112,42 @@ def _of_type(value: object, cls: type[_T], field_name: str) -> _T:
     return value
 
 
+def _checked_ci(value: object, field_name: str) -> tuple[float, float]:
+    bounds = expect_list(value, field_name)
+    if len(bounds) != 2:
+        raise ProfileInvalid(f"must be [low, high], found {len(bounds)} numbers", field_name)
+    low, high = (_round6(expect_positive_float(b, f"{field_name}[{i}]")) for i, b in enumerate(bounds))
+    if low > high:
+        raise ProfileInvalid(f"low {low} is above high {high}", field_name)
+    return (low, high)
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """Another backend that also beat NCCL by the same bar at *every* measured size of a rule's range
+    (schema v1.1), though not by the most. ``speedup`` / ``ci`` are its weakest over the range, as a
+    rule's own are. A launcher whose path runs this backend there may still switch it on."""
+
+    backend: str
+    speedup: float
+    ci: tuple[float, float]
+
+    def __post_init__(self) -> None:
+        expect_choice(self.backend, "backend", BACKENDS, "backend")
+        if self.backend == NCCL:
+            raise ProfileInvalid("nccl is the baseline, never an alternative to it", "backend")
+        object.__setattr__(self, "speedup", _round6(expect_positive_float(self.speedup, "speedup")))
+        object.__setattr__(self, "ci", _checked_ci(self.ci, "ci"))
+
+    @classmethod
+    def from_dict(cls, data: object) -> Alternative:
+        data = expect_mapping(data, "")
+        return cls(backend=require(data, "backend"), speedup=require(data, "speedup"), ci=require(data, "ci"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"backend": self.backend, "speedup": self.speedup, "ci": list(self.ci)}
+
+
 @dataclass(frozen=True)
 class Rule:
     """One rung of a ladder: message sizes in ``(previous max_bytes, max_bytes]`` use ``backend``.
@@ -118,6 +155,11 @@ class Rule:
     ``max_bytes=None`` means "and everything larger"; it is always the last rung, and always NCCL.
     A non-NCCL rung must carry the ``speedup`` over NCCL it was measured with and its confidence
     interval ``ci = (low, high)``: a backend is preferred only on evidence, never by default.
+
+    ``alternatives`` (schema v1.1): the other backends that cleared the same bar against NCCL at every
+    measured size of the range, fastest first. Empty on an NCCL rule (nothing else cleared the bar
+    there) and in every v1.0 profile; written only when non-empty, so a profile without any keeps the
+    v1.0 content and digest.
     """
 
     max_bytes: int | None
@@ -125,6 +167,7 @@ class Rule:
     speedup: float | None = None
     ci: tuple[float, float] | None = None
     reason: str | None = None
+    alternatives: tuple[Alternative, ...] = ()
 
     def __post_init__(self) -> None:
         if self.max_bytes is not None:
@@ -134,22 +177,38 @@ class Rule:
         if self.speedup is not None:
             object.__setattr__(self, "speedup", _round6(expect_positive_float(self.speedup, "speedup")))
         if self.ci is not None:
-            object.__setattr__(self, "ci", self._checked_ci())
+            object.__setattr__(self, "ci", _checked_ci(self.ci, "ci"))
         if self.backend != NCCL:
             for name in ("speedup", "ci"):
                 if getattr(self, name) is None:
                     raise ProfileInvalid(
                         f"a {self.backend} rule must state the {name} it was measured with", name
                     )
+        object.__setattr__(self, "alternatives", self._checked_alternatives())
 
-    def _checked_ci(self) -> tuple[float, float]:
-        bounds = expect_list(self.ci, "ci")
-        if len(bounds) != 2:
-            raise ProfileInvalid(f"must be [low, high], found {len(bounds)} numbers", "ci")
-        low, high = (_round6(expect_positive_float(b, f"ci[{i}]")) for i, b in enumerate(bounds))
-        if low > high:
-            raise ProfileInvalid(f"low {low} is above high {high}", "ci")
-        return (low, high)
+    def _checked_alternatives(self) -> tuple[Alternative, ...]:
+        alternatives = tuple(
+            _of_type(a, Alternative, f"alternatives[{i}]")
+            for i, a in enumerate(expect_list(self.alternatives, "alternatives"))
+        )
+        if alternatives and self.backend == NCCL:
+            raise ProfileInvalid("an nccl rule has no alternatives (nothing beat nccl there)", "alternatives")
+        seen: set[str] = set()
+        for index, alternative in enumerate(alternatives):
+            where = f"alternatives[{index}].backend"
+            if alternative.backend == self.backend:
+                raise ProfileInvalid(f"{alternative.backend} is the rule's own backend", where)
+            if alternative.backend in seen:
+                raise ProfileInvalid(f"{alternative.backend} is listed twice", where)
+            seen.add(alternative.backend)
+        return alternatives
+
+    @property
+    def faster_than_nccl(self) -> frozenset[str]:
+        """Every backend measured faster than NCCL across this range: the rule's own (unless it is
+        NCCL) and its alternatives. Empty on an NCCL rule."""
+        own = () if self.backend == NCCL else (self.backend,)
+        return frozenset((*own, *(a.backend for a in self.alternatives)))
 
     @classmethod
     def from_dict(cls, data: object) -> Rule:
@@ -160,16 +219,22 @@ class Rule:
             speedup=data.get("speedup"),
             ci=data.get("ci"),
             reason=data.get("reason"),
+            alternatives=_each(
+                _or_empty(data.get("alternatives"), []), "alternatives", Alternative.from_dict
+            ),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "max_bytes": self.max_bytes,
             "backend": self.backend,
             "speedup": self.speedup,
             "ci": None if self.ci is None else list(self.ci),
-            "reason": self.reason,
         }
+        if self.alternatives:  # omitted when empty: a rule without any reads (and hashes) as in v1.0
+            data["alternatives"] = [alternative.to_dict() for alternative in self.alternatives]
+        data["reason"] = self.reason
+        return data
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from topo_gate.decide import human_bytes
 from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
+from topo_gate.report.tables import alternatives_words
 from topo_gate.trials.plan import BASELINE_BACKEND
 
 
@@ -63,9 +64,14 @@ def _add_entry(table: Table, entry: DecisionEntry, with_reasons: bool) -> None:
             size_range(lower, rule),
             backend,
             speedup,
-            *([rule.reason or ""] if with_reasons else []),
+            *([_why(rule)] if with_reasons else []),
         )
         lower = rule.max_bytes or lower
+
+
+def _why(rule: Rule) -> str:
+    also = alternatives_words(rule)
+    return "; ".join(part for part in (rule.reason, also) if part)
 
 
 @dataclass(frozen=True)

@@ -70,11 +70,21 @@ def decision_table(entry: DecisionEntry) -> Table:
     lower = 0
     for rule in entry.rules:
         cell = Text(rule.backend, style="dim" if rule.backend == NCCL else "bold green")
+        if rule.alternatives:
+            cell.append(f"\n{alternatives_words(rule)}", style="green")
         if rule.reason:
             cell.append(f"\n{rule.reason}", style="default")
         table.add_row(size_range(lower, rule.max_bytes), _speedup_words(rule), cell)
         lower = rule.max_bytes or lower
     return table
+
+
+def alternatives_words(rule: Rule) -> str:
+    """``also faster than nccl across the range: vllm_custom 1.52x`` (schema v1.1); "" when none."""
+    if not rule.alternatives:
+        return ""
+    listed = ", ".join(f"{a.backend} {a.speedup:g}x" for a in rule.alternatives)
+    return f"also faster than {NCCL} across the range: {listed}"
 
 
 def _speedup_words(rule: Rule) -> str:
