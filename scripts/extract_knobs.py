@@ -26,7 +26,10 @@ import sys
 import zipfile
 from pathlib import Path
 
-RELEVANT = re.compile(r"all[-_]?reduce|extra_llm_api_options|symm[-_]?mem|mscclpp|nccl|pcie[-_]ipc|compilation[-_]config|^-cc$|^-O$", re.IGNORECASE)
+RELEVANT = re.compile(
+    r"all[-_]?reduce|extra_llm_api_options|symm[-_]?mem|mscclpp|nccl|pcie[-_]ipc|compilation[-_]config|^-cc$|^-O$",
+    re.IGNORECASE,
+)
 OUT_DIR = Path(__file__).resolve().parent.parent / "topo_gate" / "launchers" / "data"
 # Names used in the launchers' size tables (``64 * MiB``); anything else in a table is an error.
 SIZE_NAMES = {"KiB": 1024, "MiB": 1024 * 1024, "KB": 1024, "MB": 1024 * 1024, "GiB": 1024**3}
@@ -73,16 +76,22 @@ def _key(value: object) -> str:
 
 def find_assignment(tree: ast.AST, name: str, in_class: str | None = None) -> ast.AST:
     """The value of the first ``name = ...`` / ``name: T = ...`` (inside class ``in_class`` if given)."""
-    scopes = [tree] if in_class is None else [
-        n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == in_class
-    ]
+    scopes = (
+        [tree]
+        if in_class is None
+        else [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == in_class]
+    )
     for scope in scopes:
         for node in ast.walk(scope):
             if isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == name for t in node.targets
             ):
                 return node.value
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and node.target.id == name
+            ):
                 if node.value is not None:
                     return node.value
     raise LookupError(f"{name} not found" + (f" in class {in_class}" if in_class else ""))
@@ -91,7 +100,11 @@ def find_assignment(tree: ast.AST, name: str, in_class: str | None = None) -> as
 def literal_choices(annotation: ast.AST) -> list[object] | None:
     """Choices of a ``Literal[...]`` inside ``Optional[...]`` / ``A[...]`` annotations, else None."""
     for node in ast.walk(annotation):
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "Literal":
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "Literal"
+        ):
             elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             return [ast.literal_eval(e) for e in elts]
     return None
@@ -119,7 +132,9 @@ def sglang_flags(src: Source) -> dict[str, dict]:
             if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
                 continue
             ann = node.annotation
-            if not (isinstance(ann, ast.Subscript) and isinstance(ann.value, ast.Name) and ann.value.id == "A"):
+            if not (
+                isinstance(ann, ast.Subscript) and isinstance(ann.value, ast.Name) and ann.value.id == "A"
+            ):
                 continue
             parts = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
             meta = next((p for p in parts[1:] if isinstance(p, (ast.Call, ast.Constant))), None)
@@ -143,7 +158,11 @@ def sglang_flags(src: Source) -> dict[str, dict]:
                 except ValueError:
                     choices = None  # computed at runtime: any value accepted by the manifest
             for name in names:
-                flags[name] = {"takes_value": not switch, "choices": None if switch else choices, "field": field}
+                flags[name] = {
+                    "takes_value": not switch,
+                    "choices": None if switch else choices,
+                    "field": field,
+                }
                 if boolean_optional:
                     flags["--no-" + name[2:]] = {"takes_value": False, "choices": None, "field": field}
     flags.update(_add_argument_calls(src.tree("sglang/srt/server_args.py")))
@@ -165,12 +184,19 @@ def _add_argument_calls(tree: ast.AST) -> dict[str, dict]:
         names = [a.value for a in node.args if isinstance(a, ast.Constant) and str(a.value).startswith("-")]
         action = keyword(node, "action")
         action_name = (
-            action.value if isinstance(action, ast.Constant)
-            else action.attr if isinstance(action, ast.Attribute)
-            else action.id if isinstance(action, ast.Name) else None
+            action.value
+            if isinstance(action, ast.Constant)
+            else action.attr
+            if isinstance(action, ast.Attribute)
+            else action.id
+            if isinstance(action, ast.Name)
+            else None
         )
-        switch = action_name is not None and ("store_true" in action_name.lower() or "StoreTrue" in action_name
-                                              or action_name in ("store_false", "BooleanOptionalAction"))
+        switch = action_name is not None and (
+            "store_true" in action_name.lower()
+            or "StoreTrue" in action_name
+            or action_name in ("store_false", "BooleanOptionalAction")
+        )
         choices = None
         if keyword(node, "choices") is not None:
             try:
@@ -216,15 +242,28 @@ def sglang_manifest(src: Source) -> dict:
         "config_keys": {},
         "tables": {
             # Fusion applies to batches of at most this many tokens (layer_boundary/residual/add_norm.py).
-            "fuse_allreduce_max_batch_size": literal(find_assignment(
-                src.tree("sglang/srt/layers/layer_boundary/residual/add_norm.py"), "FUSE_ALLREDUCE_MAX_BATCH_SIZE")),
+            "fuse_allreduce_max_batch_size": literal(
+                find_assignment(
+                    src.tree("sglang/srt/layers/layer_boundary/residual/add_norm.py"),
+                    "FUSE_ALLREDUCE_MAX_BATCH_SIZE",
+                )
+            ),
             # Legacy (vLLM-derived) custom all-reduce: messages up to this many bytes on CUDA.
-            "custom_ar_v1_max_size": literal(find_assignment(
-                src.tree(comm + "custom_all_reduce.py"), "_MAX_CAR_SIZE", in_class="CustomAllreduce")),
-            "torch_symm_mem_max_sizes": literal(find_assignment(
-                src.tree(comm + "all_reduce_utils.py"), "TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES")),
-            "torch_symm_mem_multimem_world_sizes": literal(find_assignment(
-                src.tree(comm + "torch_symm_mem.py"), "_WORLD_SIZES_MULTIMEM", in_class="TorchSymmMemCommunicator")),
+            "custom_ar_v1_max_size": literal(
+                find_assignment(
+                    src.tree(comm + "custom_all_reduce.py"), "_MAX_CAR_SIZE", in_class="CustomAllreduce"
+                )
+            ),
+            "torch_symm_mem_max_sizes": literal(
+                find_assignment(src.tree(comm + "all_reduce_utils.py"), "TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES")
+            ),
+            "torch_symm_mem_multimem_world_sizes": literal(
+                find_assignment(
+                    src.tree(comm + "torch_symm_mem.py"),
+                    "_WORLD_SIZES_MULTIMEM",
+                    in_class="TorchSymmMemCommunicator",
+                )
+            ),
         },
     }
 
@@ -238,26 +277,41 @@ def vllm_flags(src: Source) -> dict[str, dict]:
     tree = src.tree("vllm/engine/arg_utils.py")
     kwargs_class = {}
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                and isinstance(node.value.func, ast.Name) and node.value.func.id == "get_kwargs"
-                and isinstance(node.value.args[0], ast.Name)):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id == "get_kwargs"
+            and isinstance(node.value.args[0], ast.Name)
+        ):
             kwargs_class[node.targets[0].id] = node.value.args[0].id
     fields = config_fields(src)
     flags = _add_argument_calls(tree)
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "add_argument"):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+        ):
             continue
         names = [a.value for a in node.args if isinstance(a, ast.Constant) and str(a.value).startswith("-")]
         for kw in node.keywords:
-            if kw.arg is None and isinstance(kw.value, ast.Subscript) and isinstance(kw.value.value, ast.Name):
+            if (
+                kw.arg is None
+                and isinstance(kw.value, ast.Subscript)
+                and isinstance(kw.value.value, ast.Name)
+            ):
                 cls = kwargs_class.get(kw.value.value.id)
                 field = ast.literal_eval(kw.value.slice)
                 ann = fields.get(cls, {}).get(field)
                 if ann is not None:
                     for name in names:
                         # vLLM's get_kwargs turns bool fields into BooleanOptionalAction (--x / --no-x).
-                        flags[name] = {"takes_value": ann != "bool", "choices": None, "field": f"{cls}.{field}"}
+                        flags[name] = {
+                            "takes_value": ann != "bool",
+                            "choices": None,
+                            "field": f"{cls}.{field}",
+                        }
     return flags
 
 
@@ -276,8 +330,10 @@ def vllm_env(src: Source) -> dict[str, dict]:
     """The ``if TYPE_CHECKING:`` declarations of vllm/envs.py: names, types, defaults."""
     env: dict[str, dict] = {}
     for node in ast.walk(src.tree("vllm/envs.py")):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id.startswith(
-            ("VLLM_", "CUDA_", "NCCL_")
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id.startswith(("VLLM_", "CUDA_", "NCCL_"))
         ):
             env[node.target.id] = {
                 "type": ast.unparse(node.annotation),
@@ -300,23 +356,34 @@ def vllm_manifest(src: Source) -> dict:
             "compilation_config.pass_config": fields["CompilationConfig"]["pass_config"],
         },
         "tables": {
-            "fi_allreduce_fusion_max_size_mb": literal(find_assignment(fusion, "FI_ALLREDUCE_FUSION_MAX_SIZE_MB")),
-            "fi_allreduce_one_shot_max_size_mb": literal(find_assignment(fusion, "_FI_ALLREDUCE_ONE_SHOT_MAX_SIZES_MB")),
-            "custom_all_reduce_max_sizes": literal(find_assignment(
-                src.tree(comm + "all_reduce_utils.py"), "CUSTOM_ALL_REDUCE_MAX_SIZES")),
+            "fi_allreduce_fusion_max_size_mb": literal(
+                find_assignment(fusion, "FI_ALLREDUCE_FUSION_MAX_SIZE_MB")
+            ),
+            "fi_allreduce_one_shot_max_size_mb": literal(
+                find_assignment(fusion, "_FI_ALLREDUCE_ONE_SHOT_MAX_SIZES_MB")
+            ),
+            "custom_all_reduce_max_sizes": literal(
+                find_assignment(src.tree(comm + "all_reduce_utils.py"), "CUSTOM_ALL_REDUCE_MAX_SIZES")
+            ),
             "custom_all_reduce_default_max_size": custom_default,
-            "symm_mem_all_reduce_max_sizes": literal(find_assignment(
-                src.tree(comm + "all_reduce_utils.py"), "SYMM_MEM_ALL_REDUCE_MAX_SIZES")),
-            "symm_mem_multimem_world_sizes": literal(find_assignment(
-                src.tree(comm + "symm_mem.py"), "_WORLD_SIZES_MULTIMEM", in_class="SymmMemCommunicator")),
+            "symm_mem_all_reduce_max_sizes": literal(
+                find_assignment(src.tree(comm + "all_reduce_utils.py"), "SYMM_MEM_ALL_REDUCE_MAX_SIZES")
+            ),
+            "symm_mem_multimem_world_sizes": literal(
+                find_assignment(
+                    src.tree(comm + "symm_mem.py"), "_WORLD_SIZES_MULTIMEM", in_class="SymmMemCommunicator"
+                )
+            ),
         },
     }
 
 
 def keyword_default(tree: ast.AST, cls: str, arg: str) -> object:
     """Default of parameter ``arg`` of ``cls.__init__``."""
-    init = next(n for n in find_class(tree, cls).body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
-    params = init.args.args[len(init.args.args) - len(init.args.defaults):]
+    init = next(
+        n for n in find_class(tree, cls).body if isinstance(n, ast.FunctionDef) and n.name == "__init__"
+    )
+    params = init.args.args[len(init.args.args) - len(init.args.defaults) :]
     for param, default in zip(params, init.args.defaults, strict=True):
         if param.arg == arg:
             return literal(default)
@@ -335,26 +402,43 @@ def trtllm_manifest(src: Source) -> dict:
     for path in src.files:
         tree = src.tree(path)
         for node in ast.walk(tree):
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and RELEVANT.search(
-                node.target.id
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and RELEVANT.search(node.target.id)
             ):
                 config_keys[node.target.id] = {"choices": literal_choices(node.annotation)}
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "option"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "option"
+            ):
                 # trtllm-serve's click options: the flag that takes the extra LLM-API options YAML.
                 switch = _truthy(keyword(node, "is_flag"))
                 for arg in node.args:
                     if isinstance(arg, ast.Constant) and str(arg.value).startswith("--"):
                         flags[arg.value] = {"takes_value": not switch, "choices": None}
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "getenv"
-                    and node.args and isinstance(node.args[0], ast.Constant)):
-                env[node.args[0].value] = {"default": _maybe_literal(node.args[1]) if len(node.args) > 1 else None}
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "getenv"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                env[node.args[0].value] = {
+                    "default": _maybe_literal(node.args[1]) if len(node.args) > 1 else None
+                }
         try:
             # CustomAllReduceHelper.max_workspace_size_auto: ONESHOT/TWOSHOT run up to this size, NCCL above.
             default_workspace = literal(find_assignment(tree, "default_size"))
         except LookupError:
             pass
-    return {"flags": flags, "env": env, "config_keys": config_keys,
-            "tables": {"allreduce_workspace_default_size": default_workspace}}
+    return {
+        "flags": flags,
+        "env": env,
+        "config_keys": config_keys,
+        "tables": {"allreduce_workspace_default_size": default_workspace},
+    }
 
 
 # ------------------------------------------------------------------------------------------------ main
@@ -370,7 +454,9 @@ def keep_relevant(manifest: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("launcher", choices=["sglang", "vllm", "trtllm"])
-    parser.add_argument("sources", nargs="+", type=Path, help="the wheel (sglang, vllm) or source files (trtllm)")
+    parser.add_argument(
+        "sources", nargs="+", type=Path, help="the wheel (sglang, vllm) or source files (trtllm)"
+    )
     parser.add_argument("--version", help="release version (trtllm; read from the wheel name otherwise)")
     parser.add_argument("--commit", help="source commit the trtllm files were read at")
     parser.add_argument("--out", type=Path, default=OUT_DIR)
@@ -381,21 +467,37 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("trtllm needs --version and --commit")
         src = Source({str(p): p.read_text("utf-8") for p in args.sources})
         manifest, version = trtllm_manifest(src), args.version
-        origin = {"kind": "source", "repository": "NVIDIA/TensorRT-LLM", "commit": args.commit,
-                  "files": sorted(p.name for p in args.sources)}
+        origin = {
+            "kind": "source",
+            "repository": "NVIDIA/TensorRT-LLM",
+            "commit": args.commit,
+            "files": sorted(p.name for p in args.sources),
+        }
     else:
         wheel = args.sources[0]
         version = wheel.name.split("-")[1]
         src = Source.from_wheel(wheel, args.launcher + "/")
         manifest = sglang_manifest(src) if args.launcher == "sglang" else vllm_manifest(src)
-        origin = {"kind": "wheel", "file": wheel.name, "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest()}
+        origin = {
+            "kind": "wheel",
+            "file": wheel.name,
+            "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
+        }
 
-    document = {"format": "topo-gate/knobs/v1", "launcher": args.launcher, "version": version,
-                "source": origin, "extracted_by": "scripts/extract_knobs.py", **keep_relevant(manifest)}
+    document = {
+        "format": "topo-gate/knobs/v1",
+        "launcher": args.launcher,
+        "version": version,
+        "source": origin,
+        "extracted_by": "scripts/extract_knobs.py",
+        **keep_relevant(manifest),
+    }
     out = args.out / f"knobs-{args.launcher}-{version}.json"
     out.write_text(json.dumps(document, indent=1, sort_keys=False) + "\n", encoding="utf-8")
-    print(f"wrote {out} ({len(document['flags'])} flags, {len(document['env'])} env, "
-          f"{len(document['config_keys'])} config keys)")
+    print(
+        f"wrote {out} ({len(document['flags'])} flags, {len(document['env'])} env, "
+        f"{len(document['config_keys'])} config keys)"
+    )
     return 0
 
 

@@ -11,8 +11,10 @@ import pytest
 import yaml
 from launcher_profiles import FINGERPRINT
 
-WINNING = {"allreduce": [[8388608, "trtllm_oneshot"], [None, "nccl"]],
-           "allreduce_rmsnorm": [[4194304, "trtllm_fused_oneshot"], [None, "nccl"]]}
+WINNING = {
+    "allreduce": [[8388608, "trtllm_oneshot"], [None, "nccl"]],
+    "allreduce_rmsnorm": [[4194304, "trtllm_fused_oneshot"], [None, "nccl"]],
+}
 CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "captures"
 # Stands in for a launcher: reports its argv, the env topo-gate sets, and its PID.
 REPORTER = """import json, os, sys
@@ -29,15 +31,33 @@ def reporter(tmp_path: Path) -> str:
 
 
 def topo_gate_exec(*argv: str, env: dict | None = None) -> tuple[subprocess.Popen, str, str]:
-    child = subprocess.Popen([sys.executable, "-m", "topo_gate", "exec", *argv], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "topo_gate", "exec", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     out, err = child.communicate(timeout=60)
     return child, out, err
 
 
 def test_exec_replaces_the_process_with_flags_and_env(reporter, write_profile) -> None:
-    child, out, err = topo_gate_exec("--profile", str(write_profile(WINNING)), "--tp", "2", "--launcher", "vllm",
-                                     "--node-fingerprint", FINGERPRINT, "--", sys.executable, reporter, "--model", "m")
+    child, out, err = topo_gate_exec(
+        "--profile",
+        str(write_profile(WINNING)),
+        "--tp",
+        "2",
+        "--launcher",
+        "vllm",
+        "--node-fingerprint",
+        FINGERPRINT,
+        "--",
+        sys.executable,
+        reporter,
+        "--model",
+        "m",
+    )
     assert child.returncode == 0, err
     seen = json.loads(out)
     assert seen["pid"] == child.pid  # exec, not a child process
@@ -49,9 +69,20 @@ def test_exec_replaces_the_process_with_flags_and_env(reporter, write_profile) -
 
 def test_user_flag_wins_with_warning(reporter, write_profile) -> None:
     fusion_wins = {**WINNING, "allreduce_rmsnorm": [[33554432, "trtllm_fused_oneshot"], [None, "nccl"]]}
-    child, out, err = topo_gate_exec("--profile", str(write_profile(fusion_wins)), "--tp", "2", "--launcher", "sglang",
-                                     "--node-fingerprint", FINGERPRINT, "--", sys.executable, reporter,
-                                     "--enforce-disable-flashinfer-allreduce-fusion")
+    child, out, err = topo_gate_exec(
+        "--profile",
+        str(write_profile(fusion_wins)),
+        "--tp",
+        "2",
+        "--launcher",
+        "sglang",
+        "--node-fingerprint",
+        FINGERPRINT,
+        "--",
+        sys.executable,
+        reporter,
+        "--enforce-disable-flashinfer-allreduce-fusion",
+    )
     assert child.returncode == 0, err
     assert "--flashinfer-allreduce-fusion-backend" not in json.loads(out)["argv"]
     assert "warning:" in err and "yours wins" in err
@@ -59,38 +90,95 @@ def test_user_flag_wins_with_warning(reporter, write_profile) -> None:
 
 def test_foreign_node_from_capture_runs_with_nccl_forced(reporter, write_profile) -> None:
     capture = CAPTURES / "h100-sxm-nvswitch-x8.synthetic.json"
-    child, out, err = topo_gate_exec("--profile", str(write_profile(WINNING)), "--tp", "2", "--launcher", "sglang",
-                                     "--from", str(capture), "--", sys.executable, reporter)
+    child, out, err = topo_gate_exec(
+        "--profile",
+        str(write_profile(WINNING)),
+        "--tp",
+        "2",
+        "--launcher",
+        "sglang",
+        "--from",
+        str(capture),
+        "--",
+        sys.executable,
+        reporter,
+    )
     assert child.returncode == 0, err
-    assert json.loads(out)["argv"] == ["--disable-custom-all-reduce", "--enforce-disable-flashinfer-allreduce-fusion"]
+    assert json.loads(out)["argv"] == [
+        "--disable-custom-all-reduce",
+        "--enforce-disable-flashinfer-allreduce-fusion",
+    ]
     assert "FALLBACK" in err and "not the kind" in err
 
 
 def test_foreign_node_under_strict_exits_1(reporter, write_profile) -> None:
     capture = CAPTURES / "h100-sxm-nvswitch-x8.synthetic.json"
-    child, out, err = topo_gate_exec("--profile", str(write_profile(WINNING)), "--tp", "2", "--launcher", "sglang",
-                                     "--from", str(capture), "--strict", "--", sys.executable, reporter)
+    child, out, err = topo_gate_exec(
+        "--profile",
+        str(write_profile(WINNING)),
+        "--tp",
+        "2",
+        "--launcher",
+        "sglang",
+        "--from",
+        str(capture),
+        "--strict",
+        "--",
+        sys.executable,
+        reporter,
+    )
     assert child.returncode == 1 and out == "" and err.startswith("topo-gate: error:")
 
 
 def test_no_driver_still_starts_the_launcher_with_nccl(reporter, write_profile) -> None:
     # This machine has no NVIDIA driver: NVML is read for real and is absent.
-    child, out, err = topo_gate_exec("--profile", str(write_profile(WINNING)), "--tp", "2", "--launcher", "vllm",
-                                     "--", sys.executable, reporter)
+    child, out, err = topo_gate_exec(
+        "--profile",
+        str(write_profile(WINNING)),
+        "--tp",
+        "2",
+        "--launcher",
+        "vllm",
+        "--",
+        sys.executable,
+        reporter,
+    )
     if "no NVIDIA driver" not in err:
         pytest.skip("an NVIDIA driver is present here")
     assert child.returncode == 0 and "--disable-custom-all-reduce" in json.loads(out)["argv"]
-    strict, out, err = topo_gate_exec("--profile", str(write_profile(WINNING)), "--tp", "2", "--launcher", "vllm",
-                                      "--strict", "--", sys.executable, reporter)
+    strict, out, err = topo_gate_exec(
+        "--profile",
+        str(write_profile(WINNING)),
+        "--tp",
+        "2",
+        "--launcher",
+        "vllm",
+        "--strict",
+        "--",
+        sys.executable,
+        reporter,
+    )
     assert strict.returncode == 4 and out == ""
 
 
 def test_trtllm_gets_an_options_file(reporter, write_profile, tmp_path) -> None:
     user_options = tmp_path / "mine.yaml"
     user_options.write_text("max_batch_size: 8\n")
-    child, out, err = topo_gate_exec("--profile", str(write_profile(WINNING)), "--tp", "2", "--launcher", "trtllm",
-                                     "--node-fingerprint", FINGERPRINT, "--", sys.executable, reporter,
-                                     "--extra_llm_api_options", str(user_options))
+    child, out, err = topo_gate_exec(
+        "--profile",
+        str(write_profile(WINNING)),
+        "--tp",
+        "2",
+        "--launcher",
+        "trtllm",
+        "--node-fingerprint",
+        FINGERPRINT,
+        "--",
+        sys.executable,
+        reporter,
+        "--extra_llm_api_options",
+        str(user_options),
+    )
     assert child.returncode == 0, err
     argv = json.loads(out)["argv"]
     merged = Path(argv[argv.index("--extra_llm_api_options") + 1])
@@ -99,6 +187,15 @@ def test_trtllm_gets_an_options_file(reporter, write_profile, tmp_path) -> None:
 
 
 def test_undetectable_launcher_is_a_usage_error(reporter, write_profile) -> None:
-    child, out, err = topo_gate_exec("--profile", str(write_profile(WINNING)), "--tp", "2",
-                                     "--node-fingerprint", FINGERPRINT, "--", sys.executable, reporter)
+    child, out, err = topo_gate_exec(
+        "--profile",
+        str(write_profile(WINNING)),
+        "--tp",
+        "2",
+        "--node-fingerprint",
+        FINGERPRINT,
+        "--",
+        sys.executable,
+        reporter,
+    )
     assert child.returncode == 2 and "pass --launcher" in err

@@ -9,8 +9,10 @@ from launcher_profiles import FINGERPRINT, OTHER_NODE
 
 from topo_gate.launchers import PLANNERS, nccl_plan, sglang, trtllm, vllm
 
-WINNING = {"allreduce": [[8388608, "trtllm_oneshot"], [None, "nccl"]],
-           "allreduce_rmsnorm": [[33554432, "trtllm_fused_oneshot"], [None, "nccl"]]}
+WINNING = {
+    "allreduce": [[8388608, "trtllm_oneshot"], [None, "nccl"]],
+    "allreduce_rmsnorm": [[33554432, "trtllm_fused_oneshot"], [None, "nccl"]],
+}
 FORCED = {"sglang": sglang.FORCE_NCCL, "vllm": vllm.FORCE_NCCL, "trtllm": trtllm.FORCE_NCCL}
 
 
@@ -71,8 +73,11 @@ def test_same_profile_is_used_on_its_node(launcher, write_profile) -> None:
     # The control for the cases above: the unbroken profile is followed (so a fallback is not vacuous).
     plan = PLANNERS[launcher](write_profile(WINNING), tp=2, fingerprint=FINGERPRINT)
     assert not plan.fallback
-    assert plan.args != FORCED[launcher].args or dict(plan.env) != dict(FORCED[launcher].env) or \
-        dict(plan.config) != dict(FORCED[launcher].config)
+    assert (
+        plan.args != FORCED[launcher].args
+        or dict(plan.env) != dict(FORCED[launcher].env)
+        or dict(plan.config) != dict(FORCED[launcher].config)
+    )
 
 
 def test_unverified_node_warns_and_strict_refuses(write_profile, monkeypatch) -> None:

@@ -57,14 +57,21 @@ def ladders(draw: st.DrawFn) -> list[list]:
         backend = draw(st.sampled_from(FAST))
         others = [name for name in FAST if name not in (backend, "nccl")]
         # Schema v1.1 alternatives (none on an nccl rung): other backends measured faster than NCCL there.
-        alternatives = [] if backend == "nccl" else draw(st.lists(st.sampled_from(others), unique=True, max_size=2))
+        alternatives = (
+            [] if backend == "nccl" else draw(st.lists(st.sampled_from(others), unique=True, max_size=2))
+        )
         rungs.append([cut, backend, alternatives])
     return [*rungs, [None, "nccl"]]
 
 
 @settings(max_examples=60, deadline=None)
-@given(allreduce=ladders(), fused=ladders(), tp=st.sampled_from([2, 4, 8]),
-       sm=st.sampled_from(["9.0", "10.0", "12.0", None]), launcher=st.sampled_from(list(PLANNERS)))
+@given(
+    allreduce=ladders(),
+    fused=ladders(),
+    tp=st.sampled_from([2, 4, 8]),
+    sm=st.sampled_from(["9.0", "10.0", "12.0", None]),
+    launcher=st.sampled_from(list(PLANNERS)),
+)
 def test_generated_plans_emit_only_known_knobs(allreduce, fused, tp, sm, launcher) -> None:
     profile = build_profile({"allreduce": allreduce, "allreduce_rmsnorm": fused}, tp=tp, sm=sm)
     plan = PLANNERS[launcher](profile, tp=tp, fingerprint=FINGERPRINT)

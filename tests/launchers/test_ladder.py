@@ -57,8 +57,11 @@ def test_an_alternative_makes_a_route_safe_where_it_did_not_win() -> None:
     # Modelled on the real 2x H200 ladder: pcie_ipc fastest to 28 KiB with trtllm_oneshot an
     # alternative there, trtllm_oneshot fastest to 7 MiB, NCCL above.
     kib, mib = 1024, 1024 * 1024
-    measured = ((28 * kib, frozenset({"pcie_ipc", "trtllm_oneshot"})), (7 * mib, frozenset({"trtllm_oneshot"})),
-                (None, frozenset()))
+    measured = (
+        (28 * kib, frozenset({"pcie_ipc", "trtllm_oneshot"})),
+        (7 * mib, frozenset({"trtllm_oneshot"})),
+        (None, frozenset()),
+    )
     oneshot = ((None, frozenset({"trtllm_oneshot"})),)
     assert safe_until(measured, oneshot) == 7 * mib
     winners_only = ((28 * kib, frozenset({"pcie_ipc"})), *measured[1:])
@@ -66,4 +69,9 @@ def test_an_alternative_makes_a_route_safe_where_it_did_not_win() -> None:
 
 
 def test_fast_bytes_counts_only_fast_ranges() -> None:
-    assert fast_bytes(((10, frozenset({"a"})), (30, NCCL_ROUTE), (50, frozenset({"b"})), (None, frozenset({"a"})))) == 30
+    assert (
+        fast_bytes(
+            ((10, frozenset({"a"})), (30, NCCL_ROUTE), (50, frozenset({"b"})), (None, frozenset({"a"})))
+        )
+        == 30
+    )

@@ -19,7 +19,10 @@ def test_plan_appended_when_user_is_silent() -> None:
 
 
 def test_user_value_wins_in_both_spellings() -> None:
-    for given in (["--flashinfer-allreduce-fusion-backend", "mnnvl"], ["--flashinfer-allreduce-fusion-backend=mnnvl"]):
+    for given in (
+        ["--flashinfer-allreduce-fusion-backend", "mnnvl"],
+        ["--flashinfer-allreduce-fusion-backend=mnnvl"],
+    ):
         merged = merge([*BASE, *given], {}, SGLANG_ARGS, {}, "sglang")
         assert merged.argv == (*BASE, *given, "--disable-custom-all-reduce")
         assert len(merged.warnings) == 1 and "yours wins" in merged.warnings[0]
@@ -39,12 +42,17 @@ def test_flag_for_the_same_knob_under_another_name_wins() -> None:
 
 
 def test_user_env_wins() -> None:
-    merged = merge(BASE, {"VLLM_ALLREDUCE_USE_SYMM_MEM": "1"}, (), {"VLLM_ALLREDUCE_USE_SYMM_MEM": "0"}, "vllm")
+    merged = merge(
+        BASE, {"VLLM_ALLREDUCE_USE_SYMM_MEM": "1"}, (), {"VLLM_ALLREDUCE_USE_SYMM_MEM": "0"}, "vllm"
+    )
     assert merged.env["VLLM_ALLREDUCE_USE_SYMM_MEM"] == "1"
     assert merged.warnings and merged.added == ()
 
 
-VLLM_CC = ("--compilation-config", '{"pass_config":{"fuse_allreduce_rms":true,"fi_allreduce_fusion_max_size_mb":8.0}}')
+VLLM_CC = (
+    "--compilation-config",
+    '{"pass_config":{"fuse_allreduce_rms":true,"fi_allreduce_fusion_max_size_mb":8.0}}',
+)
 
 
 def _config_of(argv: tuple[str, ...], flag: str) -> dict:

@@ -17,8 +17,9 @@ CASES = sorted((Path(__file__).parent / "cases").glob("*.yaml"))
 @pytest.mark.parametrize("case_file", CASES, ids=[c.stem for c in CASES])
 def test_case(case_file: Path) -> None:
     case = yaml.safe_load(case_file.read_text())
-    profile = build_profile(case["ladders"], tp=case["tp"], sm=case.get("sm", "9.0"),
-                            hidden=case.get("hidden", 4096))
+    profile = build_profile(
+        case["ladders"], tp=case["tp"], sm=case.get("sm", "9.0"), hidden=case.get("hidden", 4096)
+    )
     plan = PLANNERS[case["launcher"]](profile, tp=case["tp"], fingerprint=FINGERPRINT)
     assert not plan.fallback, plan.reason
     assert list(plan.args) == case["expect"]["args"]

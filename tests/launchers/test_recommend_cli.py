@@ -11,8 +11,10 @@ from launcher_profiles import FINGERPRINT
 
 from topo_gate.cli import main
 
-WINNING = {"allreduce": [[8388608, "trtllm_oneshot"], [None, "nccl"]],
-           "allreduce_rmsnorm": [[4194304, "trtllm_fused_oneshot"], [None, "nccl"]]}
+WINNING = {
+    "allreduce": [[8388608, "trtllm_oneshot"], [None, "nccl"]],
+    "allreduce_rmsnorm": [[4194304, "trtllm_fused_oneshot"], [None, "nccl"]],
+}
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +38,9 @@ def test_args_format_is_one_shell_line(capsys, write_profile) -> None:
 
 
 def test_env_format(capsys, write_profile) -> None:
-    code, out, _ = run(capsys, str(write_profile(WINNING)), "--tp", "2", "--launcher", "vllm", "--format", "env")
+    code, out, _ = run(
+        capsys, str(write_profile(WINNING)), "--tp", "2", "--launcher", "vllm", "--format", "env"
+    )
     assert code == 0 and "VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm" in out.splitlines()
 
 
@@ -48,7 +52,9 @@ def test_json_has_everything(capsys, write_profile) -> None:
 
 
 def test_trtllm_yaml_is_the_options_file(capsys, write_profile) -> None:
-    code, out, _ = run(capsys, str(write_profile(WINNING)), "--tp", "2", "--launcher", "trtllm", "--format", "yaml")
+    code, out, _ = run(
+        capsys, str(write_profile(WINNING)), "--tp", "2", "--launcher", "trtllm", "--format", "yaml"
+    )
     assert code == 0 and yaml.safe_load(out) == {"allreduce_strategy": "ONESHOT"}
     assert "TensorRT-LLM git-0004396" in out
 
@@ -56,7 +62,10 @@ def test_trtllm_yaml_is_the_options_file(capsys, write_profile) -> None:
 def test_missing_profile_forces_nccl_with_reason(capsys, tmp_path) -> None:
     code, out, err = run(capsys, str(tmp_path / "nope.yaml"), "--tp", "2", "--launcher", "sglang")
     assert code == 0
-    assert shlex.split(out) == ["--disable-custom-all-reduce", "--enforce-disable-flashinfer-allreduce-fusion"]
+    assert shlex.split(out) == [
+        "--disable-custom-all-reduce",
+        "--enforce-disable-flashinfer-allreduce-fusion",
+    ]
     assert "FALLBACK" in err and "no such file" in err
 
 

@@ -13,8 +13,11 @@ from topo_gate.launchers.detect import detect_launcher
 from topo_gate.launchers.exec import exec_merged, prepare
 from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
 
-_NODE_ERROR_CODES = {"no-driver": ExitCode.NO_DRIVER, "nvml-crash": ExitCode.NVML_CRASH,
-                     "unreadable": ExitCode.UNREADABLE}
+_NODE_ERROR_CODES = {
+    "no-driver": ExitCode.NO_DRIVER,
+    "nvml-crash": ExitCode.NVML_CRASH,
+    "unreadable": ExitCode.UNREADABLE,
+}
 
 
 @click.command(
@@ -36,16 +39,29 @@ Exit codes (before CMD starts): 1 mismatch/unusable under --strict, 2 usage, 3 u
 @click.option("--launcher", type=click.Choice(list(LAUNCHERS)), help="Default: detected from CMD.")
 @launch_options
 @click.option("--from", "from_capture", type=click.Path(), help="Read the node from a capture, not NVML.")
-@click.option("--node-fingerprint", metavar="sha256:...",
-              help="Trust this fingerprint instead of reading the node (checked elsewhere, e.g. by an init container).")
+@click.option(
+    "--node-fingerprint",
+    metavar="sha256:...",
+    help="Trust this fingerprint instead of reading the node (checked elsewhere, e.g. by an init container).",
+)
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
-def command(profile: str, launcher: str | None, tp: int, gpus: list[int] | None, strict: bool, fallback: str,
-            from_capture: str | None, node_fingerprint: str | None, cmd: tuple[str, ...]) -> None:
+def command(
+    profile: str,
+    launcher: str | None,
+    tp: int,
+    gpus: list[int] | None,
+    strict: bool,
+    fallback: str,
+    from_capture: str | None,
+    node_fingerprint: str | None,
+    cmd: tuple[str, ...],
+) -> None:
     """Run CMD (a launcher) with the flags, env and config PROFILE implies at TP size --tp."""
     launcher = launcher or detect_launcher(cmd)
     if launcher is None:
-        raise fail(ExitCode.USAGE, f"cannot tell the launcher from {cmd[0]!r}; pass --launcher "
-                   f"{'|'.join(LAUNCHERS)}")
+        raise fail(
+            ExitCode.USAGE, f"cannot tell the launcher from {cmd[0]!r}; pass --launcher {'|'.join(LAUNCHERS)}"
+        )
     fingerprint = node_fingerprint
     if fingerprint is None:
         try:
@@ -55,8 +71,9 @@ def command(profile: str, launcher: str | None, tp: int, gpus: list[int] | None,
                 raise fail(_NODE_ERROR_CODES[error.kind], str(error)) from None
             plan = nccl_plan(launcher, f"node not checked: {error}", fallback=fallback)
     if fingerprint is not None:
-        plan = PLANNERS[launcher](profile, tp=tp, gpus=gpus, strict=strict, fallback=fallback,
-                                  fingerprint=fingerprint)
+        plan = PLANNERS[launcher](
+            profile, tp=tp, gpus=gpus, strict=strict, fallback=fallback, fingerprint=fingerprint
+        )
     if strict and plan.fallback:
         strict_failure(plan)
     try:

@@ -29,12 +29,24 @@ def launch_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--tp, --gpus, --strict, --fallback: shared by ``recommend`` and ``exec``."""
     options = (
         click.option("--tp", type=click.IntRange(min=1), required=True, help="Tensor-parallel size."),
-        click.option("--gpus", callback=parse_gpus, metavar="0,1,...",
-                     help="NVML indices of the TP group (default: 0..TP-1)."),
-        click.option("--strict", is_flag=True,
-                     help="Exit non-zero (1 mismatch/unusable, 7 software drift) instead of forcing NCCL."),
-        click.option("--fallback", type=click.Choice(["nccl", "launcher-default"]), default="nccl",
-                     show_default=True, help="On any fallback: force NCCL, or leave the launcher's own rules."),
+        click.option(
+            "--gpus",
+            callback=parse_gpus,
+            metavar="0,1,...",
+            help="NVML indices of the TP group (default: 0..TP-1).",
+        ),
+        click.option(
+            "--strict",
+            is_flag=True,
+            help="Exit non-zero (1 mismatch/unusable, 7 software drift) instead of forcing NCCL.",
+        ),
+        click.option(
+            "--fallback",
+            type=click.Choice(["nccl", "launcher-default"]),
+            default="nccl",
+            show_default=True,
+            help="On any fallback: force NCCL, or leave the launcher's own rules.",
+        ),
     )
     for option in reversed(options):
         command = option(command)
@@ -77,11 +89,25 @@ Exit codes: 0 ok, 1 profile unusable under --strict, 2 usage, 7 software drift u
 @click.argument("profile", type=click.Path(dir_okay=True))
 @click.option("--launcher", type=click.Choice(list(LAUNCHERS)), required=True, help="Which launcher.")
 @launch_options
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="args", show_default=True,
-              help="args: one shell-quoted line; env: KEY=VALUE lines; json/yaml: everything.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="args",
+    show_default=True,
+    help="args: one shell-quoted line; env: KEY=VALUE lines; json/yaml: everything.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
-def command(profile: str, launcher: str, tp: int, gpus: list[int] | None, strict: bool, fallback: str,
-            fmt: str, as_json: bool) -> None:
+def command(
+    profile: str,
+    launcher: str,
+    tp: int,
+    gpus: list[int] | None,
+    strict: bool,
+    fallback: str,
+    fmt: str,
+    as_json: bool,
+) -> None:
     """Print the flags, env and config that make LAUNCHER follow PROFILE at TP size --tp."""
     # The node is not read here: gate() takes TOPO_GATE_NODE_FINGERPRINT if set, else warns "not verified".
     plan = PLANNERS[launcher](profile, tp=tp, gpus=gpus, strict=strict, fallback=fallback)
@@ -91,6 +117,9 @@ def command(profile: str, launcher: str, tp: int, gpus: list[int] | None, strict
     status = f"FALLBACK ({fallback}): {plan.reason}" if plan.fallback else plan.reason
     click.echo(f"topo-gate: {launcher} {plan.launcher_version_pinned}: {status}", err=True)
     if fmt == "args" and plan.config:
-        click.echo("topo-gate: TensorRT-LLM reads these from a YAML file: --format yaml > extra.yaml, then "
-                   "trtllm-serve ... --extra_llm_api_options extra.yaml", err=True)
+        click.echo(
+            "topo-gate: TensorRT-LLM reads these from a YAML file: --format yaml > extra.yaml, then "
+            "trtllm-serve ... --extra_llm_api_options extra.yaml",
+            err=True,
+        )
     click.echo(render(plan, fmt))

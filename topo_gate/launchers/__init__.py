@@ -12,7 +12,16 @@ from topo_gate.launchers.vllm import vllm_plan
 
 PLANNERS = {"sglang": sglang_plan, "vllm": vllm_plan, "trtllm": trtllm_plan}
 
-__all__ = ["LAUNCHERS", "PINNED", "PLANNERS", "LaunchPlan", "nccl_plan", "sglang_plan", "trtllm_plan", "vllm_plan"]
+__all__ = [
+    "LAUNCHERS",
+    "PINNED",
+    "PLANNERS",
+    "LaunchPlan",
+    "nccl_plan",
+    "sglang_plan",
+    "trtllm_plan",
+    "vllm_plan",
+]
 
 
 def nccl_plan(launcher: str, reason: str, *, fallback: str = "nccl") -> LaunchPlan:

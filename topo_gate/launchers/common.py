@@ -87,7 +87,9 @@ def read_profile(profile: Any, *, tp: int, gpus: Any, strict: bool, fingerprint:
         decision = gate(profile, tp=tp, pattern=pattern, gpus=gpus, strict=strict, fingerprint=fingerprint)
         warnings.extend(w for w in decision.warnings if w not in warnings)
         if decision.fallback:
-            return Reading({}, None, None, None, tuple(warnings), fallback_reason=f"{pattern}: {decision.reason}")
+            return Reading(
+                {}, None, None, None, tuple(warnings), fallback_reason=f"{pattern}: {decision.reason}"
+            )
         ladders[pattern] = ladder_from_rules(decision.rules)
     trials = profile.trials
     return Reading(
@@ -120,14 +122,32 @@ def check_fallback_mode(fallback: str) -> None:
         raise ValueError(f"fallback must be one of {', '.join(FALLBACKS)}, not {fallback!r}")
 
 
-def fallback_plan(launcher: str, version: str, reason: str, *, fallback: str, forced: LaunchPlanParts,
-                  warnings: tuple[str, ...] = ()) -> LaunchPlan:
+def fallback_plan(
+    launcher: str,
+    version: str,
+    reason: str,
+    *,
+    fallback: str,
+    forced: LaunchPlanParts,
+    warnings: tuple[str, ...] = (),
+) -> LaunchPlan:
     """The plan when the profile cannot be used: NCCL forced, or nothing under launcher-default."""
     if fallback == "launcher-default":
-        return LaunchPlan(launcher, version, (), {}, (*warnings, "fallback launcher-default: the launcher's own "
-                          "rules decide, unmeasured on this node"), True, reason)
-    return LaunchPlan(launcher, version, forced.args, forced.env,
-                      (*warnings, *forced.notes), True, reason, forced.config)
+        return LaunchPlan(
+            launcher,
+            version,
+            (),
+            {},
+            (
+                *warnings,
+                "fallback launcher-default: the launcher's own rules decide, unmeasured on this node",
+            ),
+            True,
+            reason,
+        )
+    return LaunchPlan(
+        launcher, version, forced.args, forced.env, (*warnings, *forced.notes), True, reason, forced.config
+    )
 
 
 @dataclass(frozen=True)

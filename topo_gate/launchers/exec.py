@@ -19,8 +19,9 @@ from topo_gate.launchers.trtllm import OPTIONS_FLAG
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
 
-def prepare(cmd: Sequence[str], plan: LaunchPlan, environ: Mapping[str, str], *,
-            verified_fingerprint: str | None) -> Merged:
+def prepare(
+    cmd: Sequence[str], plan: LaunchPlan, environ: Mapping[str, str], *, verified_fingerprint: str | None
+) -> Merged:
     """The command and env to exec: the plan merged into ``cmd``/``environ`` (the user's settings win).
 
     A plan with a config file (TensorRT-LLM) writes it to a fresh temp file, merged into the user's own
@@ -43,7 +44,9 @@ def _with_options_file(merged: Merged, config: Mapping[str, object]) -> Merged:
     for index, token in enumerate(argv):
         name, eq, value = token.partition("=")
         if name == OPTIONS_FLAG:
-            at, user_path = (index, value) if eq else (index + 1, argv[index + 1] if index + 1 < len(argv) else None)
+            at, user_path = (
+                (index, value) if eq else (index + 1, argv[index + 1] if index + 1 < len(argv) else None)
+            )
     options: dict[str, object] = {}
     if user_path:
         with open(user_path, encoding="utf-8") as handle:
@@ -53,7 +56,9 @@ def _with_options_file(merged: Merged, config: Mapping[str, object]) -> Merged:
     for key, value in config.items():
         if key in options:
             if options[key] != value:
-                warnings.append(f"{user_path} sets {key}: {options[key]}; the profile implies {value}: yours wins")
+                warnings.append(
+                    f"{user_path} sets {key}: {options[key]}; the profile implies {value}: yours wins"
+                )
             continue
         options[key] = value
     folder = tempfile.mkdtemp(prefix="topo-gate-")

@@ -32,8 +32,9 @@ def table(launcher: str, name: str) -> Any:
     return manifest(launcher)["tables"][name]
 
 
-def per_capability(launcher: str, name: str, tp: int, capability: tuple[int, int] | None,
-                   key: str, scale: float = 1) -> list[int | None]:
+def per_capability(
+    launcher: str, name: str, tp: int, capability: tuple[int, int] | None, key: str, scale: float = 1
+) -> list[int | None]:
     """A per-(capability, TP) size limit in bytes: one value, or every table row's when the capability is
     unknown (the caller must then be safe for all of them). None: no entry, the launcher's path is off.
 

@@ -95,8 +95,9 @@ def fast_bytes(route: Route) -> int:
     return total
 
 
-def best_safe_subset(measured: Ladder, names: Sequence[str], variants: int,
-                     route_of: Callable[[tuple[str, ...], int], Route]) -> tuple[str, ...]:
+def best_safe_subset(
+    measured: Ladder, names: Sequence[str], variants: int, route_of: Callable[[tuple[str, ...], int], Route]
+) -> tuple[str, ...]:
     """Which fixed-threshold launcher paths to enable.
 
     ``route_of(subset, variant)`` is the launcher's combined route with exactly ``subset`` enabled, under

@@ -17,8 +17,13 @@ from topo_gate.launchers import knobs
 # Flags that set the same knob: a user's flag from a group overrides any plan flag from the same group.
 _SAME_KNOB: dict[str, tuple[frozenset[str], ...]] = {
     "sglang": (
-        frozenset({"--flashinfer-allreduce-fusion-backend", "--enforce-disable-flashinfer-allreduce-fusion",
-                   "--enable-flashinfer-allreduce-fusion"}),
+        frozenset(
+            {
+                "--flashinfer-allreduce-fusion-backend",
+                "--enforce-disable-flashinfer-allreduce-fusion",
+                "--enable-flashinfer-allreduce-fusion",
+            }
+        ),
     ),
     "vllm": (frozenset({"--disable-custom-all-reduce", "--no-disable-custom-all-reduce"}),),
     "trtllm": (),
@@ -56,13 +61,19 @@ def _user_flags(argv: Sequence[str]) -> dict[str, str | None]:
             continue
         name, eq, value = token.partition("=")
         following = argv[index + 1] if index + 1 < len(argv) else None
-        found[name] = value if eq else (following if following is not None and not following.startswith("-")
-                                       else None)
+        found[name] = (
+            value if eq else (following if following is not None and not following.startswith("-") else None)
+        )
     return found
 
 
-def merge(argv: Sequence[str], env: Mapping[str, str], plan_args: Sequence[str], plan_env: Mapping[str, str],
-          launcher: str) -> Merged:
+def merge(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    plan_args: Sequence[str],
+    plan_env: Mapping[str, str],
+    launcher: str,
+) -> Merged:
     """``argv`` with ``plan_args`` appended and ``env`` with ``plan_env`` set, where the user has not already
     decided; every knob the user set differently is kept and reported in ``warnings``."""
     out, added, warnings = list(argv), [], []
@@ -78,8 +89,10 @@ def merge(argv: Sequence[str], env: Mapping[str, str], plan_args: Sequence[str],
         if overriding:
             same = overriding == [flag] and (value is None or user[flag] == value)
             if not same:
-                warnings.append(f"you gave {' '.join(overriding)}; the profile implies {flag}"
-                                f"{' ' + value if value else ''}: yours wins")
+                warnings.append(
+                    f"you gave {' '.join(overriding)}; the profile implies {flag}"
+                    f"{' ' + value if value else ''}: yours wins"
+                )
             continue
         piece = [flag] if value is None else [flag, value]
         out += piece
@@ -112,10 +125,13 @@ def _merge_compilation(argv: list[str], ours: dict) -> tuple[list[str], list[str
                 user_keys.update(user_json[2].get("pass_config", {}))
         for prefix in ("-cc.pass_config.", "--compilation-config.pass_config."):
             if name.startswith(prefix):
-                user_keys[name[len(prefix):]] = value if eq else following
+                user_keys[name[len(prefix) :]] = value if eq else following
     wanted = ours.get("pass_config", {})
-    warnings = [f"you set pass_config.{k}={user_keys[k]}; the profile implies {json.dumps(v)}: yours wins"
-                for k, v in wanted.items() if k in user_keys and str(user_keys[k]).lower() != json.dumps(v)]
+    warnings = [
+        f"you set pass_config.{k}={user_keys[k]}; the profile implies {json.dumps(v)}: yours wins"
+        for k, v in wanted.items()
+        if k in user_keys and str(user_keys[k]).lower() != json.dumps(v)
+    ]
     missing = {k: v for k, v in wanted.items() if k not in user_keys}
     if not missing:
         return [], warnings

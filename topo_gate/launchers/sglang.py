@@ -43,20 +43,35 @@ MULTIMEM = frozenset({"torch symm-mem multimem (never measured)"})
 FORCE_NCCL = LaunchPlanParts(
     args=("--disable-custom-all-reduce", "--enforce-disable-flashinfer-allreduce-fusion"),
     env={"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "0"},
-    notes=("NCCL forced: custom all-reduce off, FlashInfer all-reduce fusion off (beats SGLang's per-model "
-           "auto-enable), PCIe IPC all-reduce off; torch symm-mem stays at its default (off)",),
+    notes=(
+        "NCCL forced: custom all-reduce off, FlashInfer all-reduce fusion off (beats SGLang's per-model "
+        "auto-enable), PCIe IPC all-reduce off; torch symm-mem stays at its default (off)",
+    ),
 )
 
 
-def sglang_plan(profile: str | os.PathLike[str] | Any, *, tp: int, gpus: Any = None, strict: bool = False,
-                fallback: str = "nccl", fingerprint: str | None = None) -> LaunchPlan:
+def sglang_plan(
+    profile: str | os.PathLike[str] | Any,
+    *,
+    tp: int,
+    gpus: Any = None,
+    strict: bool = False,
+    fallback: str = "nccl",
+    fingerprint: str | None = None,
+) -> LaunchPlan:
     """The SGLang args/env that follow ``profile`` at TP size ``tp``; NCCL forced on any fallback."""
     check_fallback_mode(fallback)
     version = knobs.PINNED[LAUNCHER]
     reading = read_profile(profile, tp=tp, gpus=gpus, strict=strict, fingerprint=fingerprint)
     if reading.fallback_reason is not None:
-        return fallback_plan(LAUNCHER, version, reading.fallback_reason, fallback=fallback,
-                             forced=FORCE_NCCL, warnings=reading.warnings)
+        return fallback_plan(
+            LAUNCHER,
+            version,
+            reading.fallback_reason,
+            fallback=fallback,
+            forced=FORCE_NCCL,
+            warnings=reading.warnings,
+        )
     fusion = _fusion(reading)
     allreduce = _allreduce(reading, tp)
     return LaunchPlan(
@@ -73,25 +88,36 @@ def sglang_plan(profile: str | os.PathLike[str] | Any, *, tp: int, gpus: Any = N
 def _fusion(reading: Reading) -> LaunchPlanParts:
     off = ("--enforce-disable-flashinfer-allreduce-fusion",)
     if reading.hidden is None or reading.itemsize is None:
-        return LaunchPlanParts(off, notes=("fusion off: the profile's trial dtype has no known element size",))
+        return LaunchPlanParts(
+            off, notes=("fusion off: the profile's trial dtype has no known element size",)
+        )
     tokens = knobs.table(LAUNCHER, "fuse_allreduce_max_batch_size")
     cap = tokens * reading.hidden * reading.itemsize
     route: Route = capped(((None, FUSED),), cap)
     if safe_until(reading.ladders["allreduce_rmsnorm"], route) is None:
         return LaunchPlanParts(
             ("--flashinfer-allreduce-fusion-backend", "trtllm"),
-            notes=(f"fusion on (trtllm): a fused TRT-LLM kernel was measured faster than NCCL at every size SGLang "
-                   f"fuses, up to {tokens} "
-                   f"tokens x hidden {reading.hidden} = {mib(cap)}; one-shot vs two-shot is FlashInfer's choice",),
+            notes=(
+                f"fusion on (trtllm): a fused TRT-LLM kernel was measured faster than NCCL at every size SGLang "
+                f"fuses, up to {tokens} "
+                f"tokens x hidden {reading.hidden} = {mib(cap)}; one-shot vs two-shot is FlashInfer's choice",
+            ),
         )
-    return LaunchPlanParts(off, notes=(f"fusion off: SGLang fuses every batch up to {tokens} tokens ({mib(cap)}) "
-                                       "and a fused kernel was not measured faster than NCCL across all of that range",))
+    return LaunchPlanParts(
+        off,
+        notes=(
+            f"fusion off: SGLang fuses every batch up to {tokens} tokens ({mib(cap)}) "
+            "and a fused kernel was not measured faster than NCCL across all of that range",
+        ),
+    )
 
 
 def _allreduce(reading: Reading, tp: int) -> LaunchPlanParts:
     measured = reading.ladders["allreduce"]
     custom_cap = knobs.table(LAUNCHER, "custom_ar_v1_max_size")
-    symm_caps = knobs.per_capability(LAUNCHER, "torch_symm_mem_max_sizes", tp, reading.capability, key="major")
+    symm_caps = knobs.per_capability(
+        LAUNCHER, "torch_symm_mem_max_sizes", tp, reading.capability, key="major"
+    )
     multimem = knobs.table(LAUNCHER, "torch_symm_mem_multimem_world_sizes")
     majors = [str(reading.capability[0])] if reading.capability else list(multimem)
 
@@ -102,29 +128,41 @@ def _allreduce(reading: Reading, tp: int) -> LaunchPlanParts:
         return capped(((None, kernel),), symm_caps[variant])
 
     def route_of(subset: tuple[str, ...], variant: int) -> Route:
-        parts = {"custom": capped(((None, frozenset({"vllm_custom"})),), custom_cap), "symm": symm_route(variant)}
+        parts = {
+            "custom": capped(((None, frozenset({"vllm_custom"})),), custom_cap),
+            "symm": symm_route(variant),
+        }
         return first_match([parts[name] for name in subset])
 
     chosen = best_safe_subset(measured, ("custom", "symm"), len(symm_caps), route_of)
     parts: dict[str, Any] = {"args": [], "env": {}, "notes": []}
     if "custom" in chosen:
         parts["env"]["SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2"] = "0"
-        parts["notes"].append(f"custom all-reduce on, legacy kernel (the one measured), up to {mib(custom_cap)}")
+        parts["notes"].append(
+            f"custom all-reduce on, legacy kernel (the one measured), up to {mib(custom_cap)}"
+        )
     else:
         parts["args"].append("--disable-custom-all-reduce")
-        parts["notes"].append(f"custom all-reduce off: vllm_custom was not measured faster than NCCL at every size up to SGLang's "
-                              f"{mib(custom_cap)} limit, and SGLang's v2 kernel is not measured")
+        parts["notes"].append(
+            f"custom all-reduce off: vllm_custom was not measured faster than NCCL at every size up to SGLang's "
+            f"{mib(custom_cap)} limit, and SGLang's v2 kernel is not measured"
+        )
     if "symm" in chosen:
         parts["args"].append("--enable-torch-symm-mem")
-        parts["notes"].append("torch symm-mem on: two-shot was measured faster than NCCL across SGLang's whole range for it")
+        parts["notes"].append(
+            "torch symm-mem on: two-shot was measured faster than NCCL across SGLang's whole range for it"
+        )
     else:
-        parts["notes"].append("torch symm-mem off (SGLang's default): not measured faster than NCCL across its range")
+        parts["notes"].append(
+            "torch symm-mem off (SGLang's default): not measured faster than NCCL across its range"
+        )
     _pcie_ipc(reading, chosen, route_of, len(symm_caps), parts)
     return LaunchPlanParts(tuple(parts["args"]), parts["env"], tuple(parts["notes"]))
 
 
-def _pcie_ipc(reading: Reading, chosen: tuple[str, ...], route_of: Any, variants: int,
-              parts: dict[str, Any]) -> None:
+def _pcie_ipc(
+    reading: Reading, chosen: tuple[str, ...], route_of: Any, variants: int, parts: dict[str, Any]
+) -> None:
     """PCIe IPC comes after custom all-reduce in SGLang's order, and takes whatever custom all-reduce
     declines (SGLang skips it on groups without full NVLink), so its range is judged from the smallest
     size on its own; its limit is a knob, set to that range rounded down to whole elements."""
@@ -135,11 +173,17 @@ def _pcie_ipc(reading: Reading, chosen: tuple[str, ...], route_of: Any, variants
         cap = numel * reading.itemsize
         before = [route_of(("custom",), 0)] if "custom" in chosen else []
         afters = [[route_of(("symm",), v)] if "symm" in chosen else [] for v in range(variants)]
-        if all(safe_until(measured, first_match([*before, capped(pcie, cap), *after])) is None
-               for after in afters):
+        if all(
+            safe_until(measured, first_match([*before, capped(pcie, cap), *after])) is None
+            for after in afters
+        ):
             parts["env"].update(SGLANG_ENABLE_PCIE_IPC_ALLREDUCE="1", SGLANG_PCIE_IPC_MAX_NUMEL=str(numel))
-            parts["notes"].append(f"PCIe IPC all-reduce on up to {numel} elements ({mib(cap)}, measured range "
-                                  "rounded down to whole elements)")
+            parts["notes"].append(
+                f"PCIe IPC all-reduce on up to {numel} elements ({mib(cap)}, measured range "
+                "rounded down to whole elements)"
+            )
             return
     parts["env"]["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] = "0"
-    parts["notes"].append("PCIe IPC all-reduce off: pcie_ipc was not measured faster than NCCL from the smallest sizes up")
+    parts["notes"].append(
+        "PCIe IPC all-reduce off: pcie_ipc was not measured faster than NCCL from the smallest sizes up"
+    )

@@ -38,8 +38,15 @@ FORCE_NCCL = LaunchPlanParts(
 )
 
 
-def trtllm_plan(profile: str | os.PathLike[str] | Any, *, tp: int, gpus: Any = None, strict: bool = False,
-                fallback: str = "nccl", fingerprint: str | None = None) -> LaunchPlan:
+def trtllm_plan(
+    profile: str | os.PathLike[str] | Any,
+    *,
+    tp: int,
+    gpus: Any = None,
+    strict: bool = False,
+    fallback: str = "nccl",
+    fingerprint: str | None = None,
+) -> LaunchPlan:
     """The extra LLM-API options (``LaunchPlan.config``) and env that follow ``profile`` at ``tp``.
 
     ``args`` is empty: the options live in a YAML file, which ``topo-gate exec`` writes and passes as
@@ -49,12 +56,26 @@ def trtllm_plan(profile: str | os.PathLike[str] | Any, *, tp: int, gpus: Any = N
     version = knobs.PINNED[LAUNCHER]
     reading = read_profile(profile, tp=tp, gpus=gpus, strict=strict, fingerprint=fingerprint)
     if reading.fallback_reason is not None:
-        return fallback_plan(LAUNCHER, version, reading.fallback_reason, fallback=fallback,
-                             forced=FORCE_NCCL, warnings=reading.warnings)
+        return fallback_plan(
+            LAUNCHER,
+            version,
+            reading.fallback_reason,
+            fallback=fallback,
+            forced=FORCE_NCCL,
+            warnings=reading.warnings,
+        )
     strategy, workspace, note = _strategy(reading, tp)
     env = {WORKSPACE_ENV: str(workspace)} if workspace else {}
-    return LaunchPlan(LAUNCHER, version, (), env, (*reading.warnings, note), False, "following the profile",
-                      {"allreduce_strategy": strategy})
+    return LaunchPlan(
+        LAUNCHER,
+        version,
+        (),
+        env,
+        (*reading.warnings, note),
+        False,
+        "following the profile",
+        {"allreduce_strategy": strategy},
+    )
 
 
 def _strategy(reading: Reading, tp: int) -> tuple[str, int, str]:
@@ -65,10 +86,22 @@ def _strategy(reading: Reading, tp: int) -> tuple[str, int, str]:
         candidates["TWOSHOT"] = _limit(reading, "twoshot", (tp - 1) * reading.hidden * reading.itemsize)
     strategy, limit = max(candidates.items(), key=lambda item: item[1])
     if limit == 0:
-        return "NCCL", 0, ("allreduce_strategy NCCL: no TRT-LLM kernel was measured faster than NCCL from the "
-                           "smallest sizes up in both patterns")
-    return strategy, limit, (f"allreduce_strategy {strategy} up to {mib(limit)} ({WORKSPACE_ENV}={limit}), NCCL "
-                             "above; exact: measured faster than NCCL at every size up to it in both the plain and the fused pattern")
+        return (
+            "NCCL",
+            0,
+            (
+                "allreduce_strategy NCCL: no TRT-LLM kernel was measured faster than NCCL from the "
+                "smallest sizes up in both patterns"
+            ),
+        )
+    return (
+        strategy,
+        limit,
+        (
+            f"allreduce_strategy {strategy} up to {mib(limit)} ({WORKSPACE_ENV}={limit}), NCCL "
+            "above; exact: measured faster than NCCL at every size up to it in both the plain and the fused pattern"
+        ),
+    )
 
 
 def _limit(reading: Reading, kernel: str, oneshot_upto: int | None) -> int:
@@ -77,7 +110,10 @@ def _limit(reading: Reading, kernel: str, oneshot_upto: int | None) -> int:
     limits = []
     for pattern, prefix in (("allreduce", "trtllm_"), ("allreduce_rmsnorm", "trtllm_fused_")):
         main = frozenset({prefix + kernel})
-        route: Route = ((None, main),) if not oneshot_upto else (
-            (oneshot_upto, frozenset({prefix + "oneshot"})), (None, main))
+        route: Route = (
+            ((None, main),)
+            if not oneshot_upto
+            else ((oneshot_upto, frozenset({prefix + "oneshot"})), (None, main))
+        )
         limits.append(safe_until(reading.ladders[pattern], route) or 0)
     return min(limits)

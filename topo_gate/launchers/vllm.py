@@ -50,20 +50,35 @@ def compilation_config_arg(pass_config: dict[str, Any]) -> tuple[str, str]:
 FORCE_NCCL = LaunchPlanParts(
     args=("--disable-custom-all-reduce", *compilation_config_arg({"fuse_allreduce_rms": False})),
     env={**ALWAYS_ENV, "VLLM_ALLREDUCE_USE_FLASHINFER": "0", "VLLM_ALLREDUCE_USE_SYMM_MEM": "0"},
-    notes=("NCCL forced: fused all-reduce+RMSNorm pass off, FlashInfer / custom / symm-mem / PCIe IPC "
-           "all-reduce off (vLLM enables several by default)",),
+    notes=(
+        "NCCL forced: fused all-reduce+RMSNorm pass off, FlashInfer / custom / symm-mem / PCIe IPC "
+        "all-reduce off (vLLM enables several by default)",
+    ),
 )
 
 
-def vllm_plan(profile: str | os.PathLike[str] | Any, *, tp: int, gpus: Any = None, strict: bool = False,
-              fallback: str = "nccl", fingerprint: str | None = None) -> LaunchPlan:
+def vllm_plan(
+    profile: str | os.PathLike[str] | Any,
+    *,
+    tp: int,
+    gpus: Any = None,
+    strict: bool = False,
+    fallback: str = "nccl",
+    fingerprint: str | None = None,
+) -> LaunchPlan:
     """The vLLM args/env that follow ``profile`` at TP size ``tp``; NCCL forced on any fallback."""
     check_fallback_mode(fallback)
     version = knobs.PINNED[LAUNCHER]
     reading = read_profile(profile, tp=tp, gpus=gpus, strict=strict, fingerprint=fingerprint)
     if reading.fallback_reason is not None:
-        return fallback_plan(LAUNCHER, version, reading.fallback_reason, fallback=fallback,
-                             forced=FORCE_NCCL, warnings=reading.warnings)
+        return fallback_plan(
+            LAUNCHER,
+            version,
+            reading.fallback_reason,
+            fallback=fallback,
+            forced=FORCE_NCCL,
+            warnings=reading.warnings,
+        )
     fusion = _fusion(reading, tp)
     allreduce = _allreduce(reading, tp)
     return LaunchPlan(
@@ -79,32 +94,46 @@ def vllm_plan(profile: str | os.PathLike[str] | Any, *, tp: int, gpus: Any = Non
 
 def _fusion(reading: Reading, tp: int) -> LaunchPlanParts:
     measured = reading.ladders["allreduce_rmsnorm"]
-    one_shot_caps = knobs.per_capability(LAUNCHER, "fi_allreduce_one_shot_max_size_mb", tp, reading.capability,
-                                         key="int", scale=knobs.MiB)
+    one_shot_caps = knobs.per_capability(
+        LAUNCHER, "fi_allreduce_one_shot_max_size_mb", tp, reading.capability, key="int", scale=knobs.MiB
+    )
     limits = []
     for one_shot in one_shot_caps:
         # No one-shot entry: vLLM forces one-shot at every size (_select_flashinfer_allreduce_use_oneshot).
-        route: Route = ((None, frozenset({"trtllm_fused_oneshot"})),) if one_shot is None else (
-            (one_shot, frozenset({"trtllm_fused_oneshot"})), (None, frozenset({"trtllm_fused_twoshot"})))
+        route: Route = (
+            ((None, frozenset({"trtllm_fused_oneshot"})),)
+            if one_shot is None
+            else (
+                (one_shot, frozenset({"trtllm_fused_oneshot"})),
+                (None, frozenset({"trtllm_fused_twoshot"})),
+            )
+        )
         limits.append(safe_until(measured, route) or 0)
     kib = min(limits) // 1024
     if kib == 0:
-        return LaunchPlanParts(compilation_config_arg({"fuse_allreduce_rms": False}),
-                               notes=("fusion off: the fused kernel vLLM would pick was not measured faster than NCCL at the "
-                                      "smallest sizes",))
+        return LaunchPlanParts(
+            compilation_config_arg({"fuse_allreduce_rms": False}),
+            notes=(
+                "fusion off: the fused kernel vLLM would pick was not measured faster than NCCL at the "
+                "smallest sizes",
+            ),
+        )
     size_mb = kib / 1024  # whole KiB: exact in binary floating point, so vLLM's int(mb * MiB) is exact
     return LaunchPlanParts(
         compilation_config_arg({"fuse_allreduce_rms": True, "fi_allreduce_fusion_max_size_mb": size_mb}),
-        notes=(f"fusion on up to {mib(kib * 1024)} (fi_allreduce_fusion_max_size_mb={size_mb:g}; measured range "
-               "rounded down to whole KiB, where the kernel vLLM's one-/two-shot split picks was measured faster than "
-               "NCCL)",),
+        notes=(
+            f"fusion on up to {mib(kib * 1024)} (fi_allreduce_fusion_max_size_mb={size_mb:g}; measured range "
+            "rounded down to whole KiB, where the kernel vLLM's one-/two-shot split picks was measured faster than "
+            "NCCL)",
+        ),
     )
 
 
 def _allreduce(reading: Reading, tp: int) -> LaunchPlanParts:
     capability = reading.capability
-    fi_caps = knobs.per_capability(LAUNCHER, "fi_allreduce_fusion_max_size_mb", tp, capability, key="int",
-                                   scale=knobs.MiB)
+    fi_caps = knobs.per_capability(
+        LAUNCHER, "fi_allreduce_fusion_max_size_mb", tp, capability, key="int", scale=knobs.MiB
+    )
     custom_table = knobs.per_capability(LAUNCHER, "custom_all_reduce_max_sizes", tp, capability, key="dotted")
     symm_caps = knobs.per_capability(LAUNCHER, "symm_mem_all_reduce_max_sizes", tp, capability, key="dotted")
     multimem = knobs.table(LAUNCHER, "symm_mem_multimem_world_sizes")
@@ -123,22 +152,36 @@ def _allreduce(reading: Reading, tp: int) -> LaunchPlanParts:
         if "custom" in subset:
             # With symm-mem on, vLLM shrinks custom all-reduce to its capability table (CustomAllreduce).
             table_cap = pick(custom_table, variant)
-            cap = min(custom_default, table_cap) if "symm" in subset and table_cap is not None else custom_default
+            cap = (
+                min(custom_default, table_cap)
+                if "symm" in subset and table_cap is not None
+                else custom_default
+            )
             routes.append(capped(((None, frozenset({"vllm_custom"})),), cap))
         symm_cap = pick(symm_caps, variant)
         if "symm" in subset and symm_cap is not None:
-            kernel = MULTIMEM if tp in multimem.get(pick(dotted, variant), []) else frozenset({"symm_mem_twoshot"})
+            kernel = (
+                MULTIMEM if tp in multimem.get(pick(dotted, variant), []) else frozenset({"symm_mem_twoshot"})
+            )
             routes.append(capped(((None, kernel),), symm_cap))
         return first_match(routes) if routes else ((None, NCCL_ROUTE),)
 
-    chosen = best_safe_subset(reading.ladders["allreduce"], ("flashinfer", "custom", "symm"), variants, route_of)
+    chosen = best_safe_subset(
+        reading.ladders["allreduce"], ("flashinfer", "custom", "symm"), variants, route_of
+    )
     args = () if "custom" in chosen else ("--disable-custom-all-reduce",)
-    env = {"VLLM_ALLREDUCE_USE_FLASHINFER": "1" if "flashinfer" in chosen else "0",
-           "VLLM_ALLREDUCE_USE_SYMM_MEM": "1" if "symm" in chosen else "0"}
+    env = {
+        "VLLM_ALLREDUCE_USE_FLASHINFER": "1" if "flashinfer" in chosen else "0",
+        "VLLM_ALLREDUCE_USE_SYMM_MEM": "1" if "symm" in chosen else "0",
+    }
     on = ", ".join(chosen) or "none"
-    notes = (f"plain all-reduce fast paths on: {on}; each other path off because vLLM's fixed size limit for it "
-             "reaches sizes where it was not measured faster than NCCL",)
+    notes = (
+        f"plain all-reduce fast paths on: {on}; each other path off because vLLM's fixed size limit for it "
+        "reaches sizes where it was not measured faster than NCCL",
+    )
     if capability is None:
-        notes += ("the profile does not record the GPUs' compute capability: limits were checked against every "
-                  "row of vLLM's tables",)
+        notes += (
+            "the profile does not record the GPUs' compute capability: limits were checked against every "
+            "row of vLLM's tables",
+        )
     return LaunchPlanParts(args, env, notes)

@@ -184,7 +184,9 @@ def make_plans(
     tokens = token_ladder(max_tokens)
     for tp in tps:
         if tp == 1:
-            skipped.append(Skipped(tp, "TP 1 runs no all-reduce (one GPU holds the whole model): nothing to gate"))
+            skipped.append(
+                Skipped(tp, "TP 1 runs no all-reduce (one GPU holds the whole model): nothing to gate")
+            )
             continue
         groups = list(node.tp_groups(tp))
         if not groups:
