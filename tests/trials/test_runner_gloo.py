@@ -63,6 +63,10 @@ def test_every_backend_is_checked_and_measured(tp: int, pattern: str, workdir: P
     result = run(gloo_plan(tp, pattern), workdir)
     assert result.error is None and result.attempts == 1
     assert result.software["torch"]
+    # where the time went: every worker phase, in seconds, within the plan's wall time
+    phases = ("import", "rendezvous", "admit", "setup", "check", "capture", "measure", "close")
+    assert list(result.phases_s) == list(phases)
+    assert 0 < sum(result.phases_s.values()) <= result.wall_s
     for backend in ("gloo", "gloo_ring"):
         assert_measured(result, backend)
 

@@ -88,6 +88,11 @@ class PlanResult:
     attempts: int
     error: str | None = None
     software: dict[str, Any] = field(default_factory=dict)
+    #: Wall time of the whole plan, every attempt and worker start included, and the slowest rank's
+    #: seconds per worker phase in the attempt that finished (import, rendezvous, admit, setup,
+    #: check, capture, measure, close): what a sweep's time is made of.
+    wall_s: float | None = None
+    phases_s: dict[str, float] = field(default_factory=dict)
 
     def as_run(self) -> dict[str, Any]:
         """The evidence ``runs`` entry (docs/ARCHITECTURE.md)."""
@@ -98,6 +103,8 @@ class PlanResult:
             "pattern": self.plan.pattern,
             "backends": {name: {"status": o.status, "reason": o.reason} for name, o in self.backends.items()},
             "results": self.results,
+            "wall_s": self.wall_s,
+            "phases_s": self.phases_s,
         }
 
 
@@ -125,7 +132,8 @@ def run_plan(
     outcomes: dict[str, BackendOutcome] = {}
     results: list[dict[str, Any]] = []
     remaining = list(plan.backends)
-    attempt, error, software = 0, None, {}
+    attempt, error, software, phases = 0, None, {}, {}
+    started = time.monotonic()
     launch = _Launch(device, cuda_devices, {**os.environ, **(env or {})}, timeout_s, startup_timeout_s)
     with _sigterm_as_interrupt():
         while remaining:
@@ -136,6 +144,7 @@ def run_plan(
             fault, rank_results = _run_attempt(sub_plan, attempt, folder, launch, on_progress)
             if fault is None:
                 backends, cells, software = merge_rank_results(sub_plan, rank_results)
+                phases = _slowest_phases(rank_results)
                 outcomes.update(backends)
                 results.extend(cells)
                 break
@@ -151,7 +160,26 @@ def run_plan(
     order = {name: index for index, name in enumerate(plan.backends)}
     results.sort(key=lambda cell: (order[cell["backend"]], cell["tokens"]))
     backends = {name: outcomes[name] for name in plan.backends}
-    return PlanResult(plan, backends, results, attempts=attempt, error=error, software=software)
+    wall_s = round(time.monotonic() - started, 3)
+    return PlanResult(
+        plan,
+        backends,
+        results,
+        attempts=attempt,
+        error=error,
+        software=software,
+        wall_s=wall_s,
+        phases_s=phases,
+    )
+
+
+def _slowest_phases(rank_results: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Per phase, the slowest rank's seconds (ranks wait for each other at every collective)."""
+    phases: dict[str, float] = {}
+    for result in rank_results:
+        for phase, seconds in result.get("phases_s", {}).items():
+            phases[phase] = max(phases.get(phase, 0.0), seconds)
+    return phases
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 from topo_gate.trials.plan import plan_from_spec
@@ -41,6 +42,7 @@ def _exit_when_orphaned() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    started = time.monotonic()
     parser = argparse.ArgumentParser(prog="python -m topo_gate.trials.worker", description=__doc__)
     parser.add_argument("--spec", required=True, type=Path, help="trial spec JSON (plan.plan_to_spec)")
     parser.add_argument("--out", required=True, type=Path, help="folder for heartbeat and result files")
@@ -62,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     _exit_when_orphaned()
     from topo_gate.trials.worker.loop import run_worker  # torch: only after every refusal
 
-    run_worker(plan, device, args.out)
+    run_worker(plan, device, args.out, started=started)
     return 0
 
 

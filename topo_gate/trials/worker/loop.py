@@ -22,6 +22,7 @@ import json
 import os
 import platform
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,29 +51,48 @@ class _Cell:
     skew_us: list[float | None] = field(default_factory=list)
 
 
+class PhaseClock:
+    """Seconds spent in each phase of a worker's life, for the evidence (``phases_s``): what a sweep's
+    wall time is made of -- start-up and setup versus the measurement itself."""
+
+    def __init__(self, started: float) -> None:
+        self._last = started
+        self.phases: dict[str, float] = {}
+
+    def mark(self, phase: str) -> None:
+        now = time.monotonic()
+        self.phases[phase] = round(self.phases.get(phase, 0.0) + now - self._last, 3)
+        self._last = now
+
+
 class TrialLoop:
-    def __init__(self, plan: TrialPlan, ctx: BackendContext, heartbeat: Heartbeat) -> None:
+    def __init__(self, plan: TrialPlan, ctx: BackendContext, heartbeat: Heartbeat, clock: PhaseClock) -> None:
         self.plan = plan
         self.ctx = ctx
         self.heartbeat = heartbeat
+        self.clock = clock
         self.statuses: dict[str, dict[str, str | None]] = {}
         self.cells: list[_Cell] = []
 
     def run(self) -> None:
         backends = self._admit()
+        self.clock.mark("admit")
         for name, backend in backends.items():
             self._beat("setup", name)
             backend.setup()
         buffers = {
             tokens: checks.make_buffers(self.ctx, tokens, self.plan.seed) for tokens in self.plan.tokens
         }
+        self.clock.mark("setup")
         self.heartbeat.steps = len(backends) * len(self.plan.tokens) * (2 + self.plan.rounds)
         passed = self._check_all(backends, buffers)
+        self.clock.mark("check")
         self.heartbeat.steps = self.heartbeat.step + len(passed) * (1 + self.plan.rounds)
         self._time(passed, backends)
         for name, backend in backends.items():
             self._beat("close", name)
             backend.close()
+        self.clock.mark("close")
 
     def _beat(self, phase: str, backend: str, tokens: int | None = None, round: int | None = None) -> None:
         self.heartbeat.step += phase in ("check", "prepare", "measure")
@@ -133,6 +153,7 @@ class TrialLoop:
         for (name, tokens), call in passed.items():
             self._beat("prepare", name, tokens)
             measurables[(name, tokens)] = timer.prepare(call, after_capture=backends[name].after_capture)
+        self.clock.mark("capture")
         cells = {(cell.backend, cell.tokens): cell for cell in self.cells}
         for round_index in range(self.plan.rounds):
             for tokens in self.plan.tokens:
@@ -145,6 +166,7 @@ class TrialLoop:
                     sample = timer.measure(measurables[(name, tokens)])
                     cells[(name, tokens)].per_call_us.append(sample.per_call_us)
                     cells[(name, tokens)].skew_us.append(sample.skew_us)
+        self.clock.mark("measure")
 
     def result(self) -> dict[str, Any]:
         return {
@@ -154,6 +176,7 @@ class TrialLoop:
             "software": _software(self.ctx.device),
             "backends": self.statuses,
             "results": [cell.__dict__ for cell in self.cells],
+            "phases_s": self.clock.phases,
         }
 
 
@@ -188,11 +211,16 @@ class RankEnv:
             raise SystemExit(f"topo-gate worker: bad rendezvous env: {error}") from None
 
 
-def run_worker(plan: TrialPlan, device_type: str, out_dir: Path) -> None:
-    """Join the group, run the plan, write ``result.rank<R>.json`` to ``out_dir``."""
+def run_worker(plan: TrialPlan, device_type: str, out_dir: Path, *, started: float) -> None:
+    """Join the group, run the plan, write ``result.rank<R>.json`` to ``out_dir``.
+
+    ``started``: ``time.monotonic()`` when the worker process began, so the phases include importing
+    torch (and, through the backends, FlashInfer)."""
     env = RankEnv.from_environ()
     if env.world_size != plan.tp:
         raise SystemExit(f"topo-gate worker: the spec is for tp={plan.tp} but WORLD_SIZE={env.world_size}")
+    clock = PhaseClock(started)
+    clock.mark("import")
     heartbeat = Heartbeat(out_dir, env.rank)
     heartbeat.beat("start")
     if device_type == "cuda":
@@ -202,6 +230,7 @@ def run_worker(plan: TrialPlan, device_type: str, out_dir: Path) -> None:
     else:
         device = torch.device("cpu")
         dist.init_process_group("gloo", init_method="env://")
+    clock.mark("rendezvous")
     ctx = BackendContext(
         rank=env.rank,
         world_size=env.world_size,
@@ -215,7 +244,7 @@ def run_worker(plan: TrialPlan, device_type: str, out_dir: Path) -> None:
         group=dist.group.WORLD,
         group_class=plan.group_class,
     )
-    loop = TrialLoop(plan, ctx, heartbeat)
+    loop = TrialLoop(plan, ctx, heartbeat, clock)
     loop.run()
     write_atomic(result_path(out_dir, env.rank), json.dumps(loop.result()))
     heartbeat.beat("done")
