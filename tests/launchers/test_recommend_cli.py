@@ -77,3 +77,34 @@ def test_strict_fallback_exits_1(capsys, write_profile) -> None:
 def test_unknown_launcher_is_a_usage_error(capsys, write_profile) -> None:
     code, _, err = run(capsys, str(write_profile(WINNING)), "--tp", "2", "--launcher", "tgi")
     assert code == 2 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("pattern", "fusion_on"), [("all", True), ("allreduce_rmsnorm", True), ("allreduce", False)]
+)
+def test_pattern_limits_which_decisions_are_followed(capsys, write_profile, pattern, fusion_on) -> None:
+    code, out, _ = run(
+        capsys, str(write_profile(WINNING)), "--tp", "2", "--launcher", "vllm", "--pattern", pattern, "--json"
+    )
+    data = json.loads(out)
+    config = json.loads(data["args"][data["args"].index("--compilation-config") + 1])
+    assert code == 0 and config["pass_config"]["fuse_allreduce_rms"] is fusion_on
+    left_out = {"all": None, "allreduce": "allreduce_rmsnorm", "allreduce_rmsnorm": "allreduce"}[pattern]
+    assert any(f"{left_out} not requested" in note for note in data["notes"]) is (left_out is not None)
+
+
+def test_trtllm_strategy_serves_both_patterns_so_leaving_one_out_keeps_nccl(capsys, write_profile) -> None:
+    # One allreduce_strategy drives the plain and the fused all-reduce: unmeasured for one, NCCL for both.
+    code, out, _ = run(
+        capsys, str(write_profile(WINNING)), "--tp", "2", "--launcher", "trtllm", "--pattern", "allreduce",
+        "--format", "yaml",
+    )  # fmt: skip
+    assert code == 0 and yaml.safe_load(out) == {"allreduce_strategy": "NCCL"}
+
+
+def test_unknown_pattern_in_the_api_fails_closed(write_profile) -> None:
+    from topo_gate.launchers import vllm_plan
+
+    plan = vllm_plan(write_profile(WINNING), tp=2, fingerprint=FINGERPRINT, patterns=("allgather",))
+    assert plan.fallback and "unknown pattern" in plan.reason
+    assert "--disable-custom-all-reduce" in plan.args

@@ -7,7 +7,7 @@ import os
 import click
 
 from topo_gate.cli._errors import ExitCode, fail
-from topo_gate.cli.recommend import launch_options, strict_failure
+from topo_gate.cli.recommend import launch_options, requested_patterns, strict_failure
 from topo_gate.launchers import LAUNCHERS, PLANNERS, nccl_plan
 from topo_gate.launchers.detect import detect_launcher
 from topo_gate.launchers.exec import exec_merged, prepare
@@ -51,6 +51,7 @@ def command(
     tp: int,
     gpus: list[int] | None,
     strict: bool,
+    pattern: str,
     fallback: str,
     from_capture: str | None,
     node_fingerprint: str | None,
@@ -72,7 +73,13 @@ def command(
             plan = nccl_plan(launcher, f"node not checked: {error}", fallback=fallback)
     if fingerprint is not None:
         plan = PLANNERS[launcher](
-            profile, tp=tp, gpus=gpus, strict=strict, fallback=fallback, fingerprint=fingerprint
+            profile,
+            tp=tp,
+            gpus=gpus,
+            strict=strict,
+            fallback=fallback,
+            fingerprint=fingerprint,
+            patterns=requested_patterns(pattern),
         )
     if strict and plan.fallback:
         strict_failure(plan)

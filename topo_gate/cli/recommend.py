@@ -12,6 +12,7 @@ import yaml
 
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan
+from topo_gate.launchers.common import PATTERNS
 
 FORMATS = ("args", "env", "json", "yaml")
 
@@ -26,7 +27,7 @@ def parse_gpus(_ctx: click.Context, _param: click.Parameter, value: str | None) 
 
 
 def launch_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--tp, --gpus, --strict, --fallback: shared by ``recommend`` and ``exec``."""
+    """--tp, --gpus, --strict, --pattern, --fallback: shared by ``recommend`` and ``exec``."""
     options = (
         click.option("--tp", type=click.IntRange(min=1), required=True, help="Tensor-parallel size."),
         click.option(
@@ -41,6 +42,14 @@ def launch_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="Exit non-zero (1 mismatch/unusable, 7 software drift) instead of forcing NCCL.",
         ),
         click.option(
+            "--pattern",
+            "pattern",
+            type=click.Choice(["all", "allreduce", "allreduce_rmsnorm"]),
+            default="all",
+            show_default=True,
+            help="Follow the profile for this pattern only; paths serving the other stay off.",
+        ),
+        click.option(
             "--fallback",
             type=click.Choice(["nccl", "launcher-default"]),
             default="nccl",
@@ -51,6 +60,11 @@ def launch_options(command: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def requested_patterns(pattern: str) -> tuple[str, ...]:
+    """``--pattern`` as the planners' ``patterns`` argument."""
+    return PATTERNS if pattern == "all" else (pattern,)
 
 
 def strict_failure(plan: LaunchPlan) -> None:
@@ -104,13 +118,16 @@ def command(
     tp: int,
     gpus: list[int] | None,
     strict: bool,
+    pattern: str,
     fallback: str,
     fmt: str,
     as_json: bool,
 ) -> None:
     """Print the flags, env and config that make LAUNCHER follow PROFILE at TP size --tp."""
     # The node is not read here: gate() takes TOPO_GATE_NODE_FINGERPRINT if set, else warns "not verified".
-    plan = PLANNERS[launcher](profile, tp=tp, gpus=gpus, strict=strict, fallback=fallback)
+    plan = PLANNERS[launcher](
+        profile, tp=tp, gpus=gpus, strict=strict, fallback=fallback, patterns=requested_patterns(pattern)
+    )
     if strict and plan.fallback:
         strict_failure(plan)
     fmt = "json" if as_json else fmt

@@ -10,7 +10,7 @@ launcher left alone may auto-enable a backend that loses on this node. Only
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,8 +71,22 @@ class Reading:
     fallback_reason: str | None = None
 
 
-def read_profile(profile: Any, *, tp: int, gpus: Any, strict: bool, fingerprint: str | None) -> Reading:
-    """Ask the reader for both patterns; never raises (the reader does not, and loading is guarded)."""
+#: The ladder of a pattern the user left out with ``--pattern``: NCCL at every size, so every path
+#: serving that pattern is forced off exactly as if NCCL had won everywhere.
+NOT_REQUESTED: Ladder = ((None, frozenset()),)
+
+
+def read_profile(
+    profile: Any,
+    *,
+    tp: int,
+    gpus: Any,
+    strict: bool,
+    fingerprint: str | None,
+    patterns: Sequence[str] = PATTERNS,
+) -> Reading:
+    """Ask the reader for the requested patterns (the others read as NCCL everywhere); never raises
+    (the reader does not, and loading is guarded)."""
     from topo_gate.profile.io import load_profile
     from topo_gate.profile.reader import gate
 
@@ -83,7 +97,15 @@ def read_profile(profile: Any, *, tp: int, gpus: Any, strict: bool, fingerprint:
             pass
     ladders: dict[str, Ladder] = {}
     warnings: list[str] = []
+    unknown = sorted(set(patterns) - set(PATTERNS))
+    if unknown or not patterns:
+        reason = f"unknown pattern(s) {unknown}" if unknown else "no pattern requested"
+        return Reading({}, None, None, None, (), fallback_reason=f"{reason} (known: {', '.join(PATTERNS)})")
     for pattern in PATTERNS:
+        if pattern not in patterns:
+            ladders[pattern] = NOT_REQUESTED
+            warnings.append(f"{pattern} not requested (--pattern): every path serving it stays off")
+            continue
         decision = gate(profile, tp=tp, pattern=pattern, gpus=gpus, strict=strict, fingerprint=fingerprint)
         warnings.extend(w for w in decision.warnings if w not in warnings)
         if decision.fallback:

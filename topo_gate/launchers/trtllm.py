@@ -14,10 +14,12 @@ compiled-in table is the guess a profile replaces.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from topo_gate.launchers import knobs
 from topo_gate.launchers.common import (
+    PATTERNS,
     LaunchPlan,
     LaunchPlanParts,
     Reading,
@@ -46,6 +48,7 @@ def trtllm_plan(
     strict: bool = False,
     fallback: str = "nccl",
     fingerprint: str | None = None,
+    patterns: Sequence[str] = PATTERNS,
 ) -> LaunchPlan:
     """The extra LLM-API options (``LaunchPlan.config``) and env that follow ``profile`` at ``tp``.
 
@@ -54,7 +57,9 @@ def trtllm_plan(
     """
     check_fallback_mode(fallback)
     version = knobs.PINNED[LAUNCHER]
-    reading = read_profile(profile, tp=tp, gpus=gpus, strict=strict, fingerprint=fingerprint)
+    reading = read_profile(
+        profile, tp=tp, gpus=gpus, strict=strict, fingerprint=fingerprint, patterns=patterns
+    )
     if reading.fallback_reason is not None:
         return fallback_plan(
             LAUNCHER,

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from topo_gate.launchers import knobs
 from topo_gate.launchers.common import (
+    PATTERNS,
     LaunchPlan,
     LaunchPlanParts,
     Reading,
@@ -65,11 +67,14 @@ def vllm_plan(
     strict: bool = False,
     fallback: str = "nccl",
     fingerprint: str | None = None,
+    patterns: Sequence[str] = PATTERNS,
 ) -> LaunchPlan:
     """The vLLM args/env that follow ``profile`` at TP size ``tp``; NCCL forced on any fallback."""
     check_fallback_mode(fallback)
     version = knobs.PINNED[LAUNCHER]
-    reading = read_profile(profile, tp=tp, gpus=gpus, strict=strict, fingerprint=fingerprint)
+    reading = read_profile(
+        profile, tp=tp, gpus=gpus, strict=strict, fingerprint=fingerprint, patterns=patterns
+    )
     if reading.fallback_reason is not None:
         return fallback_plan(
             LAUNCHER,
