@@ -53,10 +53,20 @@ def test_gpu_groups_match_in_any_order(example_path, fingerprint):
     assert (other.backend, other.reason) == ("nccl", "GPU group [0, 2] is not in the profile (TP 2)")
 
 
-def test_unmeasured_tp_size_is_nccl(example_path, fingerprint):
-    decision = topo_gate.gate(example_path, tp=4, fingerprint=fingerprint)
+@pytest.mark.parametrize(
+    ("tp", "reason"),
+    [
+        (4, "TP 4 was not measured: node has 2 usable GPUs"),  # the probe recorded why it skipped TP 4
+        (
+            16,
+            "GPU group [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] is not in the profile (TP 16)",
+        ),
+    ],
+)
+def test_unmeasured_tp_size_is_nccl(example_path, fingerprint, tp, reason):
+    decision = topo_gate.gate(example_path, tp=tp, fingerprint=fingerprint)
     assert decision.backend == "nccl" and decision.fallback
-    assert "not in the profile (TP 4)" in decision.reason
+    assert decision.reason == reason
 
 
 def test_group_class_without_a_decision_is_nccl(example_data, write_profile, fingerprint):

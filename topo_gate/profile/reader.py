@@ -189,6 +189,9 @@ def _group_class(profile: Profile, tp: int, group: list[int]) -> str:
     for entry in profile.decisions:
         if entry.tp == tp and set(entry.group) == set(group):
             return entry.group_class
+    for skipped in profile.skipped:
+        if skipped.tp == tp:
+            raise _Fallback(f"TP {tp} was not measured: {skipped.reason}")
     raise _Fallback(f"GPU group {sorted(group)} is not in the profile (TP {tp})")
 
 
