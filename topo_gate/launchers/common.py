@@ -10,10 +10,11 @@ launcher left alone may auto-enable a backend that loses on this node. Only
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from topo_gate.launchers import knobs
 from topo_gate.launchers.ladder import Ladder, ladder_from_rules
 
 PATTERNS = ("allreduce", "allreduce_rmsnorm")
@@ -189,3 +190,46 @@ def mib(nbytes: int | None) -> str:
     if nbytes >= 1 << 20:
         return f"{nbytes / (1 << 20):g} MiB"
     return f"{nbytes / 1024:g} KiB"
+
+
+def follow_profile(
+    launcher: str,
+    forced: LaunchPlanParts,
+    mapping: Callable[[Reading, int], LaunchPlanParts],
+    profile: Any,
+    *,
+    tp: int,
+    gpus: Any,
+    strict: bool,
+    fallback: str,
+    fingerprint: str | None,
+    patterns: Sequence[str],
+) -> LaunchPlan:
+    """The shape every planner shares: read the profile; on any fallback the fail-closed plan
+    (``forced``); otherwise the launcher's own ``mapping`` of the measured ladders to its knobs, with
+    the reader's warnings ahead of the mapping's notes."""
+    check_fallback_mode(fallback)
+    version = knobs.PINNED[launcher]
+    reading = read_profile(
+        profile, tp=tp, gpus=gpus, strict=strict, fingerprint=fingerprint, patterns=patterns
+    )
+    if reading.fallback_reason is not None:
+        return fallback_plan(
+            launcher,
+            version,
+            reading.fallback_reason,
+            fallback=fallback,
+            forced=forced,
+            warnings=reading.warnings,
+        )
+    parts = mapping(reading, tp)
+    return LaunchPlan(
+        launcher=launcher,
+        launcher_version_pinned=version,
+        args=parts.args,
+        env=parts.env,
+        notes=(*reading.warnings, *parts.notes),
+        fallback=False,
+        reason="following the profile",
+        config=parts.config,
+    )

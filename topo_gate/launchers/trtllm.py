@@ -17,16 +17,13 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from topo_gate.launchers import knobs
 from topo_gate.launchers.common import (
     PATTERNS,
     LaunchPlan,
     LaunchPlanParts,
     Reading,
-    check_fallback_mode,
-    fallback_plan,
+    follow_profile,
     mib,
-    read_profile,
 )
 from topo_gate.launchers.ladder import Route, safe_until
 
@@ -55,31 +52,26 @@ def trtllm_plan(
     ``args`` is empty: the options live in a YAML file, which ``topo-gate exec`` writes and passes as
     ``--extra_llm_api_options FILE`` (``topo-gate recommend --format yaml`` prints it).
     """
-    check_fallback_mode(fallback)
-    version = knobs.PINNED[LAUNCHER]
-    reading = read_profile(
-        profile, tp=tp, gpus=gpus, strict=strict, fingerprint=fingerprint, patterns=patterns
-    )
-    if reading.fallback_reason is not None:
-        return fallback_plan(
-            LAUNCHER,
-            version,
-            reading.fallback_reason,
-            fallback=fallback,
-            forced=FORCE_NCCL,
-            warnings=reading.warnings,
-        )
-    strategy, workspace, note = _strategy(reading, tp)
-    env = {WORKSPACE_ENV: str(workspace)} if workspace else {}
-    return LaunchPlan(
+    return follow_profile(
         LAUNCHER,
-        version,
-        (),
-        env,
-        (*reading.warnings, note),
-        False,
-        "following the profile",
-        {"allreduce_strategy": strategy},
+        FORCE_NCCL,
+        _mapping,
+        profile,
+        tp=tp,
+        gpus=gpus,
+        strict=strict,
+        fallback=fallback,
+        fingerprint=fingerprint,
+        patterns=patterns,
+    )
+
+
+def _mapping(reading: Reading, tp: int) -> LaunchPlanParts:
+    strategy, workspace, note = _strategy(reading, tp)
+    return LaunchPlanParts(
+        env={WORKSPACE_ENV: str(workspace)} if workspace else {},
+        notes=(note,),
+        config={"allreduce_strategy": strategy},
     )
 
 

@@ -31,10 +31,8 @@ from topo_gate.launchers.common import (
     LaunchPlan,
     LaunchPlanParts,
     Reading,
-    check_fallback_mode,
-    fallback_plan,
+    follow_profile,
     mib,
-    read_profile,
 )
 from topo_gate.launchers.ladder import NCCL_ROUTE, Route, best_safe_subset, capped, first_match, safe_until
 
@@ -70,30 +68,27 @@ def vllm_plan(
     patterns: Sequence[str] = PATTERNS,
 ) -> LaunchPlan:
     """The vLLM args/env that follow ``profile`` at TP size ``tp``; NCCL forced on any fallback."""
-    check_fallback_mode(fallback)
-    version = knobs.PINNED[LAUNCHER]
-    reading = read_profile(
-        profile, tp=tp, gpus=gpus, strict=strict, fingerprint=fingerprint, patterns=patterns
+    return follow_profile(
+        LAUNCHER,
+        FORCE_NCCL,
+        _mapping,
+        profile,
+        tp=tp,
+        gpus=gpus,
+        strict=strict,
+        fallback=fallback,
+        fingerprint=fingerprint,
+        patterns=patterns,
     )
-    if reading.fallback_reason is not None:
-        return fallback_plan(
-            LAUNCHER,
-            version,
-            reading.fallback_reason,
-            fallback=fallback,
-            forced=FORCE_NCCL,
-            warnings=reading.warnings,
-        )
+
+
+def _mapping(reading: Reading, tp: int) -> LaunchPlanParts:
     fusion = _fusion(reading, tp)
     allreduce = _allreduce(reading, tp)
-    return LaunchPlan(
-        launcher=LAUNCHER,
-        launcher_version_pinned=version,
+    return LaunchPlanParts(
         args=(*allreduce.args, *fusion.args),
         env={**ALWAYS_ENV, **allreduce.env},
-        notes=(*reading.warnings, *fusion.notes, *allreduce.notes),
-        fallback=False,
-        reason="following the profile",
+        notes=(*fusion.notes, *allreduce.notes),
     )
 
 
