@@ -18,8 +18,8 @@ How the CUDA timer controls rank skew (DESIGN.md, Measurement), per ``measure``:
    own backend and size, as a launcher's decode steps do. Without it the replay after the
    largest size paid for the state that size left behind: TRT-LLM's Lamport one-shot clears the
    buffers of the previous message on its next calls, and at 1 token right after 8192 tokens it
-   read 32.9 us/call instead of 3.1 (2x H200, K=32, 3.1 measured with the pre-roll; the cost is per replay, so it also made
-   K=32 and K=64 disagree by 37%);
+   read 32.9 us/call instead of the 3.1 measured with the pre-roll (2x H200, K=32; the cost is
+   per replay, so it also made K=32 and K=64 disagree by 37%);
 1. a device-side spin (``torch.cuda._sleep``) is queued next, long enough that the host has queued
    everything below before the GPU reaches step 2 -- otherwise the host's launch latency between
    the alignment and the replay is timed as if it were the collective's. Its length starts from a
