@@ -127,6 +127,7 @@ def test_gpu_backends_refuse_a_cpu_run_with_a_reason(name: str) -> None:
 
 def test_shared_memory_setup_is_refused_without_the_safety_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    monkeypatch.setenv("NVSHMEM_DISABLE_NVLS", "1")
     monkeypatch.delenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", raising=False)
     assert "TORCH_SYMM_MEM_DISABLE_MULTICAST=1 is not set" in multicast_unsafe(cpu_context())
     assert multicast_unsafe(cpu_context(allow_multicast=True)) is None

@@ -11,11 +11,9 @@ from collections.abc import Callable
 
 import torch
 
-from .base import BackendContext
+from topo_gate.trials.safety import missing_safety_env
 
-#: Env vars whose absence means a rendezvous could create NVLink multicast objects (DESIGN.md
-#: principle 5). The runner sets them; a backend re-checks before allocating shared memory.
-NO_MULTICAST_ENV = ("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+from .base import BackendContext
 
 
 def sm_version(ctx: BackendContext) -> int | None:
@@ -41,9 +39,10 @@ def multicast_unsafe(ctx: BackendContext) -> str | None:
     """
     if ctx.allow_multicast:
         return None
-    for name, value in NO_MULTICAST_ENV:
-        if os.environ.get(name) != value:
-            return f"{name}={value} is not set, shared-memory setup could create multicast objects"
+    # The same table the runner sets and the worker checks at start (trials/safety.py).
+    missing = missing_safety_env(os.environ)
+    if missing:
+        return f"{missing[0]} is not set, shared-memory setup could create multicast objects"
     return None
 
 
