@@ -41,7 +41,7 @@ from topo_gate.profile.schema import (
     Tool,
     Trials,
 )
-from topo_gate.topology.capture import capture_from_dict, capture_to_dict, collect_isolated, load_capture
+from topo_gate.topology.capture import capture_from_dict, capture_to_dict, read_capture
 from topo_gate.topology.fingerprint import node_fingerprint
 from topo_gate.topology.model import Group, build_node
 from topo_gate.topology.model import Node as Topology
@@ -317,8 +317,7 @@ def _merged_software(
 
 def gpu_node(capture_path: Path | None, command: str | None) -> NodeFacts:
     """The GPU node from NVML (in a child process, crash-isolated) or from a recorded capture."""
-    capture = load_capture(capture_path) if capture_path is not None else collect_isolated()
-    return facts_from_topology(build_node(capture), command=command)
+    return facts_from_topology(build_node(read_capture(capture_path)), command=command)
 
 
 def facts_from_topology(topology: Topology, *, command: str | None) -> NodeFacts:

@@ -7,7 +7,7 @@ import json
 import click
 
 from topo_gate.cli._errors import ExitCode, fail
-from topo_gate.topology.capture import Capture, collect_isolated, load_capture
+from topo_gate.topology.capture import Capture, read_capture
 from topo_gate.topology.errors import CaptureError, NvmlCrash, NvmlUnavailable
 from topo_gate.topology.model import Node, build_node
 
@@ -19,7 +19,7 @@ def read_capture_or_fail(from_path: str | None, timeout_s: float = 60) -> Captur
     4 no driver, 5 NVML crashed).
     """
     try:
-        return load_capture(from_path) if from_path else collect_isolated(timeout_s=timeout_s)
+        return read_capture(from_path, timeout_s=timeout_s)
     except CaptureError as error:
         raise fail(ExitCode.UNREADABLE, str(error)) from None
     except NvmlUnavailable as error:

@@ -18,14 +18,13 @@ class NodeCheckError(Exception):
 
 def current_fingerprint(from_capture: str | os.PathLike[str] | None = None) -> str:
     """``sha256:...`` of this node's class (or of a recorded capture); raises ``NodeCheckError``."""
-    from topo_gate.topology.capture import collect_isolated, load_capture
+    from topo_gate.topology.capture import read_capture
     from topo_gate.topology.errors import CaptureError, NvmlCrash, NvmlUnavailable
     from topo_gate.topology.fingerprint import node_fingerprint
     from topo_gate.topology.model import build_node
 
     try:
-        capture = load_capture(from_capture) if from_capture is not None else collect_isolated()
-        return node_fingerprint(build_node(capture))
+        return node_fingerprint(build_node(read_capture(from_capture)))
     except NvmlUnavailable as error:
         raise NodeCheckError("no-driver", f"no NVIDIA driver: {error}") from None
     except NvmlCrash as error:

@@ -41,6 +41,7 @@ __all__ = [
     "NvmlCrash",
     "NvmlUnavailable",
     "collect_isolated",
+    "read_capture",
     "capture_from_dict",
     "capture_to_dict",
     "load_capture",
@@ -339,6 +340,12 @@ def _jsonable(value: Any) -> bool:
 
 
 # -- isolated collection ----------------------------------------------------------------------------
+
+
+def read_capture(from_path: str | os.PathLike[str] | None = None, *, timeout_s: float = 60) -> Capture:
+    """The node every topology-reading command works on: the recorded capture at ``from_path``
+    (``--from``), else this machine's NVML answers, collected crash-isolated."""
+    return load_capture(from_path) if from_path is not None else collect_isolated(timeout_s=timeout_s)
 
 
 def collect_isolated(timeout_s: float = 60, binding: str = "pynvml") -> Capture:
