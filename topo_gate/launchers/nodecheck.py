@@ -26,7 +26,7 @@ def current_fingerprint(from_capture: str | os.PathLike[str] | None = None) -> s
     try:
         return node_fingerprint(build_node(read_capture(from_capture)))
     except NvmlUnavailable as error:
-        raise NodeCheckError("no-driver", f"no NVIDIA driver: {error}") from None
+        raise NodeCheckError("no-driver", str(error)) from None
     except NvmlCrash as error:
         raise NodeCheckError("nvml-crash", f"NVML failed: {error}") from None
     except CaptureError as error:
