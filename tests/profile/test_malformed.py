@@ -48,10 +48,6 @@ def _very_deep_nesting(path: Path) -> None:
     path.write_text("decisions: " + "[" * 100_000 + "]" * 100_000 + "\n")
 
 
-def _directory(path: Path) -> None:
-    path.mkdir()
-
-
 def _fifo(path: Path) -> None:
     os.mkfifo(path)  # opening it for reading would block a launcher forever
 
@@ -66,7 +62,6 @@ GENERATED: list[tuple[str, Callable[[Path], None], int, type, str]] = [
     ("random-bytes", _random_bytes, 3, errors.ProfileUnreadable, "not UTF-8 text (byte 0"),
     ("deep-nesting", _deep_nesting, 3, errors.ProfileUnreadable, "nested deeper than 32 levels"),
     ("very-deep-nesting", _very_deep_nesting, 3, errors.ProfileUnreadable, "not valid YAML: line 1"),
-    ("directory", _directory, 3, errors.ProfileUnreadable, "is a directory"),
     ("fifo", _fifo, 3, errors.ProfileUnreadable, "is not a regular file"),
     ("missing", _missing, 3, errors.ProfileUnreadable, "no such file"),
 ]

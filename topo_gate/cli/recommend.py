@@ -95,6 +95,7 @@ Examples:
   topo-gate recommend node.yaml --tp 4 --launcher sglang
   topo-gate recommend node.yaml --tp 2 --launcher vllm --format env > vllm.env
   topo-gate recommend node.yaml --tp 8 --launcher trtllm --format yaml > extra.yaml
+  topo-gate recommend profiles/ --node-fingerprint sha256:... --tp 2 --launcher vllm   # a profile set
 
 On any fallback (missing, invalid, tampered or foreign profile, TP not measured) the output forces
 NCCL and the reason goes to stderr; --strict makes that an error instead.
@@ -112,6 +113,12 @@ Exit codes: 0 ok, 1 profile unusable under --strict, 2 usage, 7 software drift u
     help="args: one shell-quoted line; env: KEY=VALUE lines; json/yaml: everything.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option(
+    "--node-fingerprint",
+    metavar="sha256:...",
+    help="The node to plan for (`topo-gate topo` prints it); picks the member of a profile set. "
+    "Default: env TOPO_GATE_NODE_FINGERPRINT.",
+)
 def command(
     profile: str,
     launcher: str,
@@ -122,11 +129,18 @@ def command(
     fallback: str,
     fmt: str,
     as_json: bool,
+    node_fingerprint: str | None,
 ) -> None:
     """Print the flags, env and config that make LAUNCHER follow PROFILE at TP size --tp."""
     # The node is not read here: gate() takes TOPO_GATE_NODE_FINGERPRINT if set, else warns "not verified".
     plan = PLANNERS[launcher](
-        profile, tp=tp, gpus=gpus, strict=strict, fallback=fallback, patterns=requested_patterns(pattern)
+        profile,
+        tp=tp,
+        gpus=gpus,
+        strict=strict,
+        fallback=fallback,
+        fingerprint=node_fingerprint,
+        patterns=requested_patterns(pattern),
     )
     if strict and plan.fallback:
         strict_failure(plan)

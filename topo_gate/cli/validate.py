@@ -1,13 +1,16 @@
-"""``topo-gate validate PROFILE``: is this a well-formed, untampered v1 profile?"""
+"""``topo-gate validate PROFILE|DIR``: is this a well-formed, untampered v1 profile (or profile set)?"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
+from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.cli._profile import load_or_fail, profile_argument
 from topo_gate.profile import ProfileError, dump_profile, load_profile
+from topo_gate.profile.set_check import check_set
 
 
 @click.command(
@@ -17,10 +20,15 @@ Examples:
   topo-gate validate node.yaml
   OK node.yaml: schema v1, 2 decisions, fingerprint sha256:39a39c834186...
   topo-gate validate --reseal node.yaml     # after a deliberate hand edit
+  topo-gate validate profiles/               # a profile set: one member per node fingerprint
 
 \b
-Exit codes: 0 valid; 1 invalid, digest mismatch or schema too new; 3 unreadable (missing, a
-directory, over 16 MiB, not UTF-8, not YAML). Errors are one line naming the field:
+A directory is checked as a profile set (what `exec --profile DIR` reads): every *.yaml/*.yml
+member valid, and no two members for one fingerprint (a duplicate or a conflict makes the reader
+answer NCCL for that node class).
+Exit codes: 0 valid; 1 invalid, digest mismatch, schema too new, or a set with a duplicate,
+conflict or invalid member; 3 unreadable (missing, over 16 MiB, not UTF-8, not YAML, a directory
+that cannot be listed). Errors are one line naming the field:
   topo-gate: error: node.yaml: decisions[0].rules[1].max_bytes: must be > 458752 (rules must be ordered)""",
 )
 @profile_argument
@@ -30,8 +38,13 @@ directory, over 16 MiB, not UTF-8, not YAML). Errors are one line naming the fie
     help="After a deliberate hand edit: check everything but the digest, then rewrite the file with "
     "a fresh digest (comments and fields unknown to this version are dropped).",
 )
-def command(profile: Path, reseal: bool) -> None:
-    """Check that PROFILE is a valid, untampered gating profile (the launcher reader's exact checks)."""
+@click.option("--json", "as_json", is_flag=True, help="For a profile set: the members and problems as JSON.")
+def command(profile: Path, reseal: bool, as_json: bool) -> None:
+    """Check that PROFILE is a valid, untampered gating profile (the launcher reader's exact checks),
+    or that the directory PROFILE is a usable profile set."""
+    if profile.is_dir():
+        _validate_set(profile, as_json)
+        return
     if reseal:
         _reseal(profile)
     loaded = load_or_fail(profile)
@@ -52,3 +65,24 @@ def _reseal(path: Path) -> None:
     except ProfileError:  # the digest is missing or stale
         dump_profile(profile, path)
         click.echo(f"resealed {path}", err=True)
+
+
+def _validate_set(directory: Path, as_json: bool) -> None:
+    try:
+        report = check_set(directory)
+    except OSError as error:
+        raise fail(ExitCode.UNREADABLE, f"{directory}: cannot list: {error.strerror or error}") from None
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=1))
+    else:
+        for member in report.members:
+            state = (
+                f"{member.fingerprint[:19]}..., {member.decisions} decisions"
+                if member.fingerprint
+                else "INVALID"
+            )
+            click.echo(f"  {member.name}: {state}")
+    if not report.ok:
+        raise fail(ExitCode.NOT_OK, f"{directory}: {'; '.join(report.problems)}")
+    if not as_json:
+        click.echo(f"OK {directory}: profile set of {len(report.members)}, one per fingerprint")

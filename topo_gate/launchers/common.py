@@ -89,15 +89,22 @@ def read_profile(
     """Ask the reader for the requested patterns (the others read as NCCL everywhere); never raises
     (the reader does not, and loading is guarded)."""
     from topo_gate.profile.io import load_profile
-    from topo_gate.profile.reader import gate
+    from topo_gate.profile.profile_set import choose_member, is_profile_set
+    from topo_gate.profile.reader import FINGERPRINT_ENV, gate
 
+    set_notes: tuple[str, ...] = ()
+    if isinstance(profile, (str, os.PathLike)) and is_profile_set(profile):
+        chosen = choose_member(profile, fingerprint or os.environ.get(FINGERPRINT_ENV))
+        if chosen.path is None:
+            return Reading({}, None, None, None, (), fallback_reason=chosen.reason)
+        profile, set_notes = chosen.path, (f"using {chosen.reason}",)
     if isinstance(profile, (str, os.PathLike)):
         try:
             profile = load_profile(profile)
         except Exception:  # noqa: BLE001 -- gate() below turns the same failure into its reason
             pass
     ladders: dict[str, Ladder] = {}
-    warnings: list[str] = []
+    warnings: list[str] = list(set_notes)
     unknown = sorted(set(patterns) - set(PATTERNS))
     if unknown or not patterns:
         reason = f"unknown pattern(s) {unknown}" if unknown else "no pattern requested"

@@ -55,6 +55,13 @@ class ProfileFile:
         except UnicodeDecodeError as error:
             raise ProfileUnreadable(f"not UTF-8 text (byte {error.start}: {error.reason})") from None
 
+    def read_head(self, size: int) -> bytes:
+        """At most the first ``size`` bytes, undecoded (a profile set's index reads only these)."""
+        try:
+            return self._handle.read(size)
+        except OSError as error:
+            raise ProfileUnreadable(f"cannot read: {error.strerror or error}") from None
+
     def __enter__(self) -> ProfileFile:
         return self
 

@@ -17,6 +17,7 @@ from topo_gate.profile.digest import compute_digest
 from topo_gate.profile.drift import software_drift
 from topo_gate.profile.errors import ProfileError
 from topo_gate.profile.io import ProfileFile, profile_from_text
+from topo_gate.profile.profile_set import choose_member, is_profile_set
 from topo_gate.profile.schema import NCCL, PATTERNS, Profile, Rule
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
@@ -72,7 +73,8 @@ def gate(
 ) -> Decision:
     """Which all-reduce backend to use; NCCL unless the profile measured something faster here.
 
-    ``profile``: a path or a ``Profile``. ``nbytes=None`` asks for the smallest messages (decode).
+    ``profile``: a path, a ``Profile``, or a directory of profiles (a set: the one member whose
+    fingerprint is this node's decides; none or several is NCCL). ``nbytes=None`` asks for the smallest messages (decode).
     ``gpus=None`` means the launcher's default group ``[0, ..., tp-1]``. ``fingerprint`` is this
     node's (default: env ``TOPO_GATE_NODE_FINGERPRINT``, set by ``topo-gate exec``); without one the
     answer carries a warning, and under ``strict=True`` is NCCL. Software drift (driver, NCCL, torch,
@@ -103,6 +105,8 @@ def _decide(
     warnings: list[str],
 ) -> Decision:
     _check_arguments(tp, nbytes, pattern)
+    if path is not None and is_profile_set(path):
+        path = _set_member(path, fingerprint)
     profile = _admitted_profile(source, path)
     _check_node(profile, strict, fingerprint, warnings)
     group = list(range(tp)) if gpus is None else _checked_gpus(gpus, tp)
@@ -160,6 +164,17 @@ def _admitted_profile(source: ProfileSource, path: str | None) -> Profile:
         return _CACHE.load(path)
     except ProfileError as error:
         raise _Fallback(f"profile {path} unusable: {error}") from None
+
+
+def _set_member(directory: str, fingerprint: str | None) -> str:
+    """The set's one member for this node (``Decision.profile_path`` names it); loading verifies it
+    in full and ``_check_node`` its fingerprint again, so the set's index is only ever a pointer."""
+    chosen = choose_member(
+        directory, fingerprint if fingerprint is not None else os.environ.get(FINGERPRINT_ENV)
+    )
+    if chosen.path is None:
+        raise _Fallback(chosen.reason)
+    return chosen.path
 
 
 def _check_node(profile: Profile, strict: bool, fingerprint: str | None, warnings: list[str]) -> None:

@@ -1,0 +1,197 @@
+"""Profile sets: a directory of profiles, the member for this node chosen by fingerprint, fail closed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import topo_gate
+from topo_gate.cli import main
+from topo_gate.launchers import vllm_plan
+from topo_gate.profile import dump_profile, load_profile
+from topo_gate.profile.profile_set import choose_member
+from topo_gate.profile.set_check import check_set
+
+PROFILES = Path(__file__).resolve().parents[2] / "profiles"
+H200_X2 = PROFILES / "h200-x2" / "h7168-run1.yaml"
+H200_X1 = PROFILES / "h200-x1" / "tp1-2.yaml"
+EXAMPLE = PROFILES / "examples" / "synthetic-h200x2.yaml"
+
+
+def fingerprint_of(path: Path) -> str:
+    return load_profile(path).node.fingerprint
+
+
+@pytest.fixture
+def fleet_set(tmp_path: Path) -> Path:
+    """Three node classes, one profile each, as a deployment repo would keep them."""
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    for source in (H200_X2, H200_X1, EXAMPLE):
+        shutil.copy(source, folder / f"{source.parent.name}.yaml")
+    (folder / "README.md").write_text("not a member: only *.yaml / *.yml are\n")
+    return folder
+
+
+@pytest.mark.parametrize("source", [H200_X2, H200_X1, EXAMPLE])
+def test_the_member_for_this_node_decides(fleet_set, source):
+    alone = topo_gate.gate(source, tp=2, nbytes=4096, fingerprint=fingerprint_of(source))
+    in_set = topo_gate.gate(fleet_set, tp=2, nbytes=4096, fingerprint=fingerprint_of(source))
+    assert (in_set.backend, in_set.rules, in_set.reason) == (alone.backend, alone.rules, alone.reason)
+    if not alone.fallback:  # the single-GPU profile has no TP 2 decision: NCCL, alone or in the set
+        assert in_set.profile_path == str(fleet_set / f"{source.parent.name}.yaml")
+
+
+def test_the_fingerprint_may_come_from_the_environment(fleet_set, monkeypatch):
+    monkeypatch.setenv("TOPO_GATE_NODE_FINGERPRINT", fingerprint_of(H200_X2))
+    assert topo_gate.gate(fleet_set, tp=2, nbytes=4096).backend == "pcie_ipc"
+
+
+def test_without_a_fingerprint_no_member_can_be_chosen(fleet_set):
+    decision = topo_gate.gate(fleet_set, tp=2)
+    assert decision.fallback and decision.backend == "nccl"
+    assert "this node's fingerprint is needed to choose a member" in decision.reason
+
+
+def test_no_member_for_this_node_is_nccl(fleet_set):
+    decision = topo_gate.gate(fleet_set, tp=2, fingerprint="sha256:" + "0" * 64)
+    assert decision.fallback
+    assert "none of its 3 profiles is for this node (fingerprint sha256:000000000000..." in decision.reason
+
+
+def test_two_members_for_one_node_is_nccl_even_when_they_agree(fleet_set):
+    shutil.copy(H200_X2, fleet_set / "copy.yml")
+    decision = topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint_of(H200_X2))
+    assert decision.fallback
+    assert "2 profiles are for this node (copy.yml, h200-x2.yaml): ambiguous" in decision.reason
+    # The other node classes in the set are unaffected.
+    assert not topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint_of(EXAMPLE)).fallback
+
+
+def test_a_tampered_member_is_found_by_its_fingerprint_then_refused(fleet_set):
+    member = fleet_set / "h200-x2.yaml"
+    member.write_text(member.read_text().replace("speedup: 2.305", "speedup: 9.305"))
+    decision = topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint_of(H200_X2))
+    assert decision.fallback
+    assert f"profile {member} unusable: digest:" in decision.reason
+
+
+def test_a_fingerprint_line_that_lies_is_caught_by_the_full_check(fleet_set):
+    """The index reads only the head; the member is verified in full before it decides anything."""
+    member = fleet_set / "h200-x2.yaml"
+    real, other = fingerprint_of(H200_X2), fingerprint_of(EXAMPLE)
+    member.write_text(member.read_text().replace(real, other, 1))
+    decision = topo_gate.gate(fleet_set, tp=2, fingerprint=other)
+    assert decision.fallback
+    assert "2 profiles are for this node" in decision.reason  # the liar and the real one
+    (fleet_set / "examples.yaml").unlink()
+    decision = topo_gate.gate(fleet_set, tp=2, fingerprint=other)
+    assert decision.fallback and "digest" in decision.reason
+
+
+def test_a_member_in_another_layout_is_indexed_by_parsing_it(fleet_set, tmp_path):
+    member = fleet_set / "examples.yaml"
+    member.write_text(json.dumps(load_profile(member).to_dict()))  # JSON is YAML too
+    decision = topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint_of(EXAMPLE))
+    assert not decision.fallback and decision.profile_path == str(member)
+
+
+def test_a_replaced_member_is_reindexed(fleet_set):
+    fingerprint = fingerprint_of(H200_X2)
+    assert not topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint).fallback
+    replacement = fleet_set / "tmp.part"
+    shutil.copy(H200_X1, replacement)
+    os.replace(replacement, fleet_set / "h200-x2.yaml")  # an atomic update of the member
+    (fleet_set / "h200-x1.yaml").unlink()
+    decision = topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint)
+    assert decision.fallback and "none of its 2 profiles is for this node" in decision.reason
+
+
+def test_a_configmap_mount_reads_through_its_symlinks(tmp_path):
+    """Kubernetes mounts a ConfigMap as KEY -> ..data/KEY with ..data -> ..<timestamp>/."""
+    mount = tmp_path / "profiles"
+    (mount / "..2026_11_30_12_00_00.1").mkdir(parents=True)
+    shutil.copy(H200_X2, mount / "..2026_11_30_12_00_00.1" / "h200-x2.yaml")
+    (mount / "..data").symlink_to("..2026_11_30_12_00_00.1")
+    (mount / "h200-x2.yaml").symlink_to("..data/h200-x2.yaml")
+    assert topo_gate.gate(mount, tp=2, nbytes=4096, fingerprint=fingerprint_of(H200_X2)).backend == "pcie_ipc"
+    assert [m.name for m in check_set(mount).members] == ["h200-x2.yaml"]
+
+
+def test_an_unlistable_set_is_nccl_not_an_exception(tmp_path):
+    assert choose_member(tmp_path / "gone", "sha256:" + "0" * 64).path is None
+    decision = topo_gate.gate(tmp_path / "gone", tp=2, fingerprint="sha256:" + "0" * 64)
+    assert decision.fallback and "no such file" in decision.reason
+
+
+@settings(max_examples=30)
+@given(contents=st.lists(st.binary(max_size=300), min_size=1, max_size=4))
+def test_the_reader_never_raises_on_any_set(tmp_path_factory, contents):
+    folder = tmp_path_factory.mktemp("set")
+    for index, content in enumerate(contents):
+        (folder / f"m{index}.yaml").write_bytes(content)
+    decision = topo_gate.gate(folder, tp=2, fingerprint="sha256:" + "a" * 64)
+    assert decision.backend == "nccl" and decision.fallback
+
+
+def test_launcher_plans_follow_the_member_for_this_node(fleet_set):
+    fingerprint = fingerprint_of(H200_X2)
+    alone = vllm_plan(H200_X2, tp=2, fingerprint=fingerprint)
+    in_set = vllm_plan(fleet_set, tp=2, fingerprint=fingerprint)
+    assert not in_set.fallback
+    assert (in_set.args, in_set.env) == (alone.args, alone.env)
+    assert f"using profile set {fleet_set}: h200-x2.yaml" in in_set.notes
+    foreign = vllm_plan(fleet_set, tp=2, fingerprint="sha256:" + "0" * 64)
+    assert foreign.fallback and "none of its 3 profiles is for this node" in foreign.reason
+    assert "--disable-custom-all-reduce" in foreign.args  # NCCL forced
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+class TestValidateSet:
+    def test_a_good_set(self, capsys, fleet_set):
+        code, out, err = run(capsys, "validate", str(fleet_set))
+        assert (code, err) == (0, "")
+        assert out.splitlines()[-1] == f"OK {fleet_set}: profile set of 3, one per fingerprint"
+
+    def test_a_duplicate_is_named(self, capsys, fleet_set):
+        data = load_profile(H200_X2)
+        dump_profile(
+            data.__class__(**{**data.__dict__, "created": "2027-01-01T00:00:00Z"}), fleet_set / "b.yaml"
+        )
+        code, _, err = run(capsys, "validate", str(fleet_set))
+        assert code == 1 and err.count("\n") == 1
+        assert "duplicate: b.yaml, h200-x2.yaml are the same decisions for fingerprint" in err
+
+    def test_a_conflict_is_named(self, capsys, fleet_set):
+        other = load_profile(H200_X2.with_name("h7168-run2.yaml"))
+        run2 = json.loads(json.dumps(other.to_dict()))
+        run2["decisions"][0]["rules"][0]["speedup"] = 2.0
+        from topo_gate.profile import Profile
+
+        dump_profile(Profile.from_dict(run2), fleet_set / "run2.yaml")
+        code, _, err = run(capsys, "validate", str(fleet_set))
+        assert code == 1
+        assert "conflict: h200-x2.yaml, run2.yaml decide differently for fingerprint" in err
+
+    def test_an_invalid_member_is_named(self, capsys, fleet_set):
+        (fleet_set / "broken.yaml").write_text("schema: topo-gate/profile/v1\n")
+        code, out, err = run(capsys, "validate", "--json", str(fleet_set))
+        assert code == 1
+        report = json.loads(out)
+        assert [m["name"] for m in report["members"] if m["problem"]] == ["broken.yaml"]
+        assert "broken.yaml: invalid: created: missing" in err
+
+    def test_an_empty_set_is_not_ok(self, capsys, tmp_path):
+        code, _, err = run(capsys, "validate", str(tmp_path))
+        assert code == 1 and "no profiles (*.yaml, *.yml) in the set" in err

@@ -1,0 +1,137 @@
+"""Profile sets: a directory of profiles, one per node class, and the choice of the one for this node.
+
+A fleet serves nodes of a few shapes from one directory (a deployment repo's folder, a Kubernetes
+ConfigMap mounted at ``/profiles``). The member used is the one whose ``node.fingerprint`` equals
+this node's; no member or more than one is a fallback to NCCL with the reason, never a guess.
+
+Cheap to ask per call: members are the directory's ``*.yaml`` / ``*.yml`` files (names starting
+with ``.`` are skipped: a ConfigMap mount keeps its internals in ``..data``). Each call lists the
+directory and ``stat``s the members; a member's fingerprint is read once per (device, inode, size,
+mtime, ctime) from its first lines (the canonical writer puts ``node.fingerprint`` on line 7), and
+only a member not in that form is parsed in full, once per change. That index is only a pointer:
+the chosen member is then loaded and verified in full (schema, digest) like a single profile file,
+and its verified fingerprint must be the one asked for.
+
+Standard library only, like the reader (DESIGN.md principle 6).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+
+from topo_gate.profile.errors import ProfileError
+from topo_gate.profile.io import ProfileFile, profile_from_text
+
+MEMBER_SUFFIXES = (".yaml", ".yml")
+_HEAD_BYTES = 4096  # the canonical fingerprint line sits in the first ~200 bytes
+_CANONICAL_FINGERPRINT = re.compile(rb"^node:\r?\n  fingerprint: ['\"]?(sha256:[0-9a-f]{64})['\"]?\r?$", re.M)
+
+
+@dataclass(frozen=True)
+class SetChoice:
+    """The member chosen for a fingerprint (``path``), or None and ``reason`` saying why not."""
+
+    path: str | None
+    reason: str
+
+
+def is_profile_set(path: object) -> bool:
+    """True when ``path`` names a directory (a profile set); False for anything else, never raises."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)  # type: ignore[arg-type]
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def member_names(directory: str) -> list[str]:
+    """The set's member file names, sorted. Raises ``OSError`` when the directory cannot be listed."""
+    with os.scandir(directory) as entries:
+        return sorted(
+            entry.name
+            for entry in entries
+            if entry.name.endswith(MEMBER_SUFFIXES) and not entry.name.startswith(".")
+        )
+
+
+def choose_member(directory: str | os.PathLike[str], fingerprint: str | None) -> SetChoice:
+    """The one member of the set at ``directory`` made for the node ``fingerprint`` (None: unknown).
+    Never raises: every problem is a ``SetChoice`` without a path, and its ``reason`` says what."""
+    try:
+        return _INDEX.choose(os.fsdecode(directory), fingerprint)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:  # noqa: BLE001 -- a launcher must never crash on our account
+        return SetChoice(None, f"profile set {directory}: cannot index it ({type(error).__name__}: {error})")
+
+
+class _SetIndex:
+    """Member fingerprints by path, each valid while the member's ``stat`` identity is unchanged."""
+
+    def __init__(self) -> None:
+        self._members: dict[str, tuple[tuple[int, ...], str | None]] = {}
+
+    def choose(self, directory: str, fingerprint: str | None) -> SetChoice:
+        if fingerprint is None:
+            return SetChoice(
+                None,
+                f"profile set {directory}: this node's fingerprint is needed to choose a member "
+                "(run under `topo-gate exec`, or pass fingerprint= / TOPO_GATE_NODE_FINGERPRINT)",
+            )
+        try:
+            names = member_names(directory)
+        except OSError as error:
+            return SetChoice(None, f"profile set {directory}: cannot list it: {error.strerror or error}")
+        matches, unknown = [], []
+        for name in names:
+            member = self.fingerprint_of(os.path.join(directory, name))
+            if member is None:
+                unknown.append(name)
+            elif member == fingerprint:
+                matches.append(name)
+        if len(matches) == 1:
+            return SetChoice(os.path.join(directory, matches[0]), f"profile set {directory}: {matches[0]}")
+        if matches:
+            return SetChoice(
+                None,
+                f"profile set {directory}: {len(matches)} profiles are for this node "
+                f"({', '.join(matches)}): ambiguous (`topo-gate validate {directory}` lists the set)",
+            )
+        unusable = f"; unusable members: {', '.join(unknown)}" if unknown else ""
+        return SetChoice(
+            None,
+            f"profile set {directory}: none of its {len(names)} profiles is for this node "
+            f"(fingerprint {fingerprint[:19]}...){unusable}",
+        )
+
+    def fingerprint_of(self, path: str) -> str | None:
+        """The member's recorded fingerprint, or None when it cannot be read or is not a profile."""
+        try:
+            status = os.stat(path)
+        except OSError:
+            return None
+        identity = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+        cached = self._members.get(path)
+        if cached is not None and cached[0] == identity:
+            return cached[1]
+        found = _read_fingerprint(path)
+        self._members[path] = (identity, found)
+        return found
+
+
+def _read_fingerprint(path: str) -> str | None:
+    try:
+        with ProfileFile(path) as member:
+            head = member.read_head(_HEAD_BYTES)
+            match = _CANONICAL_FINGERPRINT.search(head)
+            if match is not None:
+                return match.group(1).decode("ascii")
+        with ProfileFile(path) as member:  # not in the canonical layout: parse it, once per change
+            return profile_from_text(member.read_text(), verify_digest=False).node.fingerprint
+    except ProfileError:
+        return None
+
+
+_INDEX = _SetIndex()
