@@ -140,10 +140,45 @@ def _judge_size(
     speedups = bootstrap_speedups(
         baseline["samples_us"], candidates, level=criteria.level, resamples=criteria.resamples, rng=rng
     )
+    return _verdict(nbytes, speedups, excluded, criteria)
+
+
+def _verdict(
+    nbytes: int, speedups: Mapping[str, Speedup], excluded: Mapping[str, str], criteria: _Criteria
+) -> _Verdict:
     clear = [(s.ratio, name) for name, s in speedups.items() if _clears(s, criteria)]
     # max() over (ratio, name): the fastest, and a deterministic pick between exact ties.
     chosen = max(clear)[1] if clear else criteria.baseline
     return _Verdict(nbytes, chosen, speedups, excluded)
+
+
+@dataclass(frozen=True)
+class SizeSpeedups:
+    """Speedups over the baseline at one size, computed elsewhere (``fleet merge``: per backend, its
+    weakest node), with why other candidates or the baseline itself could not be compared there."""
+
+    nbytes: int
+    speedups: Mapping[str, Speedup]
+    excluded: Mapping[str, str] = field(default_factory=dict)
+    baseline_problem: str | None = None
+
+
+def rules_from_speedups(
+    cells: Iterable[SizeSpeedups],
+    *,
+    baseline: str = NCCL,
+    margin: float = DEFAULT_MARGIN,
+    ci_level: float = DEFAULT_CI_LEVEL,
+) -> tuple[Rule, ...]:
+    """The rule ladder from per-size speedups, by exactly ``decide``'s bar, folding and merging."""
+    criteria = _Criteria(baseline, margin, ci_level, resamples=0)
+    verdicts = [
+        _verdict(cell.nbytes, cell.speedups, cell.excluded, criteria)
+        if cell.baseline_problem is None
+        else _Verdict(cell.nbytes, baseline, {}, baseline_problem=cell.baseline_problem)
+        for cell in sorted(cells, key=lambda cell: cell.nbytes)
+    ]
+    return tuple(_rules(_fold_lone_buckets(verdicts, criteria), criteria))
 
 
 def _clears(speedup: Speedup, criteria: _Criteria) -> bool:

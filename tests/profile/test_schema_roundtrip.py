@@ -176,7 +176,8 @@ def test_with_digest_seals_what_to_dict_returns(example_path: Path) -> None:
     unsealed = Profile.from_dict({**profile.to_dict(), "digest": None})
     assert unsealed.digest is None
     assert unsealed.with_digest() == profile
-    assert profile.schema == SCHEMA
+    assert profile.schema == "topo-gate/profile/v1.1"  # the stored example; writers now emit SCHEMA
+    assert SCHEMA == "topo-gate/profile/v1.2"
 
 
 def test_a_failed_dump_leaves_the_old_file(example_path: Path, tmp_path: Path, monkeypatch) -> None:

@@ -106,6 +106,31 @@ def _node() -> dict:
     )
 
 
+def _fleet() -> dict:
+    evidence = _object(
+        ["path"], {"path": {"type": "string"}, "digest": {"oneOf": [{"type": "null"}, _DIGEST]}}
+    )
+    node = _object(
+        ["name", "evidence"],
+        {"name": {"type": "string"}, "hostname": {"type": ["string", "null"]}, "evidence": evidence},
+    )
+    return {
+        "oneOf": [
+            {"type": "null"},
+            _object(
+                ["count", "method", "nodes"],
+                {
+                    "count": {"type": "integer", "minimum": 1},
+                    "method": {"type": "string"},
+                    "nodes": {"type": "array", "minItems": 1, "items": node},
+                },
+                "v1.2, optional: the nodes of one class whose evidence `topo-gate fleet merge` combined; "
+                "every rule held on each of them. count equals the number of nodes; names are unique.",
+            ),
+        ]
+    }
+
+
 def profile_json_schema() -> dict:
     """The JSON Schema (draft 2020-12) of ``topo-gate/profile/v1`` documents."""
     schema = _object(
@@ -141,6 +166,7 @@ def profile_json_schema() -> dict:
                     ),
                 ]
             },
+            "fleet": _fleet(),
             "digest": {
                 **_DIGEST,
                 "description": 'sha256 of json.dumps(profile without "digest", sort_keys=True, '

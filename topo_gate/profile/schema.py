@@ -36,8 +36,9 @@ if TYPE_CHECKING:
 
     _T = TypeVar("_T")
 
-#: What writers emit. v1.1 added ``Rule.alternatives``; readers accept any ``v1`` / ``v1.N``.
-SCHEMA = "topo-gate/profile/v1.1"
+#: What writers emit. v1.1 added ``Rule.alternatives``, v1.2 ``Profile.fleet``; readers accept any
+#: ``v1`` / ``v1.N``.
+SCHEMA = "topo-gate/profile/v1.2"
 NCCL = "nccl"
 #: Every backend name schema v1 knows. ``gloo`` and ``gloo_ring`` are the CPU test harness's
 #: (torch.distributed's all-reduce and a hand-written ring); ``decide`` never emits them for a GPU
@@ -495,6 +496,71 @@ class EvidenceRef:
         return {"path": self.path, "digest": self.digest}
 
 
+@dataclass(frozen=True)
+class FleetNode:
+    """One node whose evidence a merged profile rests on: its name (the evidence file's, which the
+    fleet recipes name after the host), the hostname it recorded, and the evidence file."""
+
+    name: str
+    hostname: str | None
+    evidence: EvidenceRef
+
+    def __post_init__(self) -> None:
+        expect_str(self.name, "name")
+        expect_optional_str(self.hostname, "hostname")
+        _of_type(self.evidence, EvidenceRef, "evidence")
+
+    @classmethod
+    def from_dict(cls, data: object) -> FleetNode:
+        data = expect_mapping(data, "")
+        return cls(
+            name=require(data, "name"),
+            hostname=data.get("hostname"),
+            evidence=_sub(data, "evidence", EvidenceRef.from_dict),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "hostname": self.hostname, "evidence": self.evidence.to_dict()}
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """v1.2: the profile was merged from several nodes of one class (``topo-gate fleet merge``), and
+    each rule held on every one of them; ``method`` says how in words."""
+
+    method: str
+    nodes: tuple[FleetNode, ...]
+
+    def __post_init__(self) -> None:
+        expect_str(self.method, "method")
+        nodes = tuple(
+            _of_type(n, FleetNode, f"nodes[{i}]") for i, n in enumerate(expect_list(self.nodes, "nodes"))
+        )
+        if not nodes:
+            raise ProfileInvalid("a fleet has at least one node", "nodes")
+        names = [node.name for node in nodes]
+        if len(set(names)) != len(names):
+            raise ProfileInvalid(f"node names must be unique, found {names}", "nodes")
+        object.__setattr__(self, "nodes", nodes)
+
+    @property
+    def count(self) -> int:
+        return len(self.nodes)
+
+    @classmethod
+    def from_dict(cls, data: object) -> Fleet:
+        data = expect_mapping(data, "")
+        fleet = cls(
+            method=require(data, "method"), nodes=_each(require(data, "nodes"), "nodes", FleetNode.from_dict)
+        )
+        if require(data, "count") != fleet.count:
+            raise ProfileInvalid(f"must equal the number of nodes listed ({fleet.count})", "count")
+        return fleet
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "method": self.method, "nodes": [node.to_dict() for node in self.nodes]}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Profile:
     """A gating profile: per (TP, group class, pattern), which backend to use at which sizes.
@@ -511,6 +577,7 @@ class Profile:
     decisions: tuple[DecisionEntry, ...]
     skipped: tuple[Skipped, ...] = ()
     evidence: EvidenceRef | None = None
+    fleet: Fleet | None = None  # v1.2; written only when set, so older profiles keep their digest
     digest: str | None = None
 
     def __post_init__(self) -> None:
@@ -528,6 +595,8 @@ class Profile:
         )
         if self.evidence is not None:
             _of_type(self.evidence, EvidenceRef, "evidence")
+        if self.fleet is not None:
+            _of_type(self.fleet, Fleet, "fleet")
         if self.digest is not None:
             expect_digest(self.digest, "digest")
         seen: dict[tuple[int, str, str], int] = {}
@@ -561,7 +630,7 @@ class Profile:
             raise ProfileInvalid(f"a profile must be a mapping of fields, found {describe(data)}")
         # The schema first: a v2 profile should say "too new", not list v1 fields it lacks.
         schema_minor(require(data, "schema"))
-        evidence = data.get("evidence")
+        evidence, fleet = data.get("evidence"), data.get("fleet")
         return cls(
             schema=data["schema"],
             created=require(data, "created"),
@@ -571,11 +640,12 @@ class Profile:
             decisions=_each(require(data, "decisions"), "decisions", DecisionEntry.from_dict),
             skipped=_each(_or_empty(data.get("skipped"), []), "skipped", Skipped.from_dict),
             evidence=None if evidence is None else _sub(data, "evidence", EvidenceRef.from_dict),
+            fleet=None if fleet is None else _sub(data, "fleet", Fleet.from_dict),
             digest=data.get("digest"),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "schema": self.schema,
             "created": self.created,
             "tool": self.tool.to_dict(),
@@ -584,5 +654,8 @@ class Profile:
             "skipped": [skipped.to_dict() for skipped in self.skipped],
             "decisions": [decision.to_dict() for decision in self.decisions],
             "evidence": None if self.evidence is None else self.evidence.to_dict(),
-            "digest": self.digest,
         }
+        if self.fleet is not None:
+            data["fleet"] = self.fleet.to_dict()
+        data["digest"] = self.digest
+        return data
