@@ -112,8 +112,8 @@ def _refuse_other_classes(nodes: Sequence[NodeEvidence]) -> None:
     largest = ranked[0][1]
     refused = [name for _, names in ranked[1:] for name in names]
     classes = "; ".join(f"{fp[:19]}...: {', '.join(names)}" for fp, names in ranked)
-    if len(ranked[1][1]) == len(largest):
-        refused = [name for _, names in ranked for name in names]
+    if len(ranked[1][1]) == len(largest):  # no majority class: every node is in doubt
+        refused = [node.name for node in nodes]
     raise FleetError(
         f"evidence of another node class (fingerprint) refused: {', '.join(refused)} "
         f"({classes}); merge each class separately"

@@ -137,7 +137,7 @@ def find_outliers(
             if status in _FAILED and len(values) * 2 >= len(statuses) - 1 and values:
                 flags[name].append(Flag(cell, None, median(list(values.values())), None, problem=status))
         if len(values) < MIN_NODES:
-            thin_cells += 1
+            thin_cells += bool(values)  # a cell no node could run is not thin, just not there
             continue
         center = median(list(values.values()))
         spread = 1.4826 * median([abs(v - center) for v in values.values()])
