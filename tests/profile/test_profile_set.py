@@ -195,3 +195,15 @@ class TestValidateSet:
     def test_an_empty_set_is_not_ok(self, capsys, tmp_path):
         code, _, err = run(capsys, "validate", str(tmp_path))
         assert code == 1 and "no profiles (*.yaml, *.yml) in the set" in err
+
+
+def test_a_kept_answer_is_dropped_when_the_set_changes(fleet_set):
+    fingerprint = fingerprint_of(H200_X2)
+    assert not topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint).fallback
+    shutil.copy(H200_X2, fleet_set / "second.yaml")  # a new member: the directory changes
+    assert "ambiguous" in topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint).reason
+    (fleet_set / "second.yaml").unlink()
+    assert not topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint).fallback
+    chosen = fleet_set / "h200-x2.yaml"
+    chosen.write_text(chosen.read_text().replace("speedup: 2.305", "speedup: 9.305"))  # in place
+    assert "digest" in topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint).reason

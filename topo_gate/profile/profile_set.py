@@ -5,12 +5,16 @@ ConfigMap mounted at ``/profiles``). The member used is the one whose ``node.fin
 this node's; no member or more than one is a fallback to NCCL with the reason, never a guess.
 
 Cheap to ask per call: members are the directory's ``*.yaml`` / ``*.yml`` files (names starting
-with ``.`` are skipped: a ConfigMap mount keeps its internals in ``..data``). Each call lists the
-directory and ``stat``s the members; a member's fingerprint is read once per (device, inode, size,
-mtime, ctime) from its first lines (the canonical writer puts ``node.fingerprint`` on line 7), and
-only a member not in that form is parsed in full, once per change. That index is only a pointer:
-the chosen member is then loaded and verified in full (schema, digest) like a single profile file,
-and its verified fingerprint must be the one asked for.
+with ``.`` are skipped: a ConfigMap mount keeps its internals in ``..data``). An answer is kept
+while the directory's own ``stat`` (device, inode, mtime, ctime) and the chosen member's are
+unchanged, so a repeated call costs two ``stat`` calls. Adding, removing, renaming or atomically
+replacing a member changes the directory's mtime (``dump_profile`` and Kubernetes' ConfigMap
+updates replace files that way); an in-place rewrite of a member other than the chosen one is seen
+when the directory next changes. Re-indexing lists the directory and reads each member's
+fingerprint once per (device, inode, size, mtime, ctime) from its first lines (the canonical writer
+puts ``node.fingerprint`` on line 7); only a member not in that form is parsed in full, once per
+change. That index is only a pointer: the chosen member is then loaded and verified in full
+(schema, digest) like a single profile file, and its verified fingerprint must be the one asked for.
 
 Standard library only, like the reader (DESIGN.md principle 6).
 """
@@ -72,8 +76,23 @@ class _SetIndex:
 
     def __init__(self) -> None:
         self._members: dict[str, tuple[tuple[int, ...], str | None]] = {}
+        self._answers: dict[tuple[str, str], tuple[tuple[int, ...], tuple[int, ...] | None, SetChoice]] = {}
 
     def choose(self, directory: str, fingerprint: str | None) -> SetChoice:
+        if fingerprint is None:
+            return self._index(directory, fingerprint)
+        try:
+            folder = _identity(os.stat(directory))
+        except OSError as error:
+            return SetChoice(None, f"profile set {directory}: cannot list it: {error.strerror or error}")
+        kept = self._answers.get((directory, fingerprint))
+        if kept is not None and kept[0] == folder and kept[1] == _path_identity(kept[2].path):
+            return kept[2]
+        choice = self._index(directory, fingerprint)
+        self._answers[(directory, fingerprint)] = (folder, _path_identity(choice.path), choice)
+        return choice
+
+    def _index(self, directory: str, fingerprint: str | None) -> SetChoice:
         if fingerprint is None:
             return SetChoice(
                 None,
@@ -108,17 +127,28 @@ class _SetIndex:
 
     def fingerprint_of(self, path: str) -> str | None:
         """The member's recorded fingerprint, or None when it cannot be read or is not a profile."""
-        try:
-            status = os.stat(path)
-        except OSError:
+        identity = _path_identity(path)
+        if identity is None:
             return None
-        identity = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
         cached = self._members.get(path)
         if cached is not None and cached[0] == identity:
             return cached[1]
         found = _read_fingerprint(path)
         self._members[path] = (identity, found)
         return found
+
+
+def _identity(status: os.stat_result) -> tuple[int, ...]:
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+def _path_identity(path: str | None) -> tuple[int, ...] | None:
+    if path is None:
+        return None
+    try:
+        return _identity(os.stat(path))
+    except OSError:
+        return None
 
 
 def _read_fingerprint(path: str) -> str | None:
