@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -207,3 +209,41 @@ def test_a_kept_answer_is_dropped_when_the_set_changes(fleet_set):
     chosen = fleet_set / "h200-x2.yaml"
     chosen.write_text(chosen.read_text().replace("speedup: 2.305", "speedup: 9.305"))  # in place
     assert "digest" in topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint).reason
+
+
+REPORTER = "import json, sys; print(json.dumps(sys.argv[1:]))"
+
+
+def test_exec_reads_the_node_and_follows_its_member_of_the_set(fleet_set, tmp_path):
+    """The real path: the node read from the 2x H200's own recorded NVML capture picks its member."""
+    evidence = json.loads((PROFILES / "h200-x2" / "h7168-run1.evidence.json").read_text(encoding="utf-8"))
+    capture = tmp_path / "h200-x2.capture.json"
+    capture.write_text(json.dumps(evidence["node"]["capture"]), encoding="utf-8")
+    reporter = tmp_path / "reporter.py"
+    reporter.write_text(REPORTER)
+    argv = ["--tp", "2", "--launcher", "vllm", "--from", str(capture), "--", sys.executable, str(reporter)]
+    in_set = subprocess.run(
+        [sys.executable, "-m", "topo_gate", "exec", "--profile", str(fleet_set), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    alone = subprocess.run(
+        [sys.executable, "-m", "topo_gate", "exec", "--profile", str(H200_X2), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert in_set.returncode == 0 and alone.returncode == 0, in_set.stderr
+    assert "FALLBACK" not in in_set.stderr
+    assert json.loads(in_set.stdout) == json.loads(alone.stdout)
+    (fleet_set / "h200-x2.yaml").unlink()
+    without = subprocess.run(
+        [sys.executable, "-m", "topo_gate", "exec", "--profile", str(fleet_set), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert without.returncode == 0
+    assert "FALLBACK" in without.stderr and "none of its 2 profiles is for this node" in without.stderr
+    assert "--disable-custom-all-reduce" in json.loads(without.stdout)

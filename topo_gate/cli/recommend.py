@@ -132,7 +132,8 @@ def command(
     node_fingerprint: str | None,
 ) -> None:
     """Print the flags, env and config that make LAUNCHER follow PROFILE at TP size --tp."""
-    # The node is not read here: gate() takes TOPO_GATE_NODE_FINGERPRINT if set, else warns "not verified".
+    # The node is not read here: gate() takes --node-fingerprint, else TOPO_GATE_NODE_FINGERPRINT if set,
+    # else warns "not verified" (and a profile set cannot pick a member).
     plan = PLANNERS[launcher](
         profile,
         tp=tp,

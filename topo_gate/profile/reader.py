@@ -74,10 +74,11 @@ def gate(
     """Which all-reduce backend to use; NCCL unless the profile measured something faster here.
 
     ``profile``: a path, a ``Profile``, or a directory of profiles (a set: the one member whose
-    fingerprint is this node's decides; none or several is NCCL). ``nbytes=None`` asks for the smallest messages (decode).
-    ``gpus=None`` means the launcher's default group ``[0, ..., tp-1]``. ``fingerprint`` is this
-    node's (default: env ``TOPO_GATE_NODE_FINGERPRINT``, set by ``topo-gate exec``); without one the
-    answer carries a warning, and under ``strict=True`` is NCCL. Software drift (driver, NCCL, torch,
+    fingerprint is this node's decides; none or several is NCCL). ``nbytes=None`` asks for the
+    smallest messages (decode). ``gpus=None`` means the launcher's default group
+    ``[0, ..., tp-1]``. ``fingerprint`` is this node's (default: env ``TOPO_GATE_NODE_FINGERPRINT``,
+    set by ``topo-gate exec``); without one the answer carries a warning, and under ``strict=True``
+    is NCCL. Software drift (driver, NCCL, torch,
     FlashInfer) is a warning, NCCL under ``strict``. Never raises.
     """
     path = None if isinstance(profile, Profile) else _path_text(profile)
