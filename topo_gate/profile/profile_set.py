@@ -97,7 +97,8 @@ class _SetIndex:
             return SetChoice(
                 None,
                 f"profile set {directory}: this node's fingerprint is needed to choose a member "
-                "(run under `topo-gate exec`, or pass fingerprint= / TOPO_GATE_NODE_FINGERPRINT)",
+                "(`topo-gate exec` reads it from the node; else pass --node-fingerprint, fingerprint= or "
+                "TOPO_GATE_NODE_FINGERPRINT)",
             )
         try:
             names = member_names(directory)
