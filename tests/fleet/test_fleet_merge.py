@@ -109,3 +109,14 @@ def test_a_fleet_record_must_count_its_nodes():
     record = {**record, "count": 2, "nodes": record["nodes"] * 2}
     with pytest.raises(ProfileInvalid, match="node names must be unique"):
         Fleet.from_dict(record)
+
+
+def test_a_backend_the_schema_does_not_know_is_never_chosen(write_fleet, tmp_path):
+    nodes = [twin(0), twin(1)]
+    for evidence in nodes:
+        for result in evidence["runs"][0]["results"]:
+            if result["backend"] == "pcie_ipc":
+                result["backend"] = "warp_drive"  # as a newer topo-gate's evidence might name one
+    merged = merge_fleet(load_fleet(write_fleet(nodes)), out=tmp_path / "p.yaml", settings=FAST).profile
+    backends = [b for _, b, _ in ladder(merged)]
+    assert "warp_drive" not in backends and backends[0] == "trtllm_oneshot"

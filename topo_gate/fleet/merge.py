@@ -33,6 +33,7 @@ from topo_gate.decide import SizeSpeedups, human_bytes, rules_from_speedups
 from topo_gate.fleet.evidence_set import NodeEvidence
 from topo_gate.probe import DecideSettings, replayed_node
 from topo_gate.profile.schema import (
+    BACKENDS,
     SCHEMA,
     DecisionEntry,
     EvidenceRef,
@@ -143,7 +144,9 @@ def _cell(
         for name, result in sorted(results.items()):
             if name == baseline:
                 continue
-            if result["status"] == "ok" and result["samples_us"]:
+            if name not in BACKENDS:
+                excluded.setdefault(name, "not a backend profile schema v1 knows")
+            elif result["status"] == "ok" and result["samples_us"]:
                 candidates[name] = result["samples_us"]
             else:
                 excluded.setdefault(name, f"{result['status']} on node {node.name}")
