@@ -35,7 +35,7 @@ fi
 mkdir -p "$work/munge" /run/munge
 [ -s /etc/munge/munge.key ] || { dd if=/dev/urandom bs=1 count=1024 of=/etc/munge/munge.key 2>/dev/null; chmod 400 /etc/munge/munge.key; }
 munged --force --foreground --socket="$work/munge/munge.socket" --pid-file="$work/munge/munged.pid" \
-  --log-file="$work/munge/munged.log" --seed-file="$work/munge/munged.seed" &
+  --log-file="$work/munge/munged.log" --seed-file="$work/munge/munged.seed" >"$work/munge/munged.out" 2>&1 &
 pids+=($!)
 
 # One slurmd per node name, each on its own port, all on localhost: Slurm schedules them as separate
