@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import topo_gate
 from topo_gate.cli import main
 from topo_gate.launchers import vllm_plan
-from topo_gate.profile import dump_profile, load_profile
+from topo_gate.profile import Profile, dump_profile, load_profile
 from topo_gate.profile.profile_set import choose_member
 from topo_gate.profile.set_check import check_set
 
@@ -173,14 +173,18 @@ class TestValidateSet:
         )
         code, _, err = run(capsys, "validate", str(fleet_set))
         assert code == 1 and err.count("\n") == 1
-        assert "duplicate: b.yaml, h200-x2.yaml are the same decisions for fingerprint" in err
+        assert "duplicate: b.yaml, h200-x2.yaml choose the same backends at the same sizes" in err
+
+    def test_two_runs_with_the_same_choices_are_duplicates(self, capsys):
+        """The two bundled 2x H200 runs: same ladders, slightly different measured numbers."""
+        code, _, err = run(capsys, "validate", str(PROFILES / "h200-x2"))
+        assert code == 1
+        assert "duplicate: h7168-run1.yaml, h7168-run2.yaml choose the same backends" in err
 
     def test_a_conflict_is_named(self, capsys, fleet_set):
         other = load_profile(H200_X2.with_name("h7168-run2.yaml"))
         run2 = json.loads(json.dumps(other.to_dict()))
-        run2["decisions"][0]["rules"][0]["speedup"] = 2.0
-        from topo_gate.profile import Profile
-
+        run2["decisions"][0]["rules"][0]["max_bytes"] = 20480  # pcie_ipc up to 20 KiB, not 28 KiB
         dump_profile(Profile.from_dict(run2), fleet_set / "run2.yaml")
         code, _, err = run(capsys, "validate", str(fleet_set))
         assert code == 1

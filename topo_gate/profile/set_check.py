@@ -2,8 +2,9 @@
 
 The reader answers NCCL when two members claim this node's fingerprint, so a set with such a pair is
 broken for every node of that class, even when the two agree. The check tells the two cases apart
-because their fixes differ: a *duplicate* (same decisions: delete one copy) and a *conflict*
-(different decisions for one node class: merge the evidence with ``fleet merge``, or keep one).
+because their fixes differ: a *duplicate* (the same backend at the same size ranges, whatever
+the measured numbers: delete one) and a *conflict* (different choices for one node class: merge the
+evidence with ``fleet merge``, or keep one).
 """
 
 from __future__ import annotations
@@ -84,8 +85,8 @@ def _one_per_fingerprint(fingerprint: str, claimants: list[tuple[str, Profile]])
     contents = {_decided(profile) for _, profile in claimants}
     if len(contents) == 1:
         return [
-            f"duplicate: {names} are the same decisions for fingerprint {fingerprint[:19]}...; "
-            "keep one (the reader answers NCCL when several members match a node)"
+            f"duplicate: {names} choose the same backends at the same sizes for fingerprint "
+            f"{fingerprint[:19]}...; keep one (the reader answers NCCL when several members match a node)"
         ]
     return [
         f"conflict: {names} decide differently for fingerprint {fingerprint[:19]}...; keep one, or "
@@ -94,10 +95,7 @@ def _one_per_fingerprint(fingerprint: str, claimants: list[tuple[str, Profile]])
 
 
 def _decided(profile: Profile) -> str:
-    """What a member decides, as comparable text (created, provenance and digest differ harmlessly)."""
-    return canonical_json(
-        {
-            "decisions": [d.to_dict() for d in profile.decisions],
-            "skipped": [s.to_dict() for s in profile.skipped],
-        }
-    )
+    """What a member chooses, as comparable text: per (TP, pattern, group class) its backend ladder
+    and the TP sizes it skipped; the measured numbers and reasons may differ between two runs."""
+    ladders = sorted([*d.key, [[r.max_bytes, r.backend] for r in d.rules]] for d in profile.decisions)
+    return canonical_json({"ladders": ladders, "skipped": sorted(s.tp for s in profile.skipped)})
