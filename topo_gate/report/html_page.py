@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from html import escape
 
 from topo_gate._version import __version__
-from topo_gate.profile.schema import NCCL, DecisionEntry, Profile
+from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
 from topo_gate.report.changes import Changes, ranges
 from topo_gate.report.figures import FigureSpec, Key
 from topo_gate.report.markdown import node_words
@@ -26,7 +26,7 @@ th, td { border: 1px solid #d0d0d0; padding: 0.25em 0.6em; text-align: left; ver
 th { background: #f3f3f3; } td.num { text-align: right; white-space: nowrap; } td.size { white-space: nowrap; }
 tr.fast td.backend { font-weight: bold; color: #17632a; } td.why { color: #444; font-size: 0.92em; }
 figure { margin: 1em 0 2em; } figure img { max-width: 100%; height: auto; border: 1px solid #e4e4e4; }
-figcaption { font-size: 0.9em; color: #444; } .notes li { color: #7a4b00; } .meta { color: #555; }
+.notes li { color: #7a4b00; } .meta { color: #555; }
 """
 
 
@@ -98,37 +98,50 @@ def _keys(sources: Sequence[Source], figures: Sequence[tuple[FigureSpec, bytes]]
 def _section(key: Key, sources: Sequence[Source], figures: Sequence[tuple[FigureSpec, bytes]]) -> str:
     tp, group_class, pattern = key
     parts = [f'<h2 id="{escape(_anchor(key))}">TP{tp} {escape(pattern)}, {escape(group_class)}</h2>']
-    for source in sources:
-        entry = source.profile.find(tp, pattern, group_class)
-        if entry is not None:
-            parts.append(f"<h3>Decisions: {escape(source.label)}</h3>{_decision_table(entry)}")
+    decided = [(s.label, entry) for s in sources if (entry := s.profile.find(tp, pattern, group_class))]
+    for group in _same_ladders(decided):
+        labels = ", ".join(label for label, _ in group)
+        same = " (the same ranges and backends)" if len(group) > 1 else ""
+        parts.append(f"<h3>Decisions: {escape(labels)}{same}</h3>{_decision_table(group)}")
     for spec, png in figures:
         data = base64.b64encode(png).decode("ascii")
-        caption = "".join(f"<br>{escape(note)}" for note in spec.notes)
-        parts.append(
-            f'<figure><img src="data:image/png;base64,{data}" alt="{escape(spec.title)}">'
-            f"<figcaption>{escape(spec.title)}{caption}</figcaption></figure>"
-        )
+        parts.append(f'<figure><img src="data:image/png;base64,{data}" alt="{escape(spec.title)}"></figure>')
     return "\n".join(parts)
 
 
-def _decision_table(entry: DecisionEntry) -> str:
+def _same_ladders(decided: Sequence[tuple[str, DecisionEntry]]) -> list[list[tuple[str, DecisionEntry]]]:
+    """Inputs grouped by identical ladders (same bounds, same backends), in input order."""
+    groups: dict[tuple[tuple[int | None, str], ...], list[tuple[str, DecisionEntry]]] = {}
+    for label, entry in decided:
+        ladder = tuple((rule.max_bytes, rule.backend) for rule in entry.rules)
+        groups.setdefault(ladder, []).append((label, entry))
+    return list(groups.values())
+
+
+def _decision_table(group: Sequence[tuple[str, DecisionEntry]]) -> str:
+    """One row per rule; a speed-up column per input of the group; the first input's reasons."""
     rows = []
-    for lower, rule in ranges(entry):
-        speedup = (
-            ""
-            if rule.speedup is None or rule.ci is None
-            else f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})"
+    several = len(group) > 1
+    for index, (lower, rule) in enumerate(ranges(group[0][1])):
+        speedups = "".join(
+            f'<td class="num">{escape(_speedup_words(entry.rules[index]))}</td>' for _, entry in group
         )
         why = "; ".join(part for part in (rule.reason, alternatives_words(rule)) if part)
         css = "" if rule.backend == NCCL else ' class="fast"'
         rows.append(
             f'<tr{css}><td class="size">{escape(size_range(lower, rule.max_bytes))}</td>'
-            f'<td class="backend">{escape(rule.backend)}</td><td class="num">{escape(speedup)}</td>'
+            f'<td class="backend">{escape(rule.backend)}</td>{speedups}'
             f'<td class="why">{escape(why)}</td></tr>'
         )
-    head = _head("message size", "backend", "speed-up vs nccl (95% CI)", "why")
-    return f"<table>{head}{''.join(rows)}</table>"
+    speedup_heads = [f"speed-up, {label}" if several else "speed-up vs nccl (95% CI)" for label, _ in group]
+    why_head = f"why ({group[0][0]})" if several else "why"
+    return f"<table>{_head('message size', 'backend', *speedup_heads, why_head)}{''.join(rows)}</table>"
+
+
+def _speedup_words(rule: Rule) -> str:
+    if rule.speedup is None or rule.ci is None:
+        return ""
+    return f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})"
 
 
 def _baseline(baseline: tuple[str, Profile, Sequence[Changes]], sources: Sequence[Source]) -> str:

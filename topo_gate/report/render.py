@@ -112,8 +112,6 @@ def _draw(axes: Any, spec: FigureSpec) -> None:
     axes.xaxis.set_major_locator(FixedLocator(ticks[:: max(1, len(ticks) // 8)]))
     axes.xaxis.set_minor_locator(NullLocator())
     axes.xaxis.set_major_formatter(FuncFormatter(lambda x, _: human_bytes(round(x))))
-    axes.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
-    axes.yaxis.set_minor_formatter(FuncFormatter(lambda y, _: _minor_label(y)))
     axes.set_title(spec.title, loc="left")
     axes.set_xlabel(spec.xlabel)
     axes.set_ylabel(spec.ylabel)
@@ -139,6 +137,10 @@ def _draw(axes: Any, spec: FigureSpec) -> None:
         )
     _draw_marks(axes, spec)
     _legend(axes, spec)
+    if spec.log_y:
+        axes.yaxis.set_major_locator(FixedLocator(_log_ticks(*axes.get_ylim())))
+        axes.yaxis.set_minor_locator(NullLocator())
+        axes.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
 
 
 def _draw_shades(axes: Any, spec: FigureSpec, low: float, high: float) -> None:
@@ -276,7 +278,12 @@ def _x_limits(spec: FigureSpec) -> tuple[float, float]:
     return min(sizes) / 1.5, max(sizes) * 1.5
 
 
-def _minor_label(value: float) -> str:
-    """Label the 2x and 5x minor ticks of a log axis that spans less than two decades."""
-    mantissa = value / 10 ** math.floor(math.log10(value))
-    return f"{value:g}" if round(mantissa, 6) in (2.0, 5.0) else ""
+def _log_ticks(low: float, high: float) -> list[float]:
+    """Readable ticks for a log axis: 1-2-5 per decade, or finer steps when it spans under a decade."""
+    decades = range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+    for mantissas in ((1, 2, 5), (1, 1.5, 2, 3, 5, 7)):
+        ticks = [round(m * 10.0**d, 10) for d in decades for m in mantissas]
+        inside = [t for t in ticks if low <= t <= high]
+        if len(inside) >= 4:
+            return inside
+    return inside
