@@ -193,9 +193,14 @@ def _in_context(key: Key, members: list[_Member]) -> tuple[FigureSpec | None, li
         source = m.source
         settings = {"baseline": source.baseline, "ci_level": source.ci_level, "bootstrap": source.bootstrap}
         context_run = {**m.run, "pattern": f"{m.run['pattern']}/in-context", "results": measured.results}
-        for variant, run in (("in context", context_run), ("isolated", m.run)):
-            for backend, points in speedup_points(run, **settings).items():
-                lines.append(Line(backend, source.label, m.index, tuple(points), variant=variant))
+        confirmed = speedup_points(context_run, **settings)
+        isolated = speedup_points(m.run, **settings)
+        for backend, points in confirmed.items():
+            lines.append(Line(backend, source.label, m.index, tuple(points), variant="in context"))
+            if backend in isolated:  # the isolated curve of the same backend, to compare with
+                lines.append(
+                    Line(backend, source.label, m.index, tuple(isolated[backend]), variant="isolated")
+                )
         marks.extend(_marks(unmeasured_cells(measured.results), source.label))
     if not lines:
         return None, notes
@@ -218,6 +223,7 @@ def _transitions(key: Key, members: list[_Member]) -> tuple[FigureSpec | None, l
     lines: list[Line] = []
     marks: list[Mark] = []
     notes: list[str] = []
+    steps: list[str] = []  # the figure shows the size after the change; its notes say from where
     for m in members:
         measured, problems = extensions.transitions(m.run)
         notes.extend(f"{m.source.label}: {problem}" for problem in problems)
@@ -231,6 +237,9 @@ def _transitions(key: Key, members: list[_Member]) -> tuple[FigureSpec | None, l
                 continue
             ratio = t.median_us / base
             by_backend.setdefault(t.backend, []).append(Point(t.to_nbytes, ratio, ratio, ratio))
+            steps.append(
+                f"{t.backend} {human_bytes(t.from_nbytes)} -> {human_bytes(t.to_nbytes)}: {ratio:.2f}x steady"
+            )
         lines.extend(
             Line(backend, m.source.label, m.index, tuple(points), connect=False)
             for backend, points in sorted(by_backend.items())
@@ -247,9 +256,18 @@ def _transitions(key: Key, members: list[_Member]) -> tuple[FigureSpec | None, l
         lines=tuple(lines),
         marks=tuple(marks),
         ref_lines=(RefLine(1.0, "steady (1x)"),),
-        notes=tuple(_why_words(marks)),
+        notes=(*_at_most(steps, MAX_STEP_NOTES), *_why_words(marks)),
     )
     return spec, notes
+
+
+MAX_STEP_NOTES = 8
+
+
+def _at_most(lines: Sequence[str], limit: int) -> list[str]:
+    if len(lines) <= limit:
+        return list(lines)
+    return [*lines[: limit - 1], f"... and {len(lines) - limit + 1} more size changes"]
 
 
 def _steady_medians(results: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], float]:

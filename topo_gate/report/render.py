@@ -182,7 +182,7 @@ def _draw_line(axes: Any, line: Line, spec: FigureSpec) -> None:
         color=colour,
         linestyle=_LINESTYLES[style_index % len(_LINESTYLES)] if line.connect else "none",
         marker=_MARKERS[style_index % len(_MARKERS)],
-        markersize=4.5 if line.emphasis else 3.5,
+        markersize=4.5 if line.emphasis or not line.connect else 3.5,
         linewidth=2.6 if line.emphasis else 1.3,
         zorder=4 if line.emphasis else 3,
         alpha=0.55 if line.variant == "isolated" else 1.0,
@@ -224,8 +224,17 @@ def _legend(axes: Any, spec: FigureSpec) -> None:
     handles = []
     for backend in _ordered(spec.backends or sorted({m.backend for m in spec.marks})):
         emphasis = any(line.emphasis and line.backend == backend for line in spec.lines)
+        connected = any(line.connect and line.backend == backend for line in spec.lines)
         handles.append(
-            Line2D([], [], color=backend_colour(backend), linewidth=2.6 if emphasis else 1.3, label=backend)
+            Line2D(
+                [],
+                [],
+                color=backend_colour(backend),
+                linewidth=2.6 if emphasis else 1.3,
+                linestyle="-" if connected or not spec.lines else "none",
+                marker="" if connected or not spec.lines else "o",
+                label=backend,
+            )
         )
     if spec.kind == CONTEXT:
         styles = [("in context", 0), ("isolated", 1)]
@@ -275,7 +284,11 @@ def _x_limits(spec: FigureSpec) -> tuple[float, float]:
     sizes = [p.nbytes for line in spec.lines for p in line.points] + [m.nbytes for m in spec.marks]
     if not sizes:
         sizes = [s.max_bytes for s in spec.shades if s.max_bytes] or [1024, 1 << 20]
-    return min(sizes) / 1.5, max(sizes) * 1.5
+    low, high = min(sizes) / 1.5, max(sizes) * 1.5
+    if high / low < 16:  # a few sizes only: keep a readable span with size ticks on both sides
+        middle = math.sqrt(low * high)
+        low, high = middle / 4, middle * 4
+    return low, high
 
 
 def _log_ticks(low: float, high: float) -> list[float]:
