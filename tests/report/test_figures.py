@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from report_inputs import PROFILE1
 
 from topo_gate.profile import load_profile
-from topo_gate.report.figures import LATENCY, SPEEDUP, figure_specs
+from topo_gate.report.figures import LATENCY, SPEEDUP
 from topo_gate.report.series import median_interval
 
 KiB, MiB = 1024, 1024 * 1024
@@ -39,23 +39,17 @@ ALLREDUCE_BACKENDS = [
 FUSED_BACKENDS = ["nccl", "trtllm_fused_oneshot", "trtllm_fused_twoshot"]
 
 
-def _by_name(specs):
-    return {spec.name: spec for spec in specs}
-
-
-def test_two_figures_per_pattern_with_fixed_names(both_runs) -> None:
-    specs, notes = figure_specs(both_runs)
-    assert [spec.name for spec in specs] == [
+def test_two_figures_per_pattern_with_fixed_names(both_specs) -> None:
+    assert list(both_specs) == [
         "latency-tp2-nvswitch-allreduce",
         "speedup-tp2-nvswitch-allreduce",
         "latency-tp2-nvswitch-allreduce_rmsnorm",
         "speedup-tp2-nvswitch-allreduce_rmsnorm",
     ]
-    assert notes == []  # the bundled evidence has no in-context or transition measurements
 
 
-def test_latency_figures_show_every_backend_of_both_runs_nccl_emphasised(both_runs) -> None:
-    specs = _by_name(figure_specs(both_runs)[0])
+def test_latency_figures_show_every_backend_of_both_runs_nccl_emphasised(both_specs) -> None:
+    specs = both_specs
     for name, backends in (
         ("latency-tp2-nvswitch-allreduce", ALLREDUCE_BACKENDS),
         ("latency-tp2-nvswitch-allreduce_rmsnorm", FUSED_BACKENDS),
@@ -77,8 +71,8 @@ def test_latency_figures_show_every_backend_of_both_runs_nccl_emphasised(both_ru
             assert [p.nbytes for p in line.points] == sorted(p.nbytes for p in line.points)
 
 
-def test_shaded_ranges_are_the_decided_rules_labelled_with_backend_and_speedup(both_runs) -> None:
-    specs = _by_name(figure_specs(both_runs)[0])
+def test_shaded_ranges_are_the_decided_rules_labelled_with_backend_and_speedup(both_specs) -> None:
+    specs = both_specs
     committed = load_profile(PROFILE1)
     for pattern, expected in EXPECTED_RANGES.items():
         rules = committed.find(2, pattern, "nvswitch").rules
@@ -93,8 +87,8 @@ def test_shaded_ranges_are_the_decided_rules_labelled_with_backend_and_speedup(b
             assert "h7168-run2 decided the same" in spec.notes[0]
 
 
-def test_speedup_figure_agrees_with_the_decision_at_each_rules_weakest_size(both_runs) -> None:
-    spec = _by_name(figure_specs(both_runs)[0])["speedup-tp2-nvswitch-allreduce"]
+def test_speedup_figure_agrees_with_the_decision_at_each_rules_weakest_size(both_runs, both_specs) -> None:
+    spec = both_specs["speedup-tp2-nvswitch-allreduce"]
     assert "nccl" not in spec.backends
     assert [ref.value for ref in spec.ref_lines] == [1.0, 1.05]
     rules = both_runs[0].profile.find(2, "allreduce", "nvswitch").rules
@@ -109,8 +103,8 @@ def test_speedup_figure_agrees_with_the_decision_at_each_rules_weakest_size(both
         lower = rule.max_bytes or lower
 
 
-def test_speedup_figure_marks_the_refused_cells_with_why(both_runs) -> None:
-    specs = _by_name(figure_specs(both_runs)[0])
+def test_speedup_figure_marks_the_refused_cells_with_why(both_specs) -> None:
+    specs = both_specs
     for pattern, twoshot in (("allreduce", "trtllm_twoshot"), ("allreduce_rmsnorm", "trtllm_fused_twoshot")):
         spec = specs[f"speedup-tp2-nvswitch-{pattern}"]
         assert {(m.backend, m.nbytes, m.status) for m in spec.marks} == {
@@ -121,8 +115,8 @@ def test_speedup_figure_marks_the_refused_cells_with_why(both_runs) -> None:
         assert any(note.startswith(f"{twoshot} unavailable at 14 KiB: two-shot") for note in spec.notes)
 
 
-def test_latency_point_is_the_median_of_the_recorded_samples(both_runs, run1_evidence) -> None:
-    spec = _by_name(figure_specs(both_runs)[0])["latency-tp2-nvswitch-allreduce"]
+def test_latency_point_is_the_median_of_the_recorded_samples(both_specs, run1_evidence) -> None:
+    spec = both_specs["latency-tp2-nvswitch-allreduce"]
     (nccl,) = [ln for ln in spec.lines if ln.backend == "nccl" and ln.source == "h7168-run1"]
     cell = next(
         r for r in run1_evidence["runs"][0]["results"] if r["backend"] == "nccl" and r["nbytes"] == 14 * KiB
