@@ -5,6 +5,7 @@ Asserted on the plotting data (``FigureSpec``), not on pixels: the renderer only
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 
 from hypothesis import given
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from report_inputs import PROFILE1
 
 from topo_gate.profile import load_profile
-from topo_gate.report.figures import LATENCY, SPEEDUP
+from topo_gate.report.figures import LATENCY, SPEEDUP, figure_specs
 from topo_gate.report.series import median_interval
 
 KiB, MiB = 1024, 1024 * 1024
@@ -136,3 +137,13 @@ def test_median_interval_contains_the_median(samples: list[float]) -> None:
 def test_median_interval_widens_to_the_range_when_too_few_samples() -> None:
     assert median_interval([3.0, 1.0, 2.0, 5.0, 4.0]) == (1.0, 5.0)  # n=5: no order statistic covers 95%
     assert median_interval(list(range(1, 16))) == (4, 12)
+
+
+def test_inputs_from_different_node_classes_are_called_out(both_runs) -> None:
+    first, second = both_runs
+    node = dataclasses.replace(second.profile.node, fingerprint="sha256:" + "0" * 64)
+    other = dataclasses.replace(second, profile=dataclasses.replace(second.profile, node=node))
+    _, notes = figure_specs([first, other])
+    assert notes == [
+        "the inputs come from 2 node classes (hardware fingerprints differ): overlaid lines compare different hardware"
+    ]

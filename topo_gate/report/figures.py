@@ -19,6 +19,7 @@ from typing import Any
 from topo_gate.decide import human_bytes
 from topo_gate.profile.schema import DecisionEntry, Rule
 from topo_gate.report import extensions
+from topo_gate.report.changes import ranges
 from topo_gate.report.series import Point, Unmeasured, latency_points, speedup_points, unmeasured_cells
 from topo_gate.report.sources import Source
 from topo_gate.trials.stats import median
@@ -99,6 +100,12 @@ def figure_specs(sources: Sequence[Source]) -> tuple[list[FigureSpec], list[str]
     runs = _runs_by_key(sources)
     specs: list[FigureSpec] = []
     notes: list[str] = []
+    classes = list(dict.fromkeys(source.profile.node.fingerprint for source in sources))
+    if len(classes) > 1:
+        notes.append(
+            f"the inputs come from {len(classes)} node classes (hardware fingerprints differ): "
+            "overlaid lines compare different hardware"
+        )
     for key, members in runs.items():
         shade_source, shades, shade_notes = _shades(key, sources)
         specs.append(_latency(key, members, shade_source, shades, shade_notes))
@@ -294,20 +301,12 @@ def _shades(key: Key, sources: Sequence[Source]) -> tuple[str | None, tuple[Shad
     ]
     if len(decided) > 1 and not notes:
         notes.append(f"shaded ranges: {label}; {', '.join(o for o, _ in decided[1:])} decided the same")
-    return label, tuple(shade_for(low, rule) for low, rule in _with_lower_bounds(entry.rules)), notes
+    return label, tuple(_shade_for(low, rule) for low, rule in ranges(entry)), notes
 
 
-def shade_for(min_bytes: int, rule: Rule) -> Shade:
+def _shade_for(min_bytes: int, rule: Rule) -> Shade:
     speedup = "" if rule.speedup is None else f" {rule.speedup:.2f}x"
     return Shade(min_bytes, rule.max_bytes, rule.backend, f"{rule.backend}{speedup}")
-
-
-def _with_lower_bounds(rules: Sequence[Rule]) -> list[tuple[int, Rule]]:
-    bounds, lower = [], 0
-    for rule in rules:
-        bounds.append((lower, rule))
-        lower = rule.max_bytes or lower
-    return bounds
 
 
 def _ladder(entry: DecisionEntry) -> list[tuple[int | None, str]]:
@@ -316,7 +315,7 @@ def _ladder(entry: DecisionEntry) -> list[tuple[int | None, str]]:
 
 def _ladder_words(entry: DecisionEntry) -> str:
     parts = []
-    for lower, rule in _with_lower_bounds(entry.rules):
+    for lower, rule in ranges(entry):
         upper = "" if rule.max_bytes is None else human_bytes(rule.max_bytes)
         span = f"> {human_bytes(lower)}" if not upper else f"<= {upper}" if lower == 0 else f"to {upper}"
         parts.append(f"{span} {rule.backend}")
