@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import re
 import shutil
 import subprocess
@@ -166,3 +167,20 @@ def test_bad_input_is_one_line_and_a_documented_code(tmp_path: Path, args, code,
     assert main(["report", *args, "--out", str(tmp_path / "r")]) == code
     err = capsys.readouterr().err.strip().splitlines()
     assert words in err[-1] and "Traceback" not in "\n".join(err)
+
+
+def test_json_lists_what_was_written_and_the_warnings(tmp_path: Path, capsys) -> None:
+    synthetic = PROFILE1.parents[1] / "examples" / "synthetic-h200x2.yaml"
+    no_runs = PROFILE1.parents[1] / "h200-x1" / "tp1-2.yaml"
+    out = tmp_path / "r"
+    assert main(["report", str(synthetic), str(no_runs), "--out", str(out), "--format", "md", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["files"] == [str(out / "summary.md")]
+    assert document["figures"] == []
+    assert document["notes"] == [
+        "the inputs come from 2 node classes (hardware fingerprints differ): overlaid lines compare different hardware",
+        "synthetic-h200x2: SYNTHETIC: made-up numbers, not measured on any node",
+        "synthetic-h200x2: the profile names no evidence: decisions only, no curves",
+        "tp1-2: the evidence holds no trial runs (every TP size skipped): nothing to plot",
+    ]
+    assert "SYNTHETIC: made-up numbers" in (out / "summary.md").read_text(encoding="utf-8")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,20 @@ class Source:
 def load_sources(paths: Sequence[Path], settings: DecideSettings) -> list[Source]:
     """Every input, labelled uniquely, in the order given."""
     labels = _labels(paths)
-    return [_load(path, label, settings) for path, label in zip(paths, labels, strict=True)]
+    sources = [_load(path, label, settings) for path, label in zip(paths, labels, strict=True)]
+    return [replace(source, notes=(*_warnings(source), *source.notes)) for source in sources]
+
+
+def _warnings(source: Source) -> list[str]:
+    """What a reader must know before trusting any number of this input (as ``show`` says it)."""
+    warnings = []
+    if source.profile.node.provenance.get("synthetic") is True:
+        warnings.append("SYNTHETIC: made-up numbers, not measured on any node")
+    if source.profile.node.hardware.get("device") == "cpu" or source.baseline == "gloo":
+        warnings.append("CPU harness (gloo): a demo of the pipeline, never valid for a GPU node")
+    if source.evidence is not None and not source.evidence.get("runs"):
+        warnings.append("the evidence holds no trial runs (every TP size skipped): nothing to plot")
+    return warnings
 
 
 def load_baseline(path: Path) -> Profile:
