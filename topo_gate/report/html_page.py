@@ -47,11 +47,11 @@ def report_html(
         f'<p class="meta">{escape(_inputs_words(sources))} &middot; topo-gate {escape(__version__)}</p>',
         _inputs_table(sources),
         _notes(notes, sources),
+        # What changed comes before the details: it is what a reviewer of a new profile reads first.
+        "" if baseline is None else _baseline(baseline, sources),
     ]
     for key in _keys(sources, figures):
         parts.append(_section(key, sources, [(spec, png) for spec, png in figures if spec.key == key]))
-    if baseline is not None:
-        parts.append(_baseline(baseline, sources))
     parts.append("</body></html>")
     return "\n".join(part for part in parts if part) + "\n"
 
