@@ -55,7 +55,7 @@ def write_report(
     compared = None
     if baseline is not None:
         label, old = baseline
-        compared = (label, old, [changes(old, source.profile) for source in sources])
+        compared = (label, [changes(old, source.profile) for source in sources])
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     figure_links: list[tuple[str, str]] = []

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from html import escape
 
 from topo_gate._version import __version__
-from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
+from topo_gate.profile.schema import NCCL, DecisionEntry, Rule
 from topo_gate.report.changes import Changes, ranges
 from topo_gate.report.figures import FigureSpec, Key
 from topo_gate.report.markdown import node_words
@@ -35,7 +35,7 @@ def report_html(
     figures: Sequence[tuple[FigureSpec, bytes]],
     *,
     notes: Sequence[str] = (),
-    baseline: tuple[str, Profile, Sequence[Changes]] | None = None,
+    baseline: tuple[str, Sequence[Changes]] | None = None,
 ) -> str:
     parts = [
         "<!DOCTYPE html>",
@@ -144,8 +144,8 @@ def _speedup_words(rule: Rule) -> str:
     return f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})"
 
 
-def _baseline(baseline: tuple[str, Profile, Sequence[Changes]], sources: Sequence[Source]) -> str:
-    label, _, per_source = baseline
+def _baseline(baseline: tuple[str, Sequence[Changes]], sources: Sequence[Source]) -> str:
+    label, per_source = baseline
     parts = [f"<h2>Changes against the baseline {escape(label)}</h2>"]
     for source, found in zip(sources, per_source, strict=True):
         parts.append(f"<h3>{escape(source.label)}</h3>")

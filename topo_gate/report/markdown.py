@@ -26,19 +26,19 @@ def summary_markdown(
     *,
     figures: Sequence[tuple[str, str]] = (),
     notes: Sequence[str] = (),
-    baseline: tuple[str, Profile, Sequence[Changes]] | None = None,
+    baseline: tuple[str, Sequence[Changes]] | None = None,
 ) -> str:
     """The whole ``summary.md``. ``figures``: (title, relative PNG path) to link; ``baseline``: its
-    label, the profile and one ``Changes`` per source (same order)."""
+    label and one ``Changes`` per source (same order)."""
     lines = ["# topo-gate report", ""]
     lines += _inputs(sources)
-    lines += ["", "## Decisions", ""]
-    lines += _decisions(sources)
-    if baseline is not None:
-        label, old, per_source = baseline
+    if baseline is not None:  # first: what a reviewer of a new profile reads first
+        label, per_source = baseline
         lines += ["", f"## Changes against the baseline `{cell(label)}`", ""]
         for source, found in zip(sources, per_source, strict=True):
-            lines += _changes(source, old, found)
+            lines += _changes(source, found)
+    lines += ["", "## Decisions", ""]
+    lines += _decisions(sources)
     all_notes = [*notes, *(f"{source.label}: {note}" for source in sources for note in source.notes)]
     if all_notes:
         lines += ["", "## Notes", ""]
@@ -118,7 +118,7 @@ def _decisions(sources: Sequence[Source]) -> list[str]:
     return rows
 
 
-def _changes(source: Source, baseline: Profile, found: Changes) -> list[str]:
+def _changes(source: Source, found: Changes) -> list[str]:
     lines = [f"### {cell(source.label)}", ""]
     if found.none:
         return [*lines, "No change: same node class, backends, ranges, speed-ups and software.", ""]
