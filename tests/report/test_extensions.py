@@ -14,6 +14,7 @@ import pytest
 
 from topo_gate.probe import DecideSettings
 from topo_gate.report.figures import CONTEXT, TRANSITION, figure_specs
+from topo_gate.report.render import render_png
 from topo_gate.report.sources import load_sources
 
 KiB, MiB = 1024, 1024 * 1024
@@ -120,3 +121,18 @@ def test_unreadable_extension_is_a_note_and_the_rest_still_renders(tmp_path, run
     assert len(specs) == 4
     assert any("in_context is not a list of result cells" in note for note in notes)
     assert any("2 transitions entries not understood" in note for note in notes)
+
+
+def test_a_backend_name_this_schema_does_not_know_gets_a_latency_line_only(tmp_path, run1_evidence) -> None:
+    newer = copy.deepcopy(run1_evidence)
+    fused = newer["runs"][1]  # TP2 allreduce_rmsnorm
+    comparator = [
+        {**cell, "backend": "vllm_custom+rmsnorm"} for cell in fused["results"] if cell["backend"] == "nccl"
+    ]
+    fused["results"] += comparator
+    path = tmp_path / "newer.evidence.json"
+    path.write_text(json.dumps(newer), encoding="utf-8")
+    specs = {s.name: s for s in figure_specs(load_sources([path], DecideSettings(bootstrap=200)))[0]}
+    assert "vllm_custom+rmsnorm" in specs["latency-tp2-nvswitch-allreduce_rmsnorm"].backends
+    assert "vllm_custom+rmsnorm" not in specs["speedup-tp2-nvswitch-allreduce_rmsnorm"].backends
+    assert render_png(specs["latency-tp2-nvswitch-allreduce_rmsnorm"]).startswith(b"\x89PNG")
