@@ -84,7 +84,6 @@ class FigureSpec:
     ref_lines: tuple[RefLine, ...] = ()
     notes: tuple[str, ...] = ()
     xlabel: str = "message size (bytes per rank)"
-    log_y: bool = True
 
     @property
     def backends(self) -> list[str]:
