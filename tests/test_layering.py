@@ -12,7 +12,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "profiles" / "examples" / "synthetic-h200x2.yaml"
-HEAVY = ("torch", "pynvml", "click", "rich", "flashinfer")
+HEAVY = ("torch", "pynvml", "click", "rich", "flashinfer", "matplotlib")
 
 
 def _modules_after(code: str) -> set[str]:
@@ -59,5 +59,34 @@ def test_banned_api_table_names_the_heavy_modules() -> None:
     tomllib = pytest.importorskip("tomllib")
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     banned = config["tool"]["ruff"]["lint"]["flake8-tidy-imports"]["banned-api"]
-    assert {"torch", "pynvml", "flashinfer"} <= set(banned)
+    assert {"torch", "pynvml", "flashinfer", "matplotlib"} <= set(banned)
     assert "TID" in config["tool"]["ruff"]["lint"]["select"]
+
+
+def _imported_modules(source: Path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.append(node.module or "")
+    return names
+
+
+def test_matplotlib_is_imported_only_by_the_report_renderer() -> None:
+    importers = sorted(
+        str(source.relative_to(REPO))
+        for source in (REPO / "topo_gate").rglob("*.py")
+        if any(name.split(".")[0] == "matplotlib" for name in _imported_modules(source))
+    )
+    assert importers == ["topo_gate/report/render.py"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["show", str(EXAMPLE)], ["report", "--help"], ["diff", str(EXAMPLE), str(EXAMPLE)]],
+    ids=["help", "show", "report-help", "diff"],
+)
+def test_other_commands_do_not_load_matplotlib(argv: list[str]) -> None:
+    loaded = _modules_after(f"from topo_gate.cli import main\nmain({argv!r})")
+    assert not any(name.split(".")[0] == "matplotlib" for name in loaded)

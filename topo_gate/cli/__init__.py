@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recommend": ("recommend", "Print the launcher flags/env a profile implies for a TP size."),
     "exec": ("exec_", "Check the node, then run a launcher command with the profile's flags."),
     "fleet": ("fleet", "Merge many nodes' evidence into one profile; find nodes slower than their twins."),
+    "report": ("report", "Figures, a self-contained HTML page and a PR summary from evidence."),
 }
 
 
@@ -65,6 +66,7 @@ Typical use:
   topo-gate probe --tp 2,4,8 --model llama-3-70b --out node.yaml   # on a GPU node
   topo-gate show node.yaml
   topo-gate exec --profile node.yaml --tp 4 -- vllm serve meta-llama/Llama-3.1-70B -tp 4
+  topo-gate report node.evidence.json --out report/                # figures, HTML, PR summary
 
 Exit codes: 0 ok, 1 not ok (invalid / mismatch), 2 usage, 3 unreadable input, 4 no NVIDIA driver,
 5 NVML crashed, 6 trials could not run, 7 software drift under --strict, 130 interrupted.

@@ -1,0 +1,113 @@
+"""``topo-gate report``: figures, a self-contained HTML page and a pull-request summary from evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.probe import DecideSettings
+from topo_gate.report.build import FORMATS, needs_matplotlib, write_report
+from topo_gate.report.sources import ReportInputError, load_baseline, load_sources
+
+
+def _formats(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    unknown = [name for name in chosen if name not in FORMATS]
+    if unknown or not chosen:
+        raise click.BadParameter(f"choose from {','.join(FORMATS)} (comma-separated), got {value!r}")
+    return chosen
+
+
+@click.command(
+    "report",
+    epilog="""\b
+Examples:
+  topo-gate report profiles/h200-x2/h7168-run1.evidence.json profiles/h200-x2/h7168-run2.evidence.json --out r
+  topo-gate report node.yaml --out r --baseline old-node.yaml      # summary.md says what changed
+  topo-gate report node-a.evidence.json node-b.evidence.json --out r --format md
+\b
+Writes into DIR: report.html (self-contained: figures embedded, no network), summary.md (for a
+pull request), figures/*.png (fixed names, reproducible bytes). Several inputs of one node shape are
+overlaid in the same figures, one line style per input. html and png need matplotlib
+(pip install 'topo-gate[report]'); md does not.
+Exit codes: 0 written; 2 usage, or matplotlib missing for html/png; 3 an input is unreadable or
+invalid, or DIR cannot be written.""",
+)
+@click.argument(
+    "inputs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="EVIDENCE_OR_PROFILE..."
+)
+@click.option(
+    "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder to write into."
+)
+@click.option(
+    "--format",
+    "formats",
+    default=",".join(FORMATS),
+    show_default=True,
+    callback=_formats,
+    help="Comma-separated outputs: html, png, md.",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path),
+    metavar="OLD_PROFILE",
+    help="Say what changed since this profile.",
+)
+@click.option(
+    "--margin",
+    type=click.FloatRange(min=0),
+    default=DecideSettings().margin,
+    show_default=True,
+    help="For evidence inputs: the margin their decisions are re-derived with (profiles keep theirs).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+def command(
+    inputs: tuple[Path, ...],
+    out: Path,
+    formats: tuple[str, ...],
+    baseline: Path | None,
+    margin: float,
+    as_json: bool,
+) -> None:
+    """Render evidence or profiles as figures, report.html and summary.md.
+
+    Per TP size, GPU-group class and pattern: latency vs message size (log-log, a line per backend
+    with its 95% CI band, NCCL heavier, each chosen range shaded and labelled with its backend and
+    speed-up) and speed-up vs NCCL with the margin line and the cells that could not be measured,
+    with why; in-context and size-transition figures when the evidence has those measurements.
+    """
+    if needs_matplotlib(formats):
+        from topo_gate.report.render import MissingExtra, require_matplotlib
+
+        try:
+            require_matplotlib()
+        except MissingExtra as missing:
+            raise fail(ExitCode.USAGE, str(missing)) from None
+    try:
+        sources = load_sources(list(inputs), DecideSettings(margin=margin))
+        old = None if baseline is None else (str(baseline), load_baseline(baseline))
+    except ReportInputError as error:
+        raise fail(ExitCode.UNREADABLE, str(error)) from None
+    try:
+        result = write_report(sources, out, formats=formats, baseline=old)
+    except OSError as error:
+        raise fail(ExitCode.UNREADABLE, f"{out}: cannot write: {error.strerror or error}") from None
+    if as_json:
+        document = {
+            "out": str(out),
+            "files": [str(path) for path in result.files],
+            "figures": [
+                {"name": spec.name, "kind": spec.kind, "title": spec.title, "backends": spec.backends}
+                for spec in result.figures
+            ],
+            "notes": result.notes + [f"{s.label}: {note}" for s in sources for note in s.notes],
+        }
+        click.echo(json.dumps(document, indent=2))
+        return
+    for path in result.files:
+        click.echo(f"wrote {path}")
+    for note in result.notes + [f"{s.label}: {note}" for s in sources for note in s.notes]:
+        click.echo(f"note: {note}", err=True)

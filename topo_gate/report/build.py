@@ -1,0 +1,73 @@
+"""``topo-gate report``'s job: inputs -> figure specs -> PNGs, ``report.html``, ``summary.md`` in a folder.
+
+File names are fixed (``report.html``, ``summary.md``, ``figures/<kind>-tp<N>-<class>-<pattern>.png``),
+so a report re-made into the same folder replaces its files and a committed report diffs by figure.
+Each file is written atomically.  matplotlib is checked before anything is written: a missing extra
+leaves the folder as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from topo_gate._atomic import write_atomic
+from topo_gate.profile.schema import Profile
+from topo_gate.report.changes import changes
+from topo_gate.report.figures import FigureSpec, figure_specs
+from topo_gate.report.html_page import report_html
+from topo_gate.report.markdown import summary_markdown
+from topo_gate.report.sources import Source
+
+FORMATS = ("html", "png", "md")
+FIGURES_DIR = "figures"
+HTML_NAME = "report.html"
+SUMMARY_NAME = "summary.md"
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    files: list[Path]
+    figures: list[FigureSpec]
+    notes: list[str] = field(default_factory=list)
+
+
+def needs_matplotlib(formats: Collection[str]) -> bool:
+    return bool({"html", "png"} & set(formats))
+
+
+def write_report(
+    sources: Sequence[Source],
+    out: Path,
+    *,
+    formats: Collection[str] = FORMATS,
+    baseline: tuple[str, Profile] | None = None,
+) -> ReportResult:
+    """Write the requested formats for ``sources`` into ``out`` (created if missing)."""
+    specs, notes = figure_specs(sources)
+    rendered: list[tuple[FigureSpec, bytes]] = []
+    if needs_matplotlib(formats):
+        from topo_gate.report.render import render_png, require_matplotlib
+
+        require_matplotlib()
+        rendered = [(spec, render_png(spec)) for spec in specs]
+    compared = None
+    if baseline is not None:
+        label, old = baseline
+        compared = (label, [changes(old, source.profile) for source in sources])
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    figure_links: list[tuple[str, str]] = []
+    if "png" in formats:
+        (out / FIGURES_DIR).mkdir(exist_ok=True)
+        for spec, png in rendered:
+            written.append(write_atomic(out / FIGURES_DIR / f"{spec.name}.png", png))
+            figure_links.append((spec.title, f"{FIGURES_DIR}/{spec.name}.png"))
+    if "html" in formats:
+        page = report_html(sources, rendered, notes=notes, baseline=compared)
+        written.append(write_atomic(out / HTML_NAME, page))
+    if "md" in formats:
+        text = summary_markdown(sources, figures=figure_links, notes=notes, baseline=compared)
+        written.append(write_atomic(out / SUMMARY_NAME, text))
+    return ReportResult(written, specs, notes)

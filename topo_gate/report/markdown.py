@@ -1,0 +1,162 @@
+"""``summary.md``: the decisions, and with a baseline what changed, as GitHub-flavoured Markdown for a
+pull request. Pure text; every value that comes from a file is escaped for a table cell."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from topo_gate.profile.schema import NCCL, Profile
+from topo_gate.report.changes import Changes, ranges
+from topo_gate.report.sources import Source
+from topo_gate.report.tables import alternatives_words, size_range
+
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def cell(text: object) -> str:
+    """``text`` safe inside a Markdown table cell: no column break, no line break, no HTML tag."""
+    value = " ".join(str(text).split())
+    value = value.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    return _TAG_START.sub("&lt;", value)
+
+
+def summary_markdown(
+    sources: Sequence[Source],
+    *,
+    figures: Sequence[tuple[str, str]] = (),
+    notes: Sequence[str] = (),
+    baseline: tuple[str, Sequence[Changes]] | None = None,
+) -> str:
+    """The whole ``summary.md``. ``figures``: (title, relative PNG path) to link; ``baseline``: its
+    label and one ``Changes`` per source (same order)."""
+    lines = ["# topo-gate report", ""]
+    lines += _inputs(sources)
+    if baseline is not None:  # first: what a reviewer of a new profile reads first
+        label, per_source = baseline
+        lines += ["", f"## Changes against the baseline `{cell(label)}`", ""]
+        for source, found in zip(sources, per_source, strict=True):
+            lines += _changes(source, found)
+    lines += ["", "## Decisions", ""]
+    lines += _decisions(sources)
+    all_notes = [*notes, *(f"{source.label}: {note}" for source in sources for note in source.notes)]
+    if all_notes:
+        lines += ["", "## Notes", ""]
+        lines += [f"- {cell(note)}" for note in all_notes]
+    if figures:
+        lines += ["", "## Figures", ""]
+        lines += [f"- [{cell(title)}]({path})" for title, path in figures]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _inputs(sources: Sequence[Source]) -> list[str]:
+    rows = ["| input | kind | node | software | created |", "| --- | --- | --- | --- | --- |"]
+    for source in sources:
+        profile = source.profile
+        software = ", ".join(f"{k} {v or 'unknown'}" for k, v in profile.node.software.items())
+        created = (source.evidence or {}).get("created") or profile.created
+        rows.append(
+            f"| {cell(source.label)} | {source.kind} | {cell(node_words(profile))} | {cell(software)} "
+            f"| {cell(created)} |"
+        )
+    return rows
+
+
+def node_words(profile: Profile) -> str:
+    hardware = profile.node.hardware
+    gpus = hardware.get("gpus") if isinstance(hardware.get("gpus"), list) else []
+    models = sorted({str(g.get("model")) for g in gpus if isinstance(g, dict) and g.get("model")})
+    count = f"{len(gpus)}x " if gpus else ""
+    return (
+        f"{count}{', '.join(models) or 'GPU model not recorded'}, {hardware.get('interconnect', 'unknown')}"
+    )
+
+
+def _decisions(sources: Sequence[Source]) -> list[str]:
+    several = len(sources) > 1
+    head = (
+        "| "
+        + ("input | " if several else "")
+        + "TP | group | pattern | message size | backend | speed-up (95% CI) | why |"
+    )
+    rows = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for source in sources:
+        for entry in source.profile.decisions:
+            for lower, rule in ranges(entry):
+                backend = f"`{rule.backend}`" if rule.backend != NCCL else rule.backend
+                speedup = (
+                    ""
+                    if rule.speedup is None or rule.ci is None
+                    else (f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})")
+                )
+                why = "; ".join(part for part in (rule.reason, alternatives_words(rule)) if part)
+                first = [cell(source.label)] if several else []
+                row = [
+                    *first,
+                    str(entry.tp),
+                    cell(f"{entry.group_class} {list(entry.group)}"),
+                    entry.pattern,
+                    cell(size_range(lower, rule.max_bytes)),
+                    backend,
+                    speedup,
+                    cell(why),
+                ]
+                rows.append("| " + " | ".join(row) + " |")
+        for skipped in source.profile.skipped:
+            first = [cell(source.label)] if several else []
+            row = [
+                *first,
+                str(skipped.tp),
+                "-",
+                "-",
+                "all sizes",
+                NCCL,
+                "",
+                cell(f"not measured: {skipped.reason}"),
+            ]
+            rows.append("| " + " | ".join(row) + " |")
+    return rows
+
+
+def _changes(source: Source, found: Changes) -> list[str]:
+    lines = [f"### {cell(source.label)}", ""]
+    if found.none:
+        return [*lines, "No change: same node class, backends, ranges, speed-ups and software.", ""]
+    if not found.same_node_class:
+        lines += ["**Different node class** (the hardware fingerprints differ).", ""]
+    if found.backends:
+        lines += ["| TP / pattern / group class | message size | before -> after |", "| --- | --- | --- |"]
+        for change in found.backends:
+            note = f" ({change.note})" if change.note else ""
+            lines.append(
+                f"| TP{change.tp} / {change.pattern} / {cell(change.group_class)} "
+                f"| {cell(size_range(change.min_bytes, change.max_bytes))} "
+                f"| {change.before} -> **{change.after}**{cell(note)} |"
+            )
+        lines.append("")
+    else:
+        lines += ["Backends: the same backend at every message size.", ""]
+    if found.speedups:
+        lines += [
+            "| TP / pattern / group class | backend | range before -> after | speed-up before -> after |"
+        ]
+        lines += ["| --- | --- | --- | --- |"]
+        for change in found.speedups:
+            lines.append(
+                f"| TP{change.tp} / {change.pattern} / {cell(change.group_class)} | `{change.backend}` "
+                f"| {cell(size_range(*change.before_range))} -> {cell(size_range(*change.after_range))} "
+                f"| {_x(change.before)} -> {_x(change.after)} |"
+            )
+        lines.append("")
+    if found.software:
+        lines += ["| software | before | after |", "| --- | --- | --- |"]
+        lines += [
+            f"| {cell(c.name)} | {cell(c.before or 'unknown')} | {cell(c.after or 'unknown')} |"
+            for c in found.software
+        ]
+        lines.append("")
+    return lines
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"

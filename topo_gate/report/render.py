@@ -1,0 +1,300 @@
+"""Draw a ``FigureSpec`` as a PNG with matplotlib: the only module of topo-gate that imports it.
+
+matplotlib is the optional ``[report]`` extra, imported on first use (``require_matplotlib``), so
+``import topo_gate`` and every other command work without it.  Each figure is its own
+``matplotlib.figure.Figure`` on an Agg canvas (no pyplot and its global state), drawn under a fixed
+``rc_context`` (style, font, sizes), and saved without the "Software" stamp, so the same evidence
+gives the same bytes on every run with the same matplotlib: PNGs diff cleanly in a repository.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+from topo_gate.decide import human_bytes
+from topo_gate.profile.schema import BACKENDS
+from topo_gate.report.figures import CONTEXT, FigureSpec, Line
+
+INSTALL_HINT = "pip install 'topo-gate[report]'"
+DPI = 100
+WIDTH_IN = 11.0
+PLOT_HEIGHT_IN = 5.6
+NOTE_LINE_IN = 0.2
+
+# Fixed colours per backend ("tab10" without its grey, which marks NCCL's ranges), so a backend keeps
+# its colour in every figure and every report; NCCL is black and drawn heavier.
+_PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#393b79",
+)
+_FIXED = {"nccl": "#000000", "gloo": "#000000"}
+_LINESTYLES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "D", "v", "P")
+_RC: dict[str, Any] = {
+    "font.family": "DejaVu Sans",  # ships with matplotlib: the same glyphs on every machine
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+    "savefig.dpi": DPI,
+    "path.simplify": False,
+}
+
+
+class MissingExtra(Exception):
+    """matplotlib is not installed; the message says how to install it."""
+
+
+def require_matplotlib() -> None:
+    """Raise ``MissingExtra`` (one line, with the install command) when matplotlib is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise MissingExtra(f"figures need matplotlib, the report extra: {INSTALL_HINT}") from None
+
+
+def backend_colour(backend: str) -> str:
+    """The backend's colour: fixed for known backends, a stable pick from the palette for others."""
+    if backend in _FIXED:
+        return _FIXED[backend]
+    known = [name for name in BACKENDS if name not in _FIXED]
+    index = known.index(backend) if backend in known else zlib.crc32(backend.encode()) + len(known)
+    return _PALETTE[index % len(_PALETTE)]
+
+
+def render_png(spec: FigureSpec) -> bytes:
+    """The figure as PNG bytes."""
+    require_matplotlib()
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(_RC):
+        notes = list(spec.notes)
+        height = PLOT_HEIGHT_IN + NOTE_LINE_IN * len(notes)
+        figure = Figure(figsize=(WIDTH_IN, height), dpi=DPI)
+        FigureCanvasAgg(figure)
+        bottom = (0.55 + NOTE_LINE_IN * len(notes)) / height
+        figure.subplots_adjust(left=0.07, right=0.74, top=1 - 0.45 / height, bottom=bottom)
+        axes = figure.add_subplot()
+        _draw(axes, spec)
+        for index, note in enumerate(notes):
+            y = (NOTE_LINE_IN * (len(notes) - index) - 0.05) / height
+            figure.text(0.01, y, note, fontsize=8, color="#444444", va="bottom")
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def _draw(axes: Any, spec: FigureSpec) -> None:
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    low, high = _x_limits(spec)
+    axes.set_xscale("log", base=2)
+    axes.set_yscale("log")  # latencies span 1000x, speed-ups 0.05x-3x: both read as ratios
+    axes.set_xlim(low, high)
+    ticks = [2.0**e for e in range(math.ceil(math.log2(low)), math.floor(math.log2(high)) + 1)]
+    axes.xaxis.set_major_locator(FixedLocator(ticks[:: max(1, len(ticks) // 8)]))
+    axes.xaxis.set_minor_locator(NullLocator())
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda x, _: human_bytes(round(x))))
+    axes.set_title(spec.title, loc="left")
+    axes.set_xlabel(spec.xlabel)
+    axes.set_ylabel(spec.ylabel)
+    _draw_shades(axes, spec, low, high)
+    for line in spec.lines:
+        _draw_line(axes, line, spec)
+    for index, ref in enumerate(spec.ref_lines):
+        axes.axhline(ref.value, color="#555555", linewidth=1.0, linestyle=(0, (6, 3)), zorder=1)
+        # The first label below its line, the others above: 1x and the margin line lie close together.
+        below = index == 0 and len(spec.ref_lines) > 1
+        axes.annotate(
+            ref.label,
+            (1.0, ref.value),
+            xycoords=("axes fraction", "data"),
+            xytext=(-4, -3 if below else 3),
+            textcoords="offset points",
+            ha="right",
+            va="top" if below else "bottom",
+            fontsize=7.5,
+            color="#333333",
+            bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "alpha": 0.7, "linewidth": 0},
+            zorder=5,
+        )
+    _draw_marks(axes, spec)
+    _legend(axes, spec)
+    axes.yaxis.set_major_locator(FixedLocator(_log_ticks(*axes.get_ylim())))
+    axes.yaxis.set_minor_locator(NullLocator())
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+
+
+def _draw_shades(axes: Any, spec: FigureSpec, low: float, high: float) -> None:
+    from matplotlib.transforms import blended_transform_factory
+
+    text_transform = blended_transform_factory(axes.transData, axes.transAxes)
+    for index, shade in enumerate(spec.shades):
+        left = max(low, shade.min_bytes) if shade.min_bytes else low
+        right = high if shade.max_bytes is None else min(high, shade.max_bytes)
+        if right <= left:
+            continue
+        colour = "#d9d9d9" if shade.backend in _FIXED else backend_colour(shade.backend)
+        axes.axvspan(left, right, color=colour, alpha=0.12, linewidth=0, zorder=0)
+        axes.axvline(right, color="#999999", linewidth=0.6, zorder=0.5)
+        middle = math.sqrt(left * right)
+        axes.text(
+            middle,
+            0.985 - 0.055 * (index % 2),
+            shade.label,
+            transform=text_transform,
+            ha="center",
+            va="top",
+            fontsize=7.5,
+            fontweight="bold",
+            color="#222222" if shade.backend in _FIXED else backend_colour(shade.backend),
+            bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "alpha": 0.75, "linewidth": 0},
+            zorder=5,
+        )
+
+
+def _draw_line(axes: Any, line: Line, spec: FigureSpec) -> None:
+    colour = backend_colour(line.backend)
+    style_index = (1 if line.variant == "isolated" else 0) if spec.kind == CONTEXT else line.source_index
+    xs = [p.nbytes for p in line.points]
+    ys = [p.value for p in line.points]
+    axes.plot(
+        xs,
+        ys,
+        color=colour,
+        linestyle=_LINESTYLES[style_index % len(_LINESTYLES)] if line.connect else "none",
+        marker=_MARKERS[style_index % len(_MARKERS)],
+        markersize=4.5 if line.emphasis or not line.connect else 3.5,
+        linewidth=2.6 if line.emphasis else 1.3,
+        zorder=4 if line.emphasis else 3,
+        alpha=0.55 if line.variant == "isolated" else 1.0,
+    )
+    if line.connect and any(p.low != p.high for p in line.points):
+        axes.fill_between(
+            xs,
+            [p.low for p in line.points],
+            [p.high for p in line.points],
+            color=colour,
+            alpha=0.18,
+            linewidth=0,
+        )
+
+
+def _draw_marks(axes: Any, spec: FigureSpec) -> None:
+    from matplotlib.transforms import blended_transform_factory
+
+    transform = blended_transform_factory(axes.transData, axes.transAxes)
+    rows = {backend: index for index, backend in enumerate(sorted({m.backend for m in spec.marks}))}
+    for mark in spec.marks:
+        axes.plot(
+            [mark.nbytes],
+            [0.03 + 0.035 * rows[mark.backend]],
+            transform=transform,
+            marker="x",
+            markersize=7,
+            markeredgewidth=1.8,
+            color=backend_colour(mark.backend),
+            linestyle="none",
+            zorder=6,
+            clip_on=False,
+        )
+
+
+def _legend(axes: Any, spec: FigureSpec) -> None:
+    from matplotlib.lines import Line2D
+
+    handles = []
+    for backend in _ordered(spec.backends or sorted({m.backend for m in spec.marks})):
+        emphasis = any(line.emphasis and line.backend == backend for line in spec.lines)
+        connected = any(line.connect and line.backend == backend for line in spec.lines)
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color=backend_colour(backend),
+                linewidth=2.6 if emphasis else 1.3,
+                linestyle="-" if connected or not spec.lines else "none",
+                marker="" if connected or not spec.lines else "o",
+                label=backend,
+            )
+        )
+    if spec.kind == CONTEXT:
+        styles = [("in context", 0), ("isolated", 1)]
+    else:
+        styles = [(source, index) for index, source in _source_styles(spec)]
+    if len(styles) > 1:
+        for label, index in styles:
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color="#555555",
+                    linestyle=_LINESTYLES[index % len(_LINESTYLES)],
+                    marker=_MARKERS[index % len(_MARKERS)],
+                    label=label,
+                )
+            )
+    if spec.marks:
+        handles.append(
+            Line2D([], [], color="#555555", marker="x", linestyle="none", label="not measured (see notes)")
+        )
+    if any(line.points and line.connect and line.points[0].low != line.points[0].high for line in spec.lines):
+        handles.append(_band_handle())
+    axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+
+
+def _band_handle() -> Any:
+    from matplotlib.patches import Patch
+
+    return Patch(color="#555555", alpha=0.18, label="95% CI")
+
+
+def _source_styles(spec: FigureSpec) -> list[tuple[int, str]]:
+    seen: dict[str, int] = {}
+    for line in spec.lines:
+        seen.setdefault(line.source, line.source_index)
+    return [(index, source) for source, index in seen.items()]
+
+
+def _ordered(backends: Sequence[str]) -> list[str]:
+    """The baseline first, then the schema's order, then any other names alphabetically."""
+    rank = {name: index for index, name in enumerate(BACKENDS)}
+    return sorted(backends, key=lambda name: (name not in _FIXED, rank.get(name, len(rank)), name))
+
+
+def _x_limits(spec: FigureSpec) -> tuple[float, float]:
+    sizes = [p.nbytes for line in spec.lines for p in line.points] + [m.nbytes for m in spec.marks]
+    if not sizes:
+        sizes = [s.max_bytes for s in spec.shades if s.max_bytes] or [1024, 1 << 20]
+    low, high = min(sizes) / 1.5, max(sizes) * 1.5
+    if high / low < 16:  # a few sizes only: keep a readable span with size ticks on both sides
+        middle = math.sqrt(low * high)
+        low, high = middle / 4, middle * 4
+    return low, high
+
+
+def _log_ticks(low: float, high: float) -> list[float]:
+    """Readable ticks for a log axis: 1-2-5 per decade, or finer steps when it spans under a decade."""
+    decades = range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+    for mantissas in ((1, 2, 5), (1, 1.5, 2, 3, 5, 7)):
+        ticks = [round(m * 10.0**d, 10) for d in decades for m in mantissas]
+        inside = [t for t in ticks if low <= t <= high]
+        if len(inside) >= 4:
+            return inside
+    return inside
