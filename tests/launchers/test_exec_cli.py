@@ -12,8 +12,8 @@ import yaml
 from launcher_profiles import FINGERPRINT
 
 WINNING = {
-    "allreduce": [[8388608, "trtllm_oneshot"], [None, "nccl"]],
-    "allreduce_rmsnorm": [[4194304, "trtllm_fused_oneshot"], [None, "nccl"]],
+    "allreduce": [[16777216, "trtllm_oneshot"], [None, "nccl"]],
+    "allreduce_rmsnorm": [[16777216, "trtllm_fused_oneshot"], [None, "nccl"]],
 }
 CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "captures"
 # Stands in for a launcher: reports its argv, the env topo-gate sets, and its PID.
