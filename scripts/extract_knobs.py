@@ -264,7 +264,9 @@ def sglang_manifest(src: Source) -> dict:
             ),
             "custom_ar_v1_world_sizes": literal(
                 find_assignment(
-                    src.tree(comm + "custom_all_reduce.py"), "_SUPPORTED_WORLD_SIZES", in_class="CustomAllreduce"
+                    src.tree(comm + "custom_all_reduce.py"),
+                    "_SUPPORTED_WORLD_SIZES",
+                    in_class="CustomAllreduce",
                 )
             ),
             "pcie_ipc_world_sizes": literal(
@@ -381,7 +383,9 @@ def vllm_manifest(src: Source) -> dict:
             "custom_all_reduce_default_max_size": custom_default,
             "custom_all_reduce_world_sizes": literal(
                 find_assignment(
-                    src.tree(comm + "custom_all_reduce.py"), "_SUPPORTED_WORLD_SIZES", in_class="CustomAllreduce"
+                    src.tree(comm + "custom_all_reduce.py"),
+                    "_SUPPORTED_WORLD_SIZES",
+                    in_class="CustomAllreduce",
                 )
             ),
             "symm_mem_all_reduce_max_sizes": literal(
@@ -471,7 +475,9 @@ def flashinfer_manifest(src: Source) -> dict:
         "config_keys": {},
         "tables": {
             # comm/trtllm_ar.py: one-shot iff tokens*hidden*2*TP*itemsize/MiB <= this (MB) for TP.
-            "trtllm_oneshot_heuristics_mb": literal(find_assignment(src.tree(path), "_use_oneshot_heuristics")),
+            "trtllm_oneshot_heuristics_mb": literal(
+                find_assignment(src.tree(path), "_use_oneshot_heuristics")
+            ),
         },
     }
 

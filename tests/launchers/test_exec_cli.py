@@ -12,8 +12,14 @@ import yaml
 from launcher_profiles import FINGERPRINT
 
 WINNING = {
-    "allreduce": [[16777216, "trtllm_oneshot"], [None, "nccl"]],
-    "allreduce_rmsnorm": [[16777216, "trtllm_fused_oneshot"], [None, "nccl"]],
+    "allreduce": [
+        [16777216, "trtllm_oneshot", ["trtllm_oneshot_sglang", "trtllm_oneshot_vllm"]],
+        [None, "nccl"],
+    ],
+    "allreduce_rmsnorm": [
+        [16777216, "trtllm_fused_oneshot", ["trtllm_fused_oneshot_sglang", "trtllm_fused_oneshot_vllm"]],
+        [None, "nccl"],
+    ],
 }
 CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "captures"
 # Stands in for a launcher: reports its argv, the env topo-gate sets, and its PID.
@@ -68,7 +74,13 @@ def test_exec_replaces_the_process_with_flags_and_env(reporter, write_profile) -
 
 
 def test_user_flag_wins_with_warning(reporter, write_profile) -> None:
-    fusion_wins = {**WINNING, "allreduce_rmsnorm": [[33554432, "trtllm_fused_oneshot"], [None, "nccl"]]}
+    fusion_wins = {
+        **WINNING,
+        "allreduce_rmsnorm": [
+            [33554432, "trtllm_fused_oneshot", ["trtllm_fused_oneshot_sglang", "trtllm_fused_oneshot_vllm"]],
+            [None, "nccl"],
+        ],
+    }
     child, out, err = topo_gate_exec(
         "--profile",
         str(write_profile(fusion_wins)),

@@ -10,8 +10,14 @@ from launcher_profiles import FINGERPRINT, OTHER_NODE
 from topo_gate.launchers import PLANNERS, nccl_plan, sglang, trtllm, vllm
 
 WINNING = {
-    "allreduce": [[8388608, "trtllm_oneshot"], [None, "nccl"]],
-    "allreduce_rmsnorm": [[33554432, "trtllm_fused_oneshot"], [None, "nccl"]],
+    "allreduce": [
+        [8388608, "trtllm_oneshot", ["trtllm_oneshot_sglang", "trtllm_oneshot_vllm"]],
+        [None, "nccl"],
+    ],
+    "allreduce_rmsnorm": [
+        [33554432, "trtllm_fused_oneshot", ["trtllm_fused_oneshot_sglang", "trtllm_fused_oneshot_vllm"]],
+        [None, "nccl"],
+    ],
 }
 FORCED = {"sglang": sglang.FORCE_NCCL, "vllm": vllm.FORCE_NCCL, "trtllm": trtllm.FORCE_NCCL}
 

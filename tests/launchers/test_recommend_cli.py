@@ -12,8 +12,14 @@ from launcher_profiles import FINGERPRINT
 from topo_gate.cli import main
 
 WINNING = {
-    "allreduce": [[8388608, "trtllm_oneshot"], [None, "nccl"]],
-    "allreduce_rmsnorm": [[4194304, "trtllm_fused_oneshot"], [None, "nccl"]],
+    "allreduce": [
+        [8388608, "trtllm_oneshot", ["trtllm_oneshot_sglang", "trtllm_oneshot_vllm"]],
+        [None, "nccl"],
+    ],
+    "allreduce_rmsnorm": [
+        [4194304, "trtllm_fused_oneshot", ["trtllm_fused_oneshot_sglang", "trtllm_fused_oneshot_vllm"]],
+        [None, "nccl"],
+    ],
 }
 
 

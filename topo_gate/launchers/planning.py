@@ -42,7 +42,14 @@ def contexts(reading: Reading, tp: int) -> list[Context]:
     classes = [reading.group_class] if reading.group_class else list(GROUP_VARIANTS)
     hidden = reading.served_hidden or reading.hidden or 1
     return [
-        Context(tp=tp, capability=c, group_class=g, hidden=hidden, itemsize=reading.itemsize or 2, model=reading.model)
+        Context(
+            tp=tp,
+            capability=c,
+            group_class=g,
+            hidden=hidden,
+            itemsize=reading.itemsize or 2,
+            model=reading.model,
+        )
         for c in capabilities
         for g in classes
     ]

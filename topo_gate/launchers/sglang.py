@@ -88,7 +88,11 @@ def candidates(reading: Reading) -> list[Candidate]:
 
 
 def _candidate(fusion: bool, custom: bool, symm: bool, numel: int) -> Candidate:
-    args = (*(FUSION_ON if fusion else FUSION_OFF), *(() if custom else CUSTOM_OFF), *(SYMM_ON if symm else ()))
+    args = (
+        *(FUSION_ON if fusion else FUSION_OFF),
+        *(() if custom else CUSTOM_OFF),
+        *(SYMM_ON if symm else ()),
+    )
     env = {}
     notes = [
         "fusion on (trtllm): FlashInfer's workspace serves fused and plain all-reduces up to 2048 tokens"
@@ -97,7 +101,9 @@ def _candidate(fusion: bool, custom: bool, symm: bool, numel: int) -> Candidate:
     ]
     if custom:
         env["SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2"] = "0"
-        notes.append("custom all-reduce on, legacy kernel (the one measured); SGLang's v2 kernel is not measured")
+        notes.append(
+            "custom all-reduce on, legacy kernel (the one measured); SGLang's v2 kernel is not measured"
+        )
     else:
         notes.append("custom all-reduce off")
     if numel:

@@ -72,7 +72,9 @@ def candidates(reading: Reading) -> list[Candidate]:
             out.append(
                 Candidate(
                     Knobs(env={WORKSPACE_ENV: str(limit)}, config={"allreduce_strategy": strategy}),
-                    (f"allreduce_strategy {strategy} up to {size(limit)} ({WORKSPACE_ENV}={limit}), NCCL above",),
+                    (
+                        f"allreduce_strategy {strategy} up to {size(limit)} ({WORKSPACE_ENV}={limit}), NCCL above",
+                    ),
                 )
             )
     return out

@@ -132,7 +132,9 @@ def _mapping(reading: Reading, tp: int) -> LaunchPlanParts:
     unknown = (
         ()
         if reading.capability
-        else ("the profile does not record the GPUs' compute capability: every row of vLLM's tables was checked",)
+        else (
+            "the profile does not record the GPUs' compute capability: every row of vLLM's tables was checked",
+        )
     )
     return LaunchPlanParts(
         args=choice.candidate.knobs.args,

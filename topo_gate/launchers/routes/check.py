@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from topo_gate.launchers.routes.base import Route, at
 
 Measured = tuple[tuple[int | None, frozenset[str]], ...]
-FUSED_PREFIXES = ("trtllm_fused_", "mnnvl_fused_")
 
 
 def measured_from_rules(rules: Iterable[object]) -> Measured:
@@ -31,7 +30,8 @@ def faster_at(measured: Measured, nbytes: int) -> frozenset[str]:
 
 
 def is_fused(backend: str) -> bool:
-    return backend.startswith(FUSED_PREFIXES)
+    """A fused all-reduce + RMSNorm kernel (``trtllm_fused_*``, ``mnnvl_fused_*``), not a plain one."""
+    return "_fused" in backend
 
 
 @dataclass(frozen=True)
@@ -48,9 +48,7 @@ class Piece:
         return self.routed is None or self.routed in self.faster
 
 
-def pieces(
-    route: Route, measured: Mapping[str, Measured], pattern: str, row_bytes: int
-) -> list[Piece]:
+def pieces(route: Route, measured: Mapping[str, Measured], pattern: str, row_bytes: int) -> list[Piece]:
     """``route`` cut at every boundary of the route and of the measured ladders, keeping only the
     ranges that contain a whole number of ``row_bytes`` (a size the launcher can send)."""
     cuts = {h for h, _ in route if h is not None}

@@ -33,7 +33,9 @@ def oneshot_limit(tp: int, itemsize: int) -> int:
     return limit_inclusive + 1
 
 
-def heuristic_route(tp: int, itemsize: int, *, fused: bool) -> Route:
-    """One-shot up to FlashInfer's limit, two-shot above (names of the trial backends)."""
+def heuristic_route(tp: int, itemsize: int, *, fused: bool, launcher: str) -> Route:
+    """One-shot up to FlashInfer's limit, two-shot above, named as ``launcher`` calls them
+    (``trtllm_oneshot_sglang``, ``trtllm_fused_twoshot_vllm``, ...)."""
     prefix = "trtllm_fused_" if fused else "trtllm_"
-    return split_at(oneshot_limit(tp, itemsize), prefix + "oneshot", prefix + "twoshot")
+    limit = oneshot_limit(tp, itemsize)
+    return split_at(limit, f"{prefix}oneshot_{launcher}", f"{prefix}twoshot_{launcher}")

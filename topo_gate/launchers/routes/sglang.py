@@ -121,7 +121,7 @@ def _workspace_route(backend: str | None, ctx: Context, *, fused: bool) -> Route
     limit = tokens * ctx.row_bytes + 1  # batch_size <= FUSE_ALLREDUCE_MAX_BATCH_SIZE
     if backend == "mnnvl":
         return up_to(limit, "mnnvl_fused_sglang" if fused else "mnnvl_sglang")
-    return clipped(flashinfer.heuristic_route(ctx.tp, ctx.itemsize, fused=fused), limit)
+    return clipped(flashinfer.heuristic_route(ctx.tp, ctx.itemsize, fused=fused, launcher=LAUNCHER), limit)
 
 
 def _custom_route(knobset: Knobs, ctx: Context) -> Route:
@@ -130,7 +130,9 @@ def _custom_route(knobset: Knobs, ctx: Context) -> Route:
     if ctx.tp not in knobs.table(LAUNCHER, "custom_ar_v1_world_sizes"):
         return up_to(None, None)
     if env_flag(knobset, "SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2") and ctx.full_nvlink:
-        kb = int(knobset.env.get(_V2_MAX_KB_ENV) or knobs.manifest(LAUNCHER)["env"][_V2_MAX_KB_ENV]["default"])
+        kb = int(
+            knobset.env.get(_V2_MAX_KB_ENV) or knobs.manifest(LAUNCHER)["env"][_V2_MAX_KB_ENV]["default"]
+        )
         return up_to(kb * 1024 + 1, "custom_v2_sglang")
     if ctx.tp == 2 or ctx.full_nvlink:
         return up_to(knobs.table(LAUNCHER, "custom_ar_v1_max_size") + 1, "vllm_custom")

@@ -18,7 +18,9 @@ RELEASE = "TensorRT-LLM 01e2c36"
 CITES = {
     "select": Cite(RELEASE, "cpp/tensorrt_llm/thop/allreduceOp.cpp", "AllreduceOp::selectImplementation"),
     "fallback": Cite(RELEASE, "cpp/tensorrt_llm/thop/allreduceOp.cpp", "AllreduceOp::ifFallbackToNCCL"),
-    "workspace": Cite("TensorRT-LLM git-0004396", "tensorrt_llm/_torch/distributed (excerpt)", "max_workspace_size_auto"),
+    "workspace": Cite(
+        "TensorRT-LLM git-0004396", "tensorrt_llm/_torch/distributed (excerpt)", "max_workspace_size_auto"
+    ),
 }
 WORKSPACE_ENV = "TRTLLM_ALLREDUCE_FUSION_WORKSPACE_SIZE"
 #: Strategies whose kernels no trial times: routed to these names, which a profile never lists.

@@ -37,7 +37,9 @@ CITES = {
     "order": _cite("distributed/device_communicators/cuda_communicator.py", "362-440"),
     "enables": _cite("distributed/device_communicators/cuda_communicator.py", "56-166"),
     "fi_standalone": _cite("distributed/device_communicators/flashinfer_all_reduce.py", "393-520"),
-    "fi_backend": _cite("distributed/device_communicators/flashinfer_all_reduce.py", "_resolve_fi_ar_backend"),
+    "fi_backend": _cite(
+        "distributed/device_communicators/flashinfer_all_reduce.py", "_resolve_fi_ar_backend"
+    ),
     "fusion_tables": _cite("compilation/passes/fusion/allreduce_rms_fusion.py", "104-180"),
     "fusion_call": _cite("compilation/passes/fusion/allreduce_rms_fusion.py", "188-296"),
     "fusion_range": _cite("config/vllm.py", "2669-2690"),
@@ -122,7 +124,7 @@ def _standalone_route(knobset: Knobs, ctx: Context) -> Route:
     limit = int(max_mb * knobs.MiB) + 1  # input_tensor.nbytes > max_workspace_size declines
     if backend == "mnnvl":
         return up_to(limit, "mnnvl_vllm")
-    return clipped(flashinfer.heuristic_route(ctx.tp, ctx.itemsize, fused=False), limit)
+    return clipped(flashinfer.heuristic_route(ctx.tp, ctx.itemsize, fused=False, launcher=LAUNCHER), limit)
 
 
 def _symm_limit(knobset: Knobs, ctx: Context) -> int | None:
@@ -166,8 +168,10 @@ def fused_kernel_route(ctx: Context, backend: str, limit_bytes: int) -> Route:
         return up_to(limit_bytes, "mnnvl_fused_vllm")
     oneshot_mb = _capability_row(ctx, "fi_allreduce_one_shot_max_size_mb", "int")
     if oneshot_mb is None:  # no entry: _select_flashinfer_allreduce_use_oneshot forces one-shot
-        return up_to(limit_bytes, "trtllm_fused_oneshot")
-    split = split_at(int(oneshot_mb * knobs.MiB) + 1, "trtllm_fused_oneshot", "trtllm_fused_twoshot")
+        return up_to(limit_bytes, "trtllm_fused_oneshot_vllm")
+    split = split_at(
+        int(oneshot_mb * knobs.MiB) + 1, "trtllm_fused_oneshot_vllm", "trtllm_fused_twoshot_vllm"
+    )
     return clipped(split, limit_bytes)
 
 
@@ -190,7 +194,9 @@ def routes(knobset: Knobs, ctx: Context) -> dict[str, Route]:
     """Per pattern, the kernel vLLM runs at each message size with ``knobset`` on ``ctx``."""
     if env_bool(knobset, "VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC"):
         raise RouteError(f"FlashInfer PCIe IPC's size limit is tuned at runtime ({CITES['pcie_ipc']})")
-    plain = first_taker((_standalone_route(knobset, ctx), _custom_route(knobset, ctx), _symm_route(knobset, ctx)))
+    plain = first_taker(
+        (_standalone_route(knobset, ctx), _custom_route(knobset, ctx), _symm_route(knobset, ctx))
+    )
     fused = first_taker((_fusion_route(knobset, ctx), plain))
     return {"allreduce": plain, "allreduce_rmsnorm": fused}
 
