@@ -78,6 +78,7 @@ class Reading:
     group_class: str | None = None
     served_hidden: int | None = None
     model: str | None = None
+    rules: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
 #: The ladder of a pattern the user left out with ``--pattern``: NCCL at every size, so every path
@@ -106,6 +107,7 @@ def read_profile(
         except Exception:  # noqa: BLE001 -- gate() below turns the same failure into its reason
             pass
     ladders: dict[str, Ladder] = {}
+    rules: dict[str, tuple[Any, ...]] = {}
     warnings: list[str] = []
     group_class = None
     # The hardened reader takes this keyword (NCCL for an unverified node unless trusted); a reader
@@ -133,6 +135,7 @@ def read_profile(
                 {}, None, None, None, tuple(warnings), fallback_reason=f"{pattern}: {decision.reason}"
             )
         ladders[pattern] = measured_from_rules(decision.rules)
+        rules[pattern] = decision.rules
         group_class = decision.group_class or group_class
     trials = profile.trials
     return Reading(
@@ -142,6 +145,7 @@ def read_profile(
         capability=node_capability(profile.node.hardware),
         warnings=tuple(warnings),
         group_class=group_class,
+        rules=rules,
     )
 
 
