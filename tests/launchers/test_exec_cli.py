@@ -138,6 +138,8 @@ def test_foreign_node_under_strict_exits_1(reporter, write_profile) -> None:
         "--",
         sys.executable,
         reporter,
+        "--tp-size",
+        "2",
     )
     assert child.returncode == 1 and out == "" and err.startswith("topo-gate: error:")
 
