@@ -49,10 +49,12 @@ def workspace_bytes(knobset: Knobs) -> int:
 
 def _route(knobset: Knobs, ctx: Context, *, fused: bool) -> Route:
     chosen = strategy(knobset)
+    # An unmeasured strategy's kernel; in the fused pattern it fuses, so its name says so.
+    unmeasured = _UNMEASURED.get(chosen, "") + ("_fused" if fused else "")
     if chosen == "NCCL":
         return up_to(None, None)
     if chosen in ("UB", "NCCL_SYMMETRIC"):
-        return up_to(None, _UNMEASURED[chosen])
+        return up_to(None, unmeasured)
     if not ctx.full_nvlink:
         return up_to(None, None)  # ifFallbackToNCCL: no NVLink (or P2P) in the group
     limit = workspace_bytes(knobset) + 1  # message_size_bytes > max_workspace_size -> NCCL
@@ -62,7 +64,7 @@ def _route(knobset: Knobs, ctx: Context, *, fused: bool) -> Route:
     if chosen == "TWOSHOT":
         below_tp_tokens = (ctx.tp - 1) * ctx.row_bytes + 1  # seq_len < tp_size -> ONESHOT
         return clipped(split_at(below_tp_tokens, prefix + "oneshot", prefix + "twoshot"), limit)
-    return up_to(limit, _UNMEASURED[chosen])
+    return up_to(limit, unmeasured)
 
 
 def routes(knobset: Knobs, ctx: Context) -> dict[str, Route]:
