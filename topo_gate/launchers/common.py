@@ -90,9 +90,9 @@ def read_profile(
     profile: Any,
     *,
     tp: int,
-    gpus: Any,
-    strict: bool,
-    fingerprint: str | None,
+    gpus: Any = None,
+    strict: bool = False,
+    fingerprint: str | None = None,
     patterns: Sequence[str] = PATTERNS,
     trust_unverified_node: bool = False,
 ) -> Reading:
