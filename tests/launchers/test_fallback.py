@@ -11,7 +11,7 @@ from topo_gate.launchers import PLANNERS, nccl_plan, sglang, trtllm, vllm
 
 WINNING = {
     "allreduce": [
-        [8388608, "trtllm_oneshot", ["trtllm_oneshot_sglang", "trtllm_oneshot_vllm"]],
+        [16777216, "trtllm_oneshot", ["trtllm_oneshot_sglang", "trtllm_oneshot_vllm"]],
         [None, "nccl"],
     ],
     "allreduce_rmsnorm": [
@@ -34,7 +34,7 @@ def _invalid(tmp_path: Path, write_profile) -> tuple[Path, dict]:
 
 def _tampered(tmp_path: Path, write_profile) -> tuple[Path, dict]:
     path = write_profile(WINNING)
-    path.write_text(path.read_text().replace("8388608", "67108864"))  # widen a range, keep the old digest
+    path.write_text(path.read_text().replace("16777216", "67108864"))  # widen a range, keep the old digest
     return path, {}
 
 

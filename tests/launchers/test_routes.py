@@ -136,8 +136,15 @@ def test_trtllm_oneshot_is_nccl_without_nvlink() -> None:
         "allreduce": ((None, None),),
         "allreduce_rmsnorm": ((None, None),),
     }
-    assert at(route("trtllm", oneshot, H200_TP2)["allreduce"], 64 * MiB) == "trtllm_oneshot"
-    assert at(route("trtllm", oneshot, H200_TP2)["allreduce"], 64 * MiB + 1) is None
+    # The routing limit is TensorRT-LLM's fixed 16,000,000 B at TP2 (8,000,000 B above), whatever
+    # TRTLLM_ALLREDUCE_FUSION_WORKSPACE_SIZE says; a workspace below it is refused.
+    assert at(route("trtllm", oneshot, H200_TP2)["allreduce"], 16_000_000) == "trtllm_oneshot"
+    assert at(route("trtllm", oneshot, H200_TP2)["allreduce"], 16_000_001) is None
+    tp4 = Context(tp=4, capability=(9, 0), group_class="nvswitch", hidden=7168)
+    assert at(route("trtllm", oneshot, tp4)["allreduce"], 8_000_001) is None
+    small = Knobs(env={"TRTLLM_ALLREDUCE_FUSION_WORKSPACE_SIZE": str(8 << 20)}, config=oneshot.config)
+    with pytest.raises(RouteError):
+        route("trtllm", small, H200_TP2)
 
 
 def test_trtllm_twoshot_runs_oneshot_below_tp_tokens() -> None:

@@ -1,12 +1,12 @@
 """TensorRT-LLM: the profile's decisions as an extra LLM-API options YAML (``allreduce_strategy``) and env.
 
 TensorRT-LLM takes one strategy for every all-reduce, plain and fused. An explicit ``ONESHOT`` or
-``TWOSHOT`` runs for every message up to the all-reduce workspace size and NCCL above it, and only on
-a group with NVLink and P2P -- on a PCIe group it is NCCL at every size (``ifFallbackToNCCL``). The
-workspace size is a knob (``TRTLLM_ALLREDUCE_FUSION_WORKSPACE_SIZE``, bytes), so a measured
-"one-shot up to X" is expressed exactly. Strategies are chosen by the route model
-(``routes/trtllm.py``): the one whose route keeps every size on a backend measured faster than NCCL
-in both patterns, longest; else ``NCCL`` -- never ``AUTO``, whose compiled-in table is the guess a
+``TWOSHOT`` runs for every message up to a fixed limit (16,000,000 B at TP <= 2, 8,000,000 B above)
+and NCCL above it, and only on a group with NVLink and P2P -- on a PCIe group it is NCCL at every
+size (``ifFallbackToNCCL``). No knob moves that limit (``TRTLLM_ALLREDUCE_FUSION_WORKSPACE_SIZE``
+only sizes the workspace, and a smaller one is unsafe, so it is never set). A strategy is chosen
+by the route model (``routes/trtllm.py``) only if every size up to the limit was measured faster
+than NCCL in both patterns; else ``NCCL`` -- never ``AUTO``, whose compiled-in table is the guess a
 profile replaces.
 """
 
@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from topo_gate.launchers.common import PATTERNS, LaunchPlan, LaunchPlanParts, Reading, follow_profile
-from topo_gate.launchers.planning import Candidate, choose, describe, nccl_parity, size, thresholds
+from topo_gate.launchers.planning import Candidate, choose, describe, nccl_parity, size
 from topo_gate.launchers.routes import Knobs
-from topo_gate.launchers.routes.trtllm import WORKSPACE_ENV
+from topo_gate.launchers.routes.trtllm import routing_limit
 
 LAUNCHER = "trtllm"
 OPTIONS_FLAG = "--extra_llm_api_options"
@@ -65,23 +65,24 @@ def trtllm_plan(
     )
 
 
-def candidates(reading: Reading) -> list[Candidate]:
-    out = [Candidate(Knobs(config={"allreduce_strategy": "NCCL"}), ("allreduce_strategy NCCL",))]
-    for strategy in ("ONESHOT", "TWOSHOT"):
-        for limit in thresholds(reading, PATTERNS):
-            out.append(
-                Candidate(
-                    Knobs(env={WORKSPACE_ENV: str(limit)}, config={"allreduce_strategy": strategy}),
-                    (
-                        f"allreduce_strategy {strategy} up to {size(limit)} ({WORKSPACE_ENV}={limit}), NCCL above",
-                    ),
-                )
+def candidates(reading: Reading, tp: int) -> list[Candidate]:
+    """NCCL, and each strategy that runs a measured kernel (TensorRT-LLM fixes where it stops)."""
+    del reading  # the strategies' ranges are TensorRT-LLM's own, not the profile's
+    limit = size(routing_limit(tp))
+    return [
+        Candidate(Knobs(config={"allreduce_strategy": "NCCL"}), ("allreduce_strategy NCCL",)),
+        *(
+            Candidate(
+                Knobs(config={"allreduce_strategy": strategy}),
+                (f"allreduce_strategy {strategy}: TensorRT-LLM runs it up to its fixed {limit}, NCCL above",),
             )
-    return out
+            for strategy in ("ONESHOT", "TWOSHOT")
+        ),
+    ]
 
 
 def _mapping(reading: Reading, tp: int) -> LaunchPlanParts:
-    choice = choose(LAUNCHER, candidates(reading), reading, tp)
+    choice = choose(LAUNCHER, candidates(reading, tp), reading, tp)
     env, parity = nccl_parity(tp, choice.routes)
     routed = tuple(f"{pattern} runs: {describe(r)}" for pattern, r in choice.routes.items())
     pcie = (

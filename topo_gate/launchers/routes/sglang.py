@@ -53,6 +53,61 @@ CITES = {
     "nccl_env": _cite("srt/entrypoints/engine.py", "1908-1915"),
 }
 
+#: Knob -> what SGLang does with it -> where (docs/launchers.md is generated from these).
+KNOB_DOCS = (
+    (
+        "`--flashinfer-allreduce-fusion-backend trtllm`",
+        "fuses AR + residual + RMSNorm for batches of 1-{fusion_tokens} tokens (one/two-shot: FlashInfer's "
+        "heuristic) on SM 9.x/10.x only -- on SM 12.x SGLang raises when it pre-allocates the workspace; the "
+        "same workspace then serves every plain TP all-reduce up to {fusion_tokens} tokens of the served "
+        "model, ahead of custom all-reduce and PCIe IPC",
+        (
+            "fusion_applies",
+            "fusion_backend",
+            "workspace_tags",
+            "workspace_size",
+            "workspace_admission",
+            "order",
+        ),
+    ),
+    (
+        "`--enforce-disable-flashinfer-allreduce-fusion`",
+        "no fusion and no workspace; beats the per-model auto-enable (listed architectures, SM90/SM100)",
+        ("fusion_auto_enable",),
+    ),
+    (
+        "`--disable-custom-all-reduce`",
+        "no custom all-reduce (neither v2 nor the legacy kernel)",
+        ("custom_dispatch",),
+    ),
+    (
+        "`SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2` (default 1)",
+        "1: the JIT v2 kernel on full-NVLink groups (up to `SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB`, "
+        "default {v2_kb} KiB); 0, or a group without full NVLink: the legacy kernel (`vllm_custom`), "
+        "TP 2 or full NVLink only, messages <= {v1_max}",
+        ("custom_dispatch", "custom_v2_admission", "custom_v2_size", "custom_v1"),
+    ),
+    (
+        "`SGLANG_ENABLE_PCIE_IPC_ALLREDUCE`, `SGLANG_PCIE_IPC_MAX_NUMEL`",
+        "FlashInfer PCIe IPC on the `tp` group (TP {pcie_tps}, bf16) for messages of at most MAX_NUMEL "
+        "elements (0: the decode width x hidden, known only at runtime); after custom all-reduce",
+        ("pcie_ipc_group", "pcie_ipc_size", "outplace_order"),
+    ),
+    (
+        "`--enable-torch-symm-mem`",
+        "torch symmetric memory, only where the node offers NVLink multicast: multimem at TP "
+        "{multimem_tps} (SM 9/10), else two-shot (copy in, in-place `two_shot_all_reduce_`, copy out); "
+        "messages < max(table, 256 MiB, 512 MiB) under the default `SGLANG_OPT_USE_INKLING_CUSTOM_AR=1` / "
+        "`..._FUSED_AR_SCONV=1`, < the capability table (64-128 MiB) with `SGLANG_OPT_USE_INKLING_CUSTOM_AR=0`",
+        ("symm_admission", "symm_size", "symm_kernel"),
+    ),
+    (
+        "`NCCL_NVLS_ENABLE`",
+        "SGLang sets it to 0 unless `--enable-nccl-nvls` / `--enable-symm-mem`: its NCCL matches the baseline",
+        ("nccl_env",),
+    ),
+)
+
 FUSION_BACKENDS = ("auto", "trtllm", "mnnvl", "cutedsl")
 #: Capability majors SGLang fuses on (``_is_sm90_supported or _is_sm100_supported``, add_norm.py:53-54).
 FUSION_MAJORS = (9, 10)

@@ -13,16 +13,55 @@ from topo_gate.launchers import knobs
 from topo_gate.launchers.routes.base import Cite, Context, Knobs, Route, RouteError, clipped, split_at, up_to
 
 LAUNCHER = "trtllm"
-#: The manifest's pinned commit; allreduceOp.cpp was read at the stored 01e2c36 (same functions).
+#: The pinned commit (0004396) could not be read through the source tools; the dispatch was read at
+#: the stored commits named in each citation (the functions cited exist in all of them).
 RELEASE = "TensorRT-LLM 01e2c36"
 CITES = {
     "select": Cite(RELEASE, "cpp/tensorrt_llm/thop/allreduceOp.cpp", "AllreduceOp::selectImplementation"),
     "fallback": Cite(RELEASE, "cpp/tensorrt_llm/thop/allreduceOp.cpp", "AllreduceOp::ifFallbackToNCCL"),
+    "limit": Cite(
+        "TensorRT-LLM 005b299",
+        "cpp/tensorrt_llm/common/customAllReduceUtils.h",
+        "getMaxRequiredWorkspaceSize",
+    ),
     "workspace": Cite(
-        "TensorRT-LLM git-0004396", "tensorrt_llm/_torch/distributed (excerpt)", "max_workspace_size_auto"
+        "TensorRT-LLM 4fb601b",
+        "tensorrt_llm/_torch/distributed/allreduce_helper.py",
+        "CustomAllReduceHelper.max_workspace_size_auto",
     ),
 }
+#: The largest message a non-NCCL strategy takes (``getMaxRequiredWorkspaceSize``): decimal 16 MB at
+#: TP <= 2, 8 MB above -- fixed, not the workspace env (FORCE_DETERMINISTIC changes it, and the kernel).
+ROUTING_LIMIT_TP2 = 16_000_000
+ROUTING_LIMIT_ABOVE_TP2 = 8_000_000
 WORKSPACE_ENV = "TRTLLM_ALLREDUCE_FUSION_WORKSPACE_SIZE"
+#: Knob -> what TensorRT-LLM does with it -> where (docs/launchers.md is generated from these).
+KNOB_DOCS = (
+    (
+        "`allreduce_strategy` (default AUTO)",
+        "NCCL / UB / NCCL_SYMMETRIC as given; any other strategy runs NCCL for messages over the workspace "
+        "and on groups without NVLink or P2P (so on PCIe ONESHOT and TWOSHOT are NCCL at every size); "
+        "TWOSHOT below TP tokens runs ONESHOT; AUTO follows a compiled-in lookup table",
+        ("select", "fallback"),
+    ),
+    (
+        "(fixed) routing limit",
+        "a non-NCCL strategy takes messages of at most 16,000,000 B at TP <= 2 and 8,000,000 B above; larger "
+        "ones run NCCL",
+        ("limit", "select"),
+    ),
+    (
+        f"`{WORKSPACE_ENV}`",
+        "sizes the Lamport workspace the PyTorch backend allocates (default 64 MiB); it does not move the "
+        "routing limit, and a value below it leaves routed messages without room -- never set by topo-gate",
+        ("workspace",),
+    ),
+    (
+        "`NCCL_NVLS_ENABLE`",
+        "not set by TensorRT-LLM: NCCL's default may use NVLS at TP > 2 on NVSwitch, unlike the trial baseline",
+        (),
+    ),
+)
 #: Strategies whose kernels no trial times: routed to these names, which a profile never lists.
 _UNMEASURED = {
     "AUTO": "trtllm_auto_table",
@@ -42,9 +81,9 @@ def strategy(knobset: Knobs) -> str:
     return value
 
 
-def workspace_bytes(knobset: Knobs) -> int:
-    value = knobset.env.get(WORKSPACE_ENV)
-    return int(value) if value else int(knobs.table(LAUNCHER, "allreduce_workspace_default_size"))
+def routing_limit(tp: int) -> int:
+    """The largest message (bytes) a non-NCCL strategy runs at ``tp``."""
+    return ROUTING_LIMIT_TP2 if tp <= 2 else ROUTING_LIMIT_ABOVE_TP2
 
 
 def _route(knobset: Knobs, ctx: Context, *, fused: bool) -> Route:
@@ -57,7 +96,12 @@ def _route(knobset: Knobs, ctx: Context, *, fused: bool) -> Route:
         return up_to(None, unmeasured)
     if not ctx.full_nvlink:
         return up_to(None, None)  # ifFallbackToNCCL: no NVLink (or P2P) in the group
-    limit = workspace_bytes(knobset) + 1  # message_size_bytes > max_workspace_size -> NCCL
+    if knobset.env.get(WORKSPACE_ENV) and int(knobset.env[WORKSPACE_ENV]) < routing_limit(ctx.tp):
+        raise RouteError(
+            f"{WORKSPACE_ENV} below the routing limit ({routing_limit(ctx.tp)} B) leaves routed messages "
+            f"without workspace ({CITES['workspace']})"
+        )
+    limit = routing_limit(ctx.tp) + 1  # message_size_bytes > max_workspace_size -> NCCL
     prefix = "trtllm_fused_" if fused else "trtllm_"
     if chosen == "ONESHOT":
         return up_to(limit, prefix + "oneshot")

@@ -52,6 +52,52 @@ CITES = {
     "model_direct_gemma": _cite("model_executor/layers/fused_allreduce_gemma_rms_norm.py", "56-112"),
 }
 
+#: Knob -> what vLLM does with it -> where (docs/launchers.md is generated from these).
+KNOB_DOCS = (
+    (
+        "`pass_config.fuse_allreduce_rms` (default: on at -O2, TP > 1, SM 9.0 / SM 10.x)",
+        "fuses AR + residual + RMSNorm in the compiled graph for batches up to "
+        "`fi_allreduce_fusion_max_size_mb` (default: the capability table) // (hidden x dtype) tokens of the "
+        "served model; one-shot up to vLLM's per-capability one-shot table, two-shot above (no row: one-shot); "
+        "larger batches run the plain chain",
+        ("fusion_default", "fusion_limit", "fusion_range", "fusion_tables", "fusion_call"),
+    ),
+    (
+        "`VLLM_ALLREDUCE_USE_FLASHINFER` (default 1)",
+        "standalone FlashInfer all-reduce first in the chain, messages <= the capability's fusion-table size "
+        "(no row, e.g. SM 12.0: off); one/two-shot by FlashInfer's heuristic",
+        ("order", "fi_standalone"),
+    ),
+    (
+        "`VLLM_FLASHINFER_ALLREDUCE_BACKEND` (default auto)",
+        "auto: MNNVL on one node (multicast), TRT-LLM where multicast is missing; trtllm: TRT-LLM IPC kernels",
+        ("fi_backend",),
+    ),
+    (
+        "`--disable-custom-all-reduce`",
+        "no custom all-reduce; otherwise it runs for TP 2 or fully connected groups, messages < 8 MiB, "
+        "or < min(8 MiB, the capability table) when symm-mem is enabled",
+        ("custom", "enables"),
+    ),
+    (
+        "`VLLM_ALLREDUCE_USE_SYMM_MEM` (default 1)",
+        "torch symmetric memory after custom all-reduce, only with NVLink multicast; messages <= the capability "
+        "table; multimem at the table's TP sizes, else two-shot (copy in, in-place, copy out)",
+        ("symm", "enables"),
+    ),
+    (
+        "`VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC` (default 0)",
+        "FlashInfer PCIe IPC first in the chain, up to a limit tuned at runtime",
+        ("pcie_ipc",),
+    ),
+    (
+        "(no knob) model implementations",
+        "DeepSeek-V3.2 and Kimi-K3 (NVIDIA paths) and MiniMax-M3 call the fused kernel directly up to the "
+        "capability's default fusion size, whatever `fuse_allreduce_rms` and its size say",
+        ("model_direct", "model_direct_gemma"),
+    ),
+)
+
 FI_BACKENDS = ("auto", "trtllm", "mnnvl")
 #: World sizes the fusion pass supports (``FI_SUPPORTED_WORLD_SIZES``, config/compilation.py:188).
 FI_WORLD_SIZES = (2, 4, 8, 16)
