@@ -107,11 +107,15 @@ def size(nbytes: int) -> str:
 
 
 def describe(route: Route) -> str:
-    """``<= 7 MiB trtllm_oneshot, <= 28 MiB vllm_custom, nccl above`` (each range's largest size)."""
+    """``<= 7 MiB trtllm_oneshot, < 8 MiB vllm_custom, nccl above``: a launcher's ``<=`` limit reads
+    as ``<=``, its ``<`` limit (a round number of KiB) as ``<``."""
     parts = []
     for high, backend in route:
         name = backend or "nccl"
-        parts.append(f"{name} above" if high is None else f"<= {size(high - 1)} {name}")
+        if high is None:
+            parts.append(f"{name} above")
+        else:
+            parts.append(f"< {size(high)} {name}" if high % 1024 == 0 else f"<= {size(high - 1)} {name}")
     return ", ".join(parts) if len(parts) > 1 else f"{route[0][1] or 'nccl'} at every size"
 
 

@@ -50,6 +50,7 @@ def _knob_table(name: str, module: object) -> list[str]:
     values = _values()
     for knob, effect, cites in module.KNOB_DOCS:
         sources = "<br>".join(f"`{module.CITES[c].path}:{module.CITES[c].lines}`" for c in cites)
+        sources = sources or "(absent from the source: the launcher never sets it)"
         lines.append(f"| {knob} | {effect.format(**values)} | {sources} |")
     return [*lines, ""]
 
