@@ -175,6 +175,17 @@ def test_unknown_names_are_rejected(launcher: str, knobs: Knobs) -> None:
         route(launcher, knobs, H200_TP2)
 
 
+@pytest.mark.parametrize("launcher", ["sglang", "vllm", "trtllm"])
+def test_a_group_without_peer_access_runs_nccl_whatever_the_knobs(launcher: str) -> None:
+    no_p2p = Context(tp=2, capability=(9, 0), group_class="no-p2p", hidden=7168)
+    every_path_on = {
+        "sglang": Knobs(args=SGLANG_FUSION, env=LEGACY_CUSTOM),
+        "vllm": Knobs(env={"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm"}),
+        "trtllm": Knobs(config={"allreduce_strategy": "ONESHOT"}),
+    }[launcher]
+    assert all(r == ((None, None),) for r in route(launcher, every_path_on, no_p2p).values())
+
+
 def test_routes_are_pure() -> None:
     knobs = Knobs(args=SGLANG_FUSION, env=LEGACY_CUSTOM)
     contexts = [

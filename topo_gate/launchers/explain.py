@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from topo_gate.launchers.common import LaunchPlan, Reading
-from topo_gate.launchers.planning import contexts, size
+from topo_gate.launchers.planning import contexts
 from topo_gate.launchers.routes import Knobs, RouteError, route
 from topo_gate.launchers.routes.check import Piece, is_fused, pieces
 
@@ -39,24 +39,40 @@ class Row:
     row_bytes: int = 1
 
     @property
+    def tokens(self) -> tuple[int, int | None]:
+        """The range in tokens of the served model (a message is tokens x hidden x dtype bytes)."""
+        first = -(-self.low // self.row_bytes)
+        return first, None if self.high is None else self.high // self.row_bytes
+
+    @property
     def sizes(self) -> str:
-        """The range in whole tokens of the served model: its smallest and largest message."""
-        low = -(-self.low // self.row_bytes) * self.row_bytes
-        if self.high is None:
-            return f"{size(low)}+"
-        return f"{size(low)}-{size(self.high // self.row_bytes * self.row_bytes)}"
+        """The smallest and largest message of the range, and its tokens."""
+        first, last = self.tokens
+        if last is None:
+            return f"{_short(first * self.row_bytes)}+ ({first}+ tokens)"
+        span = f"{first}" if first == last else f"{first}-{last}"
+        return f"{_short(first * self.row_bytes)}-{_short(last * self.row_bytes)} ({span} tokens)"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "pattern": self.pattern,
             "min_bytes": self.low,
             "max_bytes": self.high,
+            "tokens": list(self.tokens),
             "measured": self.measured,
             "plan": self.plan,
             "default": self.default,
             "verdict": self.verdict,
             "saving": self.saving,
         }
+
+
+def _short(nbytes: int) -> str:
+    """A size to three significant digits: ``7.01 MiB``, ``42 KiB``."""
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1024)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes} B"
 
 
 def _measured(reading: Reading, pattern: str, nbytes: int) -> str:

@@ -68,6 +68,12 @@ class Context:
         )
 
     @property
+    def p2p(self) -> bool:
+        """Peer access between the group's GPUs: every IPC path (custom all-reduce, PCIe IPC,
+        TensorRT-LLM's kernels) needs it; ``no-p2p`` groups run NCCL."""
+        return self.group_class != "no-p2p"
+
+    @property
     def multicast(self) -> bool:
         return self.group_class in MULTICAST_CLASSES and self.capability[0] >= 9
 

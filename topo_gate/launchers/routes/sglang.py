@@ -163,6 +163,8 @@ def fusion_backend(knobset: Knobs, ctx: Context) -> str | None:
             f"SGLang refuses FlashInfer all-reduce fusion on SM {ctx.capability[0]}.x "
             f"({CITES['fusion_backend']}): the flag must not be emitted here"
         )
+    if not ctx.p2p:
+        return None  # the IPC workspace cannot be created; SGLang marks FlashInfer unavailable
     if backend == "auto":
         return "mnnvl" if ctx.capability[0] == 10 else "trtllm"
     return backend
@@ -180,8 +182,8 @@ def _workspace_route(backend: str | None, ctx: Context, *, fused: bool) -> Route
 
 
 def _custom_route(knobset: Knobs, ctx: Context) -> Route:
-    if "--disable-custom-all-reduce" in knobset.args:
-        return up_to(None, None)
+    if "--disable-custom-all-reduce" in knobset.args or not ctx.p2p:
+        return up_to(None, None)  # without P2P, can_use_custom_all_reduce_with_nvlink declines
     if ctx.tp not in knobs.table(LAUNCHER, "custom_ar_v1_world_sizes"):
         return up_to(None, None)
     if env_flag(knobset, "SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2") and ctx.full_nvlink:
@@ -197,7 +199,7 @@ def _custom_route(knobset: Knobs, ctx: Context) -> Route:
 def _pcie_ipc_route(knobset: Knobs, ctx: Context) -> Route:
     if not env_flag(knobset, "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"):
         return up_to(None, None)
-    if ctx.tp not in knobs.table(LAUNCHER, "pcie_ipc_world_sizes") or ctx.itemsize != 2:
+    if ctx.tp not in knobs.table(LAUNCHER, "pcie_ipc_world_sizes") or ctx.itemsize != 2 or not ctx.p2p:
         return up_to(None, None)
     numel = int(knobset.env.get("SGLANG_PCIE_IPC_MAX_NUMEL") or 0)
     if numel <= 0:

@@ -94,7 +94,7 @@ def _route(knobset: Knobs, ctx: Context, *, fused: bool) -> Route:
         return up_to(None, None)
     if chosen in ("UB", "NCCL_SYMMETRIC"):
         return up_to(None, unmeasured)
-    if not ctx.full_nvlink:
+    if not (ctx.full_nvlink and ctx.p2p):
         return up_to(None, None)  # ifFallbackToNCCL: no NVLink (or P2P) in the group
     if knobset.env.get(WORKSPACE_ENV) and int(knobset.env[WORKSPACE_ENV]) < routing_limit(ctx.tp):
         raise RouteError(

@@ -117,6 +117,8 @@ def env_bool(knobset: Knobs, name: str) -> bool:
     value = _env(knobset, name)
     if value is None:
         return bool(knobs.manifest(LAUNCHER)["env"][name]["default"])
+    if not value.strip().lstrip("-").isdigit():
+        raise RouteError(f"{name}={value!r}: vLLM reads it as bool(int(...)) and would fail to start")
     return bool(int(value))
 
 
@@ -155,8 +157,8 @@ def _fi_backend(knobset: Knobs, ctx: Context) -> str | None:
     if backend == "auto":
         # One node: mnnvl, trtllm where the node has no multicast (flashinfer_all_reduce.py).
         return "mnnvl" if ctx.multicast else "trtllm"
-    if backend == "mnnvl" and not ctx.multicast:
-        return None
+    if (backend == "mnnvl" and not ctx.multicast) or not ctx.p2p:
+        return None  # the workspace cannot be created: no multicast / no peer access
     return backend
 
 
@@ -181,8 +183,8 @@ def _symm_limit(knobset: Knobs, ctx: Context) -> int | None:
 
 
 def _custom_route(knobset: Knobs, ctx: Context) -> Route:
-    if "--disable-custom-all-reduce" in knobset.args:
-        return up_to(None, None)
+    if "--disable-custom-all-reduce" in knobset.args or not ctx.p2p:
+        return up_to(None, None)  # without P2P, CustomAllreduce disables itself
     if ctx.tp not in knobs.table(LAUNCHER, "custom_all_reduce_world_sizes") or ctx.tp > 8:
         return up_to(None, None)
     if not (ctx.tp == 2 or ctx.full_nvlink):
