@@ -27,7 +27,7 @@ RELEASE = "sglang 0.5.23"
 
 
 def _cite(path: str, lines: str) -> Cite:
-    return Cite(RELEASE, "python/sglang/" + path, lines)
+    return Cite(RELEASE, "sglang/" + path, lines)  # path inside the release wheel
 
 
 CITES = {
