@@ -75,16 +75,41 @@ def checked_routes(launcher: str, candidate: Candidate, variants: Sequence[Conte
     return found
 
 
+def speedup_bytes(routes: Mapping[str, Route], reading: Reading, top: int) -> float:
+    """Bytes below ``top`` weighted by the measured speed-up of the backend routed there (1 where the
+    profile states none for it, e.g. a plain backend at an unfused size of the fused pattern)."""
+    total = 0.0
+    for pattern, route in routes.items():
+        low = 1
+        for high, backend in route:
+            end = top if high is None else min(high, top)
+            if backend is not None and end > low:
+                total += (end - low) * _speedup(reading.rules.get(pattern, ()), backend, low)
+            if high is None or high >= top:
+                break
+            low = high
+    return total
+
+
+def _speedup(rules: Sequence[object], backend: str, nbytes: int) -> float:
+    rule = next((r for r in rules if r.max_bytes is None or nbytes <= r.max_bytes), None)  # type: ignore[attr-defined]
+    if rule is None:
+        return 1.0
+    found = {rule.backend: rule.speedup, **{a.backend: a.speedup for a in rule.alternatives}}  # type: ignore[attr-defined]
+    return found.get(backend) or 1.0
+
+
 def choose(launcher: str, candidates: Iterable[Candidate], reading: Reading, tp: int) -> Choice:
-    """The safe candidate with the most fast bytes (ties: the earlier one)."""
+    """The safe candidate with the most fast bytes; among equals, the one whose routed backends were
+    measured fastest (speed-up-weighted bytes); then the earlier one."""
     variants = contexts(reading, tp)
     top = horizon(reading)
-    best: tuple[int, Choice] | None = None
+    best: tuple[tuple[int, float], Choice] | None = None
     for candidate in candidates:
         found = checked_routes(launcher, candidate, variants, reading)
         if found is None:
             continue
-        score = min(fast_bytes(r, top) for r in found)
+        score = (min(fast_bytes(r, top) for r in found), min(speedup_bytes(r, reading, top) for r in found))
         if best is None or score > best[0]:
             best = (score, Choice(candidate, found[0]))
     if best is None:
