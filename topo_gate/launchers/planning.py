@@ -79,9 +79,9 @@ def speedup_bytes(routes: Mapping[str, Route], reading: Reading, top: int) -> fl
     """Bytes below ``top`` weighted by the measured speed-up of the backend routed there (1 where the
     profile states none for it, e.g. a plain backend at an unfused size of the fused pattern)."""
     total = 0.0
-    for pattern, route in routes.items():
+    for pattern, spans in routes.items():
         low = 1
-        for high, backend in route:
+        for high, backend in spans:
             end = top if high is None else min(high, top)
             if backend is not None and end > low:
                 total += (end - low) * _speedup(reading.rules.get(pattern, ()), backend, low)
