@@ -11,6 +11,8 @@ is imported from the launcher: its source is parsed, never executed, so no torch
     python scripts/extract_knobs.py vllm .cache/wheels/vllm-0.33.0-*.whl
     # TensorRT-LLM's wheel is several GB: point at its source files (a checkout, or excerpts of them).
     python scripts/extract_knobs.py trtllm --version 1.3.0rc0 --commit <sha> llm_args.py helper.py
+    # FlashInfer (a library the launchers call, not a launcher): its one-/two-shot heuristic table.
+    python scripts/extract_knobs.py flashinfer --version 0.7.2.post1 <flashinfer>/comm/trtllm_ar.py
 
 Only knobs whose names match RELEVANT are kept: the manifests stay small and reviewable.
 """
@@ -30,6 +32,9 @@ RELEVANT = re.compile(
     r"all[-_]?reduce|extra_llm_api_options|symm[-_]?mem|mscclpp|nccl|pcie[-_]ipc|compilation[-_]config|^-cc$|^-O$",
     re.IGNORECASE,
 )
+# Env vars the route models read whose names RELEVANT does not catch: SGLang's torch symm-mem
+# communicator raises its size limit under these (srt/distributed/device_communicators/torch_symm_mem.py).
+ROUTED_ENV = {"SGLANG_OPT_USE_INKLING_CUSTOM_AR", "SGLANG_OPT_USE_INKLING_FUSED_AR_SCONV"}
 OUT_DIR = Path(__file__).resolve().parent.parent / "topo_gate" / "launchers" / "data"
 # Names used in the launchers' size tables (``64 * MiB``); anything else in a table is an error.
 SIZE_NAMES = {"KiB": 1024, "MiB": 1024 * 1024, "KB": 1024, "MB": 1024 * 1024, "GiB": 1024**3}
@@ -257,6 +262,16 @@ def sglang_manifest(src: Source) -> dict:
             "torch_symm_mem_max_sizes": literal(
                 find_assignment(src.tree(comm + "all_reduce_utils.py"), "TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES")
             ),
+            "custom_ar_v1_world_sizes": literal(
+                find_assignment(
+                    src.tree(comm + "custom_all_reduce.py"),
+                    "_SUPPORTED_WORLD_SIZES",
+                    in_class="CustomAllreduce",
+                )
+            ),
+            "pcie_ipc_world_sizes": literal(
+                find_assignment(src.tree(comm + "pcie_ipc_ar.py"), "_SUPPORTED_WORLD_SIZES")
+            ),
             "torch_symm_mem_multimem_world_sizes": literal(
                 find_assignment(
                     src.tree(comm + "torch_symm_mem.py"),
@@ -366,6 +381,13 @@ def vllm_manifest(src: Source) -> dict:
                 find_assignment(src.tree(comm + "all_reduce_utils.py"), "CUSTOM_ALL_REDUCE_MAX_SIZES")
             ),
             "custom_all_reduce_default_max_size": custom_default,
+            "custom_all_reduce_world_sizes": literal(
+                find_assignment(
+                    src.tree(comm + "custom_all_reduce.py"),
+                    "_SUPPORTED_WORLD_SIZES",
+                    in_class="CustomAllreduce",
+                )
+            ),
             "symm_mem_all_reduce_max_sizes": literal(
                 find_assignment(src.tree(comm + "all_reduce_utils.py"), "SYMM_MEM_ALL_REDUCE_MAX_SIZES")
             ),
@@ -441,28 +463,64 @@ def trtllm_manifest(src: Source) -> dict:
     }
 
 
+# ------------------------------------------------------------------------------------------- FlashInfer
+
+
+def flashinfer_manifest(src: Source) -> dict:
+    """The one-shot/two-shot size heuristic FlashInfer applies when a launcher passes no ``use_oneshot``."""
+    path = next(p for p in src.files if p.endswith("comm/trtllm_ar.py"))
+    return {
+        "flags": {},
+        "env": {},
+        "config_keys": {},
+        "tables": {
+            # comm/trtllm_ar.py: one-shot iff tokens*hidden*2*TP*itemsize/MiB <= this (MB) for TP.
+            "trtllm_oneshot_heuristics_mb": literal(
+                find_assignment(src.tree(path), "_use_oneshot_heuristics")
+            ),
+        },
+    }
+
+
 # ------------------------------------------------------------------------------------------------ main
 
 
 def keep_relevant(manifest: dict) -> dict:
     for section in ("flags", "env"):
-        manifest[section] = {k: v for k, v in sorted(manifest[section].items()) if RELEVANT.search(k)}
+        manifest[section] = {
+            k: v for k, v in sorted(manifest[section].items()) if RELEVANT.search(k) or k in ROUTED_ENV
+        }
     manifest["config_keys"] = dict(sorted(manifest["config_keys"].items()))
     return manifest
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("launcher", choices=["sglang", "vllm", "trtllm"])
+    parser.add_argument("launcher", choices=["sglang", "vllm", "trtllm", "flashinfer"])
     parser.add_argument(
-        "sources", nargs="+", type=Path, help="the wheel (sglang, vllm) or source files (trtllm)"
+        "sources",
+        nargs="+",
+        type=Path,
+        help="the wheel (sglang, vllm), source files (trtllm), or the package's comm/trtllm_ar.py (flashinfer)",
     )
-    parser.add_argument("--version", help="release version (trtllm; read from the wheel name otherwise)")
+    parser.add_argument(
+        "--version", help="release version (trtllm, flashinfer; read from the wheel name otherwise)"
+    )
     parser.add_argument("--commit", help="source commit the trtllm files were read at")
     parser.add_argument("--out", type=Path, default=OUT_DIR)
     args = parser.parse_args(argv)
 
-    if args.launcher == "trtllm":
+    if args.launcher == "flashinfer":
+        if not args.version:
+            parser.error("flashinfer needs --version")
+        src = Source({"flashinfer/comm/trtllm_ar.py": args.sources[0].read_text("utf-8")})
+        manifest, version = flashinfer_manifest(src), args.version
+        origin = {
+            "kind": "source",
+            "file": "flashinfer/comm/trtllm_ar.py",
+            "sha256": hashlib.sha256(args.sources[0].read_bytes()).hexdigest(),
+        }
+    elif args.launcher == "trtllm":
         if not (args.version and args.commit):
             parser.error("trtllm needs --version and --commit")
         src = Source({str(p): p.read_text("utf-8") for p in args.sources})

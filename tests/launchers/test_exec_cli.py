@@ -12,8 +12,14 @@ import yaml
 from launcher_profiles import FINGERPRINT
 
 WINNING = {
-    "allreduce": [[8388608, "trtllm_oneshot"], [None, "nccl"]],
-    "allreduce_rmsnorm": [[4194304, "trtllm_fused_oneshot"], [None, "nccl"]],
+    "allreduce": [
+        [16777216, "trtllm_oneshot", ["trtllm_oneshot_sglang", "trtllm_oneshot_vllm"]],
+        [None, "nccl"],
+    ],
+    "allreduce_rmsnorm": [
+        [16777216, "trtllm_fused_oneshot", ["trtllm_fused_oneshot_sglang", "trtllm_fused_oneshot_vllm"]],
+        [None, "nccl"],
+    ],
 }
 CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "captures"
 # Stands in for a launcher: reports its argv, the env topo-gate sets, and its PID.
@@ -68,7 +74,13 @@ def test_exec_replaces_the_process_with_flags_and_env(reporter, write_profile) -
 
 
 def test_user_flag_wins_with_warning(reporter, write_profile) -> None:
-    fusion_wins = {**WINNING, "allreduce_rmsnorm": [[33554432, "trtllm_fused_oneshot"], [None, "nccl"]]}
+    fusion_wins = {
+        **WINNING,
+        "allreduce_rmsnorm": [
+            [33554432, "trtllm_fused_oneshot", ["trtllm_fused_oneshot_sglang", "trtllm_fused_oneshot_vllm"]],
+            [None, "nccl"],
+        ],
+    }
     child, out, err = topo_gate_exec(
         "--profile",
         str(write_profile(fusion_wins)),
@@ -126,6 +138,8 @@ def test_foreign_node_under_strict_exits_1(reporter, write_profile) -> None:
         "--",
         sys.executable,
         reporter,
+        "--tp-size",
+        "2",
     )
     assert child.returncode == 1 and out == "" and err.startswith("topo-gate: error:")
 
@@ -199,3 +213,54 @@ def test_undetectable_launcher_is_a_usage_error(reporter, write_profile) -> None
         reporter,
     )
     assert child.returncode == 2 and "pass --launcher" in err
+
+
+def _exec_vllm(profile: Path, reporter: str, *exec_args: str, cmd: tuple[str, ...] = ()):
+    return topo_gate_exec(
+        "--profile",
+        str(profile),
+        "--launcher",
+        "vllm",
+        "--node-fingerprint",
+        FINGERPRINT,
+        *exec_args,
+        "--",
+        sys.executable,
+        reporter,
+        *cmd,
+    )
+
+
+def test_tp_is_read_from_the_command_line(reporter, write_profile) -> None:
+    child, out, err = _exec_vllm(write_profile(WINNING), reporter, cmd=("-tp", "2"))
+    assert child.returncode == 0, err
+    assert "following the profile" in err
+    assert "size ranges on a measured winner" in err  # the one-line explain summary
+
+
+def test_tp_disagreeing_with_the_command_forces_nccl(reporter, write_profile) -> None:
+    child, out, err = _exec_vllm(write_profile(WINNING), reporter, "--tp", "2", cmd=("-tp", "4"))
+    assert child.returncode == 0, err
+    assert "FALLBACK" in err and "disagrees with the command's TP size 4" in err
+    assert json.loads(out)["env"]["VLLM_ALLREDUCE_USE_FLASHINFER"] == "0"
+
+
+def test_tp_disagreement_under_strict_exits_before_the_launcher(reporter, write_profile) -> None:
+    child, out, err = _exec_vllm(
+        write_profile(WINNING), reporter, "--tp", "2", "--strict", cmd=("--tensor-parallel-size=4",)
+    )
+    assert child.returncode == 1 and out == ""
+    assert err.startswith("topo-gate: error:") and "disagrees" in err
+
+
+def test_no_tp_anywhere_is_a_usage_error(reporter, write_profile) -> None:
+    child, out, err = _exec_vllm(write_profile(WINNING), reporter)
+    assert child.returncode == 2 and out == ""
+    assert "names no TP size" in err
+
+
+def test_unknown_model_is_a_usage_error(reporter, write_profile) -> None:
+    child, out, err = _exec_vllm(
+        write_profile(WINNING), reporter, "--model", "no-such-model", cmd=("-tp", "2")
+    )
+    assert child.returncode == 2 and "no-such-model" in err

@@ -10,8 +10,14 @@ from launcher_profiles import FINGERPRINT, OTHER_NODE
 from topo_gate.launchers import PLANNERS, nccl_plan, sglang, trtllm, vllm
 
 WINNING = {
-    "allreduce": [[8388608, "trtllm_oneshot"], [None, "nccl"]],
-    "allreduce_rmsnorm": [[33554432, "trtllm_fused_oneshot"], [None, "nccl"]],
+    "allreduce": [
+        [16777216, "trtllm_oneshot", ["trtllm_oneshot_sglang", "trtllm_oneshot_vllm"]],
+        [None, "nccl"],
+    ],
+    "allreduce_rmsnorm": [
+        [33554432, "trtllm_fused_oneshot", ["trtllm_fused_oneshot_sglang", "trtllm_fused_oneshot_vllm"]],
+        [None, "nccl"],
+    ],
 }
 FORCED = {"sglang": sglang.FORCE_NCCL, "vllm": vllm.FORCE_NCCL, "trtllm": trtllm.FORCE_NCCL}
 
@@ -28,7 +34,7 @@ def _invalid(tmp_path: Path, write_profile) -> tuple[Path, dict]:
 
 def _tampered(tmp_path: Path, write_profile) -> tuple[Path, dict]:
     path = write_profile(WINNING)
-    path.write_text(path.read_text().replace("8388608", "67108864"))  # widen a range, keep the old digest
+    path.write_text(path.read_text().replace("16777216", "67108864"))  # widen a range, keep the old digest
     return path, {}
 
 

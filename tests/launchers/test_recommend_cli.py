@@ -12,8 +12,14 @@ from launcher_profiles import FINGERPRINT
 from topo_gate.cli import main
 
 WINNING = {
-    "allreduce": [[8388608, "trtllm_oneshot"], [None, "nccl"]],
-    "allreduce_rmsnorm": [[4194304, "trtllm_fused_oneshot"], [None, "nccl"]],
+    "allreduce": [
+        [16777216, "trtllm_oneshot", ["trtllm_oneshot_sglang", "trtllm_oneshot_vllm"]],
+        [None, "nccl"],
+    ],
+    "allreduce_rmsnorm": [
+        [16777216, "trtllm_fused_oneshot", ["trtllm_fused_oneshot_sglang", "trtllm_fused_oneshot_vllm"]],
+        [None, "nccl"],
+    ],
 }
 
 
@@ -33,7 +39,7 @@ def test_args_format_is_one_shell_line(capsys, write_profile) -> None:
     assert code == 0
     words = shlex.split(out)
     assert words[0] == "--disable-custom-all-reduce" and words[1] == "--compilation-config"
-    assert json.loads(words[2])["pass_config"]["fi_allreduce_fusion_max_size_mb"] == 4.0
+    assert json.loads(words[2])["pass_config"]["fi_allreduce_fusion_max_size_mb"] == 16.0
     assert "vllm 0.33.0" in err
 
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 import click
 
 from topo_gate.cli._errors import ExitCode, fail
-from topo_gate.cli.recommend import launch_options, requested_patterns, strict_failure
-from topo_gate.launchers import LAUNCHERS, PLANNERS, nccl_plan
-from topo_gate.launchers.detect import detect_launcher
+from topo_gate.cli.recommend import launch_options, requested_patterns, served_hidden, strict_failure
+from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan, nccl_plan
+from topo_gate.launchers.detect import TpFlagError, detect_launcher, tp_from_command
 from topo_gate.launchers.exec import exec_merged, prepare
 from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
 
@@ -28,16 +29,20 @@ Examples:
   topo-gate exec --profile node.yaml --tp 4 -- python -m sglang.launch_server --model-path M --tp 4
   topo-gate exec --profile node.yaml --tp 2 -- vllm serve M -tp 2
   topo-gate exec --profile node.yaml --tp 8 -- trtllm-serve M --tp_size 8
+  topo-gate exec --profile node.yaml --model llama-3-70b -- vllm serve M -tp 4
 
-The node is read through NVML (or --from CAPTURE) and must match the profile's fingerprint. No
-driver, a mismatch or an unusable profile: CMD still runs, with NCCL forced and the reason on stderr
-(--strict exits instead). A flag or env var you already set wins over the profile, with a warning.
+The TP size comes from CMD's own flag (-tp, --tensor-parallel-size, --tp-size, --tp, --tp_size);
+--tp must agree with it. The node is read through NVML (or --from CAPTURE) and must match the
+profile's fingerprint. No driver, a mismatch (node or TP) or an unusable profile: CMD still runs,
+with NCCL forced and the reason on stderr (--strict exits instead). A flag or env var you already
+set wins over the profile, with a warning. A one-line summary says how many size ranges run a
+measured winner (topo-gate recommend --explain shows them).
 Exit codes (before CMD starts): 1 mismatch/unusable under --strict, 2 usage, 3 unreadable --from,
 4 no driver under --strict, 5 NVML crashed under --strict, 7 software drift under --strict.""",
 )
 @click.option("--profile", "profile", required=True, type=click.Path(dir_okay=True), help="Gating profile.")
 @click.option("--launcher", type=click.Choice(list(LAUNCHERS)), help="Default: detected from CMD.")
-@launch_options
+@functools.partial(launch_options, tp_required=False)
 @click.option("--from", "from_capture", type=click.Path(), help="Read the node from a capture, not NVML.")
 @click.option(
     "--node-fingerprint",
@@ -48,11 +53,13 @@ Exit codes (before CMD starts): 1 mismatch/unusable under --strict, 2 usage, 3 u
 def command(
     profile: str,
     launcher: str | None,
-    tp: int,
+    tp: int | None,
     gpus: list[int] | None,
     strict: bool,
     pattern: str,
     fallback: str,
+    model: str | None,
+    hidden: int | None,
     from_capture: str | None,
     node_fingerprint: str | None,
     cmd: tuple[str, ...],
@@ -63,31 +70,75 @@ def command(
         raise fail(
             ExitCode.USAGE, f"cannot tell the launcher from {cmd[0]!r}; pass --launcher {'|'.join(LAUNCHERS)}"
         )
+    served_hidden(hidden, model)
+    tp, tp_problem = _tp_size(tp, cmd, launcher)
     fingerprint = node_fingerprint
-    if fingerprint is None:
+    if tp_problem is not None:
+        fingerprint = None
+        if strict:
+            raise fail(ExitCode.NOT_OK, tp_problem)
+        plan = nccl_plan(launcher, tp_problem, fallback=fallback)
+    elif fingerprint is None:
         try:
             fingerprint = current_fingerprint(from_capture)
         except NodeCheckError as error:
             if strict or error.kind == "unreadable":
                 raise fail(_NODE_ERROR_CODES[error.kind], str(error)) from None
             plan = nccl_plan(launcher, f"node not checked: {error}", fallback=fallback)
+    summary = None
     if fingerprint is not None:
-        plan = PLANNERS[launcher](
-            profile,
-            tp=tp,
-            gpus=gpus,
-            strict=strict,
-            fallback=fallback,
-            fingerprint=fingerprint,
-            patterns=requested_patterns(pattern),
+        options = dict(
+            gpus=gpus, strict=strict, fingerprint=fingerprint, patterns=requested_patterns(pattern)
         )
+        plan = PLANNERS[launcher](profile, tp=tp, fallback=fallback, hidden=hidden, model=model, **options)
+        summary = _summary(launcher, plan, profile, tp, hidden, model, options)
     if strict and plan.fallback:
         strict_failure(plan)
     try:
         merged = prepare(cmd, plan, os.environ, verified_fingerprint=fingerprint)
     except (ValueError, OSError) as error:
         raise fail(ExitCode.USAGE, f"cannot merge into your command: {error}") from None
+    if summary:
+        click.echo(f"topo-gate: {summary}", err=True)
     try:
         exec_merged(merged, plan)
     except OSError as error:
         raise fail(ExitCode.USAGE, f"cannot run {cmd[0]!r}: {error.strerror or error}") from None
+
+
+def _tp_size(tp: int | None, cmd: tuple[str, ...], launcher: str) -> tuple[int, str | None]:
+    """The TP size to plan for, and why the launch must not follow the profile (None: it may)."""
+    try:
+        named = tp_from_command(cmd, launcher)
+    except TpFlagError as error:
+        raise fail(ExitCode.USAGE, str(error)) from None
+    if tp is None and named is None:
+        raise fail(ExitCode.USAGE, "CMD names no TP size (e.g. -tp 4): pass --tp N")
+    if named is None:
+        click.echo(
+            f"topo-gate: warning: CMD names no TP size (the launcher's default is 1 unless a config file "
+            f"sets it); planning for --tp {tp}",
+            err=True,
+        )
+    if tp is not None and named is not None and tp != named:
+        return (
+            tp,
+            f"--tp {tp} disagrees with the command's TP size {named}: the profile's TP {tp} decisions do not apply",
+        )
+    return (tp if tp is not None else named), None  # type: ignore[return-value]
+
+
+def _summary(
+    launcher: str,
+    plan: LaunchPlan,
+    profile: str,
+    tp: int,
+    hidden: int | None,
+    model: str | None,
+    options: dict,
+) -> str | None:
+    """``recommend --explain`` in one line, for the log of a launch."""
+    from topo_gate.launchers.explain import explain_profile, summary
+
+    rows = explain_profile(launcher, plan, profile, tp=tp, hidden=hidden, model=model, **options)
+    return summary(rows) if rows else None

@@ -13,6 +13,7 @@ import yaml
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan
 from topo_gate.launchers.common import PATTERNS
+from topo_gate.models import UnknownModel, lookup_model
 
 FORMATS = ("args", "env", "json", "yaml")
 
@@ -26,10 +27,20 @@ def parse_gpus(_ctx: click.Context, _param: click.Parameter, value: str | None) 
         raise click.BadParameter(f"{value!r}: expected NVML indices like 0,1") from None
 
 
-def launch_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--tp, --gpus, --strict, --pattern, --fallback: shared by ``recommend`` and ``exec``."""
+TP_HELP = "Tensor-parallel size."
+EXEC_TP_HELP = "Tensor-parallel size (default: read from CMD; must agree with CMD's own TP flag)."
+
+
+def launch_options(command: Callable[..., Any], *, tp_required: bool = True) -> Callable[..., Any]:
+    """--tp, --gpus, --strict, --pattern, --fallback, --model, --hidden: shared by ``recommend`` and
+    ``exec`` (whose --tp is optional: it reads the TP size from the launcher's command line)."""
     options = (
-        click.option("--tp", type=click.IntRange(min=1), required=True, help="Tensor-parallel size."),
+        click.option(
+            "--tp",
+            type=click.IntRange(min=1),
+            required=tp_required,
+            help=TP_HELP if tp_required else EXEC_TP_HELP,
+        ),
         click.option(
             "--gpus",
             callback=parse_gpus,
@@ -56,10 +67,31 @@ def launch_options(command: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="On any fallback: force NCCL, or leave the launcher's own rules.",
         ),
+        click.option(
+            "--model",
+            help="The served model (a probe preset, e.g. llama-3-70b): its hidden size turns the "
+            "launcher's token limits into message sizes. Default: the profile's hidden size, with a warning.",
+        ),
+        click.option(
+            "--hidden",
+            type=click.IntRange(min=1),
+            help="The served model's hidden size (instead of --model).",
+        ),
     )
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def served_hidden(hidden: int | None, model: str | None) -> None:
+    """Check --model/--hidden: at most one, and a known preset (exit 2 otherwise)."""
+    if hidden is not None and model is not None:
+        raise fail(ExitCode.USAGE, "give --model NAME or --hidden N, not both")
+    if model is not None:
+        try:
+            lookup_model(model)
+        except UnknownModel as error:
+            raise fail(ExitCode.USAGE, str(error)) from None
 
 
 def requested_patterns(pattern: str) -> tuple[str, ...]:
@@ -73,14 +105,15 @@ def strict_failure(plan: LaunchPlan) -> None:
     raise fail(code, f"profile not used: {plan.reason}")
 
 
-def render(plan: LaunchPlan, fmt: str) -> str:
-    """The plan in one of FORMATS (trtllm's ``yaml`` is its extra LLM-API options file)."""
+def render(plan: LaunchPlan, fmt: str, rows: list | None = None) -> str:
+    """The plan in one of FORMATS (trtllm's ``yaml`` is its extra LLM-API options file); ``json``
+    carries the ``--explain`` rows under ``explain``."""
     if fmt == "args":
         return shlex.join(plan.args)
     if fmt == "env":
         return "\n".join(f"{key}={shlex.quote(value)}" for key, value in plan.env.items())
     if fmt == "json":
-        return json.dumps(plan.to_dict(), indent=2)
+        return json.dumps({**plan.to_dict(), "explain": [r.to_dict() for r in rows or []]}, indent=2)
     if plan.config:
         header = [f"# extra LLM-API options for TensorRT-LLM {plan.launcher_version_pinned}, from topo-gate"]
         header += [f"# {note}" for note in plan.notes]
@@ -96,6 +129,12 @@ Examples:
   topo-gate recommend node.yaml --tp 2 --launcher vllm --format env > vllm.env
   topo-gate recommend node.yaml --tp 8 --launcher trtllm --format yaml > extra.yaml
   topo-gate recommend profiles/ --node-fingerprint sha256:... --tp 2 --launcher vllm   # a profile set
+  topo-gate recommend node.yaml --tp 2 --launcher sglang --model deepseek-v3 --explain
+
+--explain prints, per pattern and size range: what the profile measured (backend, speed-up over
+NCCL), what the launcher runs with the plan, what it runs by default, the verdict, and where the
+profile's evidence has timings the estimated saving of the plan over the default per call.
+--format json always carries the same rows under "explain".
 
 On any fallback (missing, invalid, tampered or foreign profile, TP not measured) the output forces
 NCCL and the reason goes to stderr; --strict makes that an error instead.
@@ -119,6 +158,9 @@ Exit codes: 0 ok, 1 profile unusable under --strict, 2 usage, 7 software drift u
     help="The node to plan for (`topo-gate topo` prints it); picks the member of a profile set. "
     "Default: env TOPO_GATE_NODE_FINGERPRINT.",
 )
+@click.option(
+    "--explain", is_flag=True, help="Also print, per size range, measured vs planned vs default routing."
+)
 def command(
     profile: str,
     launcher: str,
@@ -127,22 +169,29 @@ def command(
     strict: bool,
     pattern: str,
     fallback: str,
+    model: str | None,
+    hidden: int | None,
     fmt: str,
     as_json: bool,
     node_fingerprint: str | None,
+    explain: bool,
 ) -> None:
     """Print the flags, env and config that make LAUNCHER follow PROFILE at TP size --tp."""
-    # The node is not read here: gate() takes --node-fingerprint, else TOPO_GATE_NODE_FINGERPRINT if set,
-    # else warns "not verified" (and a profile set cannot pick a member).
-    plan = PLANNERS[launcher](
-        profile,
-        tp=tp,
+    from topo_gate.launchers.explain import explain_profile
+    from topo_gate.launchers.explain import render as render_explain
+
+    served_hidden(hidden, model)
+    # The node is not read here: recommend plans for a profile from anywhere. gate() takes
+    # --node-fingerprint, else TOPO_GATE_NODE_FINGERPRINT if set; otherwise the node is trusted unverified
+    # (and a profile set cannot pick a member).
+    options = dict(
         gpus=gpus,
         strict=strict,
-        fallback=fallback,
-        fingerprint=node_fingerprint,
         patterns=requested_patterns(pattern),
+        trust_unverified_node=True,
+        fingerprint=node_fingerprint,
     )
+    plan = PLANNERS[launcher](profile, tp=tp, fallback=fallback, hidden=hidden, model=model, **options)
     if strict and plan.fallback:
         strict_failure(plan)
     fmt = "json" if as_json else fmt
@@ -154,4 +203,12 @@ def command(
             "trtllm-serve ... --extra_llm_api_options extra.yaml",
             err=True,
         )
-    click.echo(render(plan, fmt))
+    fmt_json = fmt == "json"
+    rows = (
+        explain_profile(launcher, plan, profile, tp=tp, hidden=hidden, model=model, **options)
+        if explain or fmt_json
+        else []
+    )
+    click.echo(render(plan, fmt, rows))
+    if explain and not fmt_json:
+        click.echo(render_explain(rows))

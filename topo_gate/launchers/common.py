@@ -9,13 +9,16 @@ launcher left alone may auto-enable a backend that loses on this node. Only
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from topo_gate.launchers import knobs
-from topo_gate.launchers.ladder import Ladder, ladder_from_rules
+from topo_gate.launchers.routes.check import Measured, measured_from_rules
+
+Ladder = Measured
 
 PATTERNS = ("allreduce", "allreduce_rmsnorm")
 FALLBACKS = ("nccl", "launcher-default")
@@ -62,6 +65,8 @@ class Reading:
     """The profile facts a planner needs for one TP size: both measured ladders and the trial shape.
 
     ``fallback_reason`` is set (and the ladders empty) when the profile cannot be used at all.
+    ``hidden`` is the profile's trial hidden size; ``served_hidden`` the served model's, which the
+    launchers convert their token limits with (the profile's when the caller named no model).
     """
 
     ladders: Mapping[str, Ladder]
@@ -70,6 +75,10 @@ class Reading:
     capability: tuple[int, int] | None
     warnings: tuple[str, ...]
     fallback_reason: str | None = None
+    group_class: str | None = None
+    served_hidden: int | None = None
+    model: str | None = None
+    rules: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
 #: The ladder of a pattern the user left out with ``--pattern``: NCCL at every size, so every path
@@ -81,10 +90,11 @@ def read_profile(
     profile: Any,
     *,
     tp: int,
-    gpus: Any,
-    strict: bool,
-    fingerprint: str | None,
+    gpus: Any = None,
+    strict: bool = False,
+    fingerprint: str | None = None,
     patterns: Sequence[str] = PATTERNS,
+    trust_unverified_node: bool = False,
 ) -> Reading:
     """Ask the reader for the requested patterns (the others read as NCCL everywhere); never raises
     (the reader does not, and loading is guarded)."""
@@ -104,7 +114,16 @@ def read_profile(
         except Exception:  # noqa: BLE001 -- gate() below turns the same failure into its reason
             pass
     ladders: dict[str, Ladder] = {}
+    rules: dict[str, tuple[Any, ...]] = {}
     warnings: list[str] = list(set_notes)
+    group_class = None
+    # The hardened reader takes this keyword (NCCL for an unverified node unless trusted); a reader
+    # without it verifies nothing more and needs none.
+    trust = (
+        {"trust_unverified_node": True}
+        if trust_unverified_node and "trust_unverified_node" in inspect.signature(gate).parameters
+        else {}
+    )
     unknown = sorted(set(patterns) - set(PATTERNS))
     if unknown or not patterns:
         reason = f"unknown pattern(s) {unknown}" if unknown else "no pattern requested"
@@ -114,13 +133,17 @@ def read_profile(
             ladders[pattern] = NOT_REQUESTED
             warnings.append(f"{pattern} not requested (--pattern): every path serving it stays off")
             continue
-        decision = gate(profile, tp=tp, pattern=pattern, gpus=gpus, strict=strict, fingerprint=fingerprint)
+        decision = gate(
+            profile, tp=tp, pattern=pattern, gpus=gpus, strict=strict, fingerprint=fingerprint, **trust
+        )
         warnings.extend(w for w in decision.warnings if w not in warnings)
         if decision.fallback:
             return Reading(
                 {}, None, None, None, tuple(warnings), fallback_reason=f"{pattern}: {decision.reason}"
             )
-        ladders[pattern] = ladder_from_rules(decision.rules)
+        ladders[pattern] = measured_from_rules(decision.rules)
+        rules[pattern] = decision.rules
+        group_class = decision.group_class or group_class
     trials = profile.trials
     return Reading(
         ladders=ladders,
@@ -128,6 +151,8 @@ def read_profile(
         itemsize=ITEMSIZE.get(trials.dtype),
         capability=node_capability(profile.node.hardware),
         warnings=tuple(warnings),
+        group_class=group_class,
+        rules=rules,
     )
 
 
@@ -199,6 +224,26 @@ def mib(nbytes: int | None) -> str:
     return f"{nbytes / 1024:g} KiB"
 
 
+def served_model(
+    reading: Reading, *, hidden: int | None, model: str | None
+) -> tuple[Reading, tuple[str, ...]]:
+    """``reading`` with the served model's hidden size: ``hidden``, else ``model``'s preset, else the
+    profile's with a warning (every launcher has a limit counted in tokens of the served model)."""
+    from dataclasses import replace
+
+    from topo_gate.models import lookup_model
+
+    if hidden is None and model is not None:
+        hidden = lookup_model(model).hidden
+    if hidden is not None:
+        return replace(reading, served_hidden=hidden, model=model), ()
+    warning = (
+        f"no --model/--hidden: token limits converted with the profile's hidden size {reading.hidden}; "
+        "a wider served model sends larger messages at the same token counts"
+    )
+    return replace(reading, served_hidden=reading.hidden, model=model), (warning,)
+
+
 def follow_profile(
     launcher: str,
     forced: LaunchPlanParts,
@@ -211,6 +256,9 @@ def follow_profile(
     fallback: str,
     fingerprint: str | None,
     patterns: Sequence[str],
+    hidden: int | None = None,
+    model: str | None = None,
+    trust_unverified_node: bool = False,
 ) -> LaunchPlan:
     """The shape every planner shares: read the profile; on any fallback the fail-closed plan
     (``forced``); otherwise the launcher's own ``mapping`` of the measured ladders to its knobs, with
@@ -218,7 +266,13 @@ def follow_profile(
     check_fallback_mode(fallback)
     version = knobs.PINNED[launcher]
     reading = read_profile(
-        profile, tp=tp, gpus=gpus, strict=strict, fingerprint=fingerprint, patterns=patterns
+        profile,
+        tp=tp,
+        gpus=gpus,
+        strict=strict,
+        fingerprint=fingerprint,
+        patterns=patterns,
+        trust_unverified_node=trust_unverified_node,
     )
     if reading.fallback_reason is not None:
         return fallback_plan(
@@ -229,13 +283,14 @@ def follow_profile(
             forced=forced,
             warnings=reading.warnings,
         )
+    reading, model_warnings = served_model(reading, hidden=hidden, model=model)
     parts = mapping(reading, tp)
     return LaunchPlan(
         launcher=launcher,
         launcher_version_pinned=version,
         args=parts.args,
         env=parts.env,
-        notes=(*reading.warnings, *parts.notes),
+        notes=(*reading.warnings, *model_warnings, *parts.notes),
         fallback=False,
         reason="following the profile",
         config=parts.config,

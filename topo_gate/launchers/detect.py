@@ -27,3 +27,33 @@ def detect_launcher(argv: Sequence[str]) -> str | None:
             if launcher and "." in following:
                 return launcher
     return None
+
+
+#: The flags that set the tensor-parallel size on each launcher's command line: SGLang's ServerArgs
+#: (``--tp-size`` with alias ``--tensor-parallel-size``; argparse also takes the prefix ``--tp``),
+#: vLLM's EngineArgs (``--tensor-parallel-size``, ``-tp``; its parser accepts ``_`` for ``-``),
+#: ``trtllm-serve --tp_size``.
+TP_FLAGS: dict[str, tuple[str, ...]] = {
+    "sglang": ("--tp-size", "--tensor-parallel-size", "--tp"),
+    "vllm": ("--tensor-parallel-size", "--tensor_parallel_size", "-tp"),
+    "trtllm": ("--tp_size", "--tp-size", "--tensor_parallel_size"),
+}
+
+
+class TpFlagError(ValueError):
+    """A TP flag on the command line whose value is not a positive integer."""
+
+
+def tp_from_command(argv: Sequence[str], launcher: str) -> int | None:
+    """The TP size ``argv`` gives ``launcher`` (the last one wins, as in argparse), or None if it names none."""
+    found: int | None = None
+    flags = TP_FLAGS[launcher]
+    for index, token in enumerate(argv):
+        name, eq, value = token.partition("=")
+        if name not in flags:
+            continue
+        text = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
+        if not text.isdigit() or int(text) < 1:
+            raise TpFlagError(f"{name} {text!r} is not a TP size")
+        found = int(text)
+    return found

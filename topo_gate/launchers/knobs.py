@@ -16,13 +16,15 @@ from typing import Any
 # several GB, so its manifest was extracted from the source files at that commit instead.
 PINNED: dict[str, str] = {"sglang": "0.5.23", "vllm": "0.33.0", "trtllm": "git-0004396"}
 LAUNCHERS: tuple[str, ...] = tuple(PINNED)
+#: Libraries the launchers call whose tables the route models read (FlashInfer's one-/two-shot heuristic).
+LIBRARIES: dict[str, str] = {"flashinfer": "0.7.2.post1"}
 MiB = 1 << 20
 
 
 @cache
 def manifest(launcher: str) -> dict[str, Any]:
-    """The knob manifest of the pinned release of ``launcher``."""
-    name = f"knobs-{launcher}-{PINNED[launcher]}.json"
+    """The knob manifest of the pinned release of ``launcher`` (or of a library in LIBRARIES)."""
+    name = f"knobs-{launcher}-{PINNED.get(launcher) or LIBRARIES[launcher]}.json"
     text = resources.files("topo_gate.launchers").joinpath("data", name).read_text("utf-8")
     return json.loads(text)
 

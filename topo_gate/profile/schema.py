@@ -53,6 +53,17 @@ BACKENDS: tuple[str, ...] = (
     "symm_mem_twoshot",
     "vllm_custom",
     "pcie_ipc",
+    # A launcher's own call sequence where it differs from the base backend's (``<base>_<launcher>``):
+    # FlashInfer's kernels as SGLang / vLLM call them, and the symm-mem path both launchers share.
+    "trtllm_oneshot_sglang",
+    "trtllm_twoshot_sglang",
+    "trtllm_fused_oneshot_sglang",
+    "trtllm_fused_twoshot_sglang",
+    "trtllm_oneshot_vllm",
+    "trtllm_twoshot_vllm",
+    "trtllm_fused_oneshot_vllm",
+    "trtllm_fused_twoshot_vllm",
+    "symm_mem_twoshot_vllm",
     "gloo",
     "gloo_ring",
 )

@@ -1,0 +1,47 @@
+"""The knob manifests are what scripts/extract_knobs.py reads from the pinned releases.
+
+Needs the release files, which are large and not in the repository: point TOPO_GATE_LAUNCHER_SOURCES
+at a folder holding ``sglang-0.5.23-*.whl``, ``vllm-0.33.0-*.whl`` and FlashInfer's
+``comm/trtllm_ar.py`` (anywhere below it). Skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from topo_gate.launchers.knobs import LIBRARIES, PINNED
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "topo_gate" / "launchers" / "data"
+SOURCES = os.environ.get("TOPO_GATE_LAUNCHER_SOURCES")
+pytestmark = pytest.mark.skipif(not SOURCES, reason="TOPO_GATE_LAUNCHER_SOURCES not set")
+
+
+def _extract(tmp_path: Path, *argv: str) -> dict:
+    subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "extract_knobs.py"), *argv, "--out", str(tmp_path)],
+        check=True,
+        capture_output=True,
+    )
+    (written,) = tmp_path.glob("knobs-*.json")
+    return json.loads(written.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("launcher", ["sglang", "vllm"])
+def test_wheel_manifest_is_current(launcher: str, tmp_path: Path) -> None:
+    (wheel,) = Path(SOURCES).glob(f"{launcher}-{PINNED[launcher]}-*.whl")
+    committed = json.loads((DATA / f"knobs-{launcher}-{PINNED[launcher]}.json").read_text(encoding="utf-8"))
+    assert _extract(tmp_path, launcher, str(wheel)) == committed
+
+
+def test_flashinfer_manifest_is_current(tmp_path: Path) -> None:
+    (source,) = [p for p in Path(SOURCES).rglob("trtllm_ar.py") if p.parent.name == "comm"]
+    version = LIBRARIES["flashinfer"]
+    committed = json.loads((DATA / f"knobs-flashinfer-{version}.json").read_text(encoding="utf-8"))
+    assert _extract(tmp_path, "flashinfer", "--version", version, str(source)) == committed

@@ -1,0 +1,28 @@
+"""Route models of the pinned launcher releases: with these knobs, on this node, for this model,
+which kernel does the launcher run for a message of each size? Pure; every rule cites its source.
+
+``route(launcher, knobs, ctx)`` -> ``{pattern: Route}``; ``check.violations`` compares a route with a
+profile's measured ladders. See ``base`` for the route shape and names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from topo_gate.launchers.routes import sglang, trtllm, vllm
+from topo_gate.launchers.routes.base import Context, Knobs, Route, RouteError
+
+ROUTERS: dict[str, Callable[[Knobs, Context], dict[str, Route]]] = {
+    "sglang": sglang.routes,
+    "vllm": vllm.routes,
+    "trtllm": trtllm.routes,
+}
+
+__all__ = ["ROUTERS", "Context", "Knobs", "Route", "RouteError", "route"]
+
+
+def route(launcher: str, knobset: Knobs, ctx: Context) -> dict[str, Route]:
+    """Per pattern, what ``launcher`` runs at each size with ``knobset`` on ``ctx``."""
+    if launcher not in ROUTERS:
+        raise RouteError(f"unknown launcher {launcher!r} (known: {', '.join(ROUTERS)})")
+    return ROUTERS[launcher](knobset, ctx)
