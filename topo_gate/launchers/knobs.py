@@ -23,8 +23,10 @@ MiB = 1 << 20
 def manifest(launcher: str) -> dict[str, Any]:
     """The knob manifest of the pinned release of ``launcher``."""
     name = f"knobs-{launcher}-{PINNED[launcher]}.json"
-    text = resources.files("topo_gate.launchers").joinpath("data", name).read_text("utf-8")
-    return json.loads(text)
+    # One joinpath() per component: several arguments need Python 3.11's Traversable.
+    text = resources.files("topo_gate.launchers").joinpath("data").joinpath(name).read_text("utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
 
 
 def table(launcher: str, name: str) -> Any:

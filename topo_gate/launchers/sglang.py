@@ -168,9 +168,10 @@ def _pcie_ipc(
     size on its own; its limit is a knob, set to that range rounded down to whole elements."""
     measured = reading.ladders["allreduce"]
     pcie: Route = ((None, frozenset({"pcie_ipc"})),)
-    numel = (safe_until(measured, pcie) or 0) // reading.itemsize if reading.itemsize else 0
+    itemsize = reading.itemsize or 0
+    numel = (safe_until(measured, pcie) or 0) // itemsize if itemsize else 0
     if numel > 0:
-        cap = numel * reading.itemsize
+        cap = numel * itemsize
         before = [route_of(("custom",), 0)] if "custom" in chosen else []
         afters = [[route_of(("symm",), v)] if "symm" in chosen else [] for v in range(variants)]
         if all(

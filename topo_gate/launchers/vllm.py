@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from topo_gate.launchers import knobs
 from topo_gate.launchers.common import (
@@ -37,6 +37,7 @@ from topo_gate.launchers.common import (
 from topo_gate.launchers.ladder import NCCL_ROUTE, Route, best_safe_subset, capped, first_match, safe_until
 
 LAUNCHER = "vllm"
+Picked = TypeVar("Picked")  # one row of a per-capability table: a size cap or a capability name
 MULTIMEM = frozenset({"torch symm-mem multimem (never measured)"})
 FI_STANDALONE = frozenset({"trtllm_oneshot", "trtllm_twoshot"})
 ALWAYS_ENV = {"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm", "VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC": "0"}
@@ -141,7 +142,7 @@ def _allreduce(reading: Reading, tp: int) -> LaunchPlanParts:
     custom_default = knobs.table(LAUNCHER, "custom_all_reduce_default_max_size")
     variants = max(len(fi_caps), len(custom_table), len(symm_caps))
 
-    def pick(values: list[int | None], variant: int) -> int | None:
+    def pick(values: list[Picked], variant: int) -> Picked:
         return values[variant] if len(values) > 1 else values[0]
 
     def route_of(subset: tuple[str, ...], variant: int) -> Route:
@@ -175,7 +176,7 @@ def _allreduce(reading: Reading, tp: int) -> LaunchPlanParts:
         "VLLM_ALLREDUCE_USE_SYMM_MEM": "1" if "symm" in chosen else "0",
     }
     on = ", ".join(chosen) or "none"
-    notes = (
+    notes: tuple[str, ...] = (
         f"plain all-reduce fast paths on: {on}; each other path off because vLLM's fixed size limit for it "
         "reaches sizes where it was not measured faster than NCCL",
     )
