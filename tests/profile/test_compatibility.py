@@ -91,3 +91,16 @@ def test_a_new_major_is_refused_with_its_message(capsys: pytest.CaptureFixture[s
     assert decision.fallback and decision.backend == NCCL and V2_MESSAGE in decision.reason
     assert main(["validate", str(V2_FILE)]) == 1
     assert capsys.readouterr().err == f"topo-gate: error: {V2_FILE}: {V2_MESSAGE}\n"
+
+
+def test_a_backend_name_this_reader_does_not_know_refuses_the_whole_profile(tmp_path: Path) -> None:
+    data = parse_yaml((COMPAT / "v1.1-h200-x2.yaml").read_text(encoding="utf-8"))
+    del data["digest"]
+    data["schema"] = "topo-gate/profile/v1.9"
+    data["decisions"][0]["rules"][1]["backend"] = "added_in_v1_9"
+    path = tmp_path / "v1.9.yaml"
+    path.write_text(to_yaml({**data, "digest": compute_digest(data)}), encoding="utf-8")
+    fingerprint = data["node"]["fingerprint"]
+    for nbytes, _ in ALLREDUCE_LADDER:  # sizes the unknown name does not even cover fall back too
+        decision = gate(path, tp=2, nbytes=nbytes, fingerprint=fingerprint)
+        assert decision.fallback and "unknown backend 'added_in_v1_9'" in decision.reason
