@@ -14,13 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from topo_gate.profile.yaml_format import parse_yaml, to_yaml
 
 REPO = Path(__file__).resolve().parents[1]
 GOOD = REPO / "profiles" / "examples" / "synthetic-h200x2.yaml"
-
-pytestmark = pytest.mark.slow
 
 
 def _deployment_repo(root: Path) -> Path:
@@ -52,6 +51,16 @@ def _try_repo(deploy: Path, home: Path, *files: str) -> subprocess.CompletedProc
     )
 
 
+def test_the_readme_config_names_the_hook_this_repo_provides() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Checking profiles on commit", 1)[1].split("\n## ", 1)[0]
+    config = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    provided = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    assert [hook["id"] for hook in config["repos"][0]["hooks"]] == [provided[0]["id"]]
+    assert provided[0]["entry"] == "topo-gate validate" and provided[0]["language"] == "python"
+
+
+@pytest.mark.slow
 def test_the_hook_fails_on_tampered_and_unsealed_profiles_and_passes_a_good_one(tmp_path: Path) -> None:
     deploy, home = _deployment_repo(tmp_path / "deploy"), tmp_path / "pre-commit-home"
     everything = _try_repo(deploy, home)
