@@ -112,8 +112,10 @@ def decide(
     return DecideResult(decisions=list(decisions.values()), notes=notes)
 
 
-def _results_by_size(results: Iterable[Mapping[str, Any]]) -> list[tuple[int, dict[str, Mapping]]]:
-    by_size: dict[int, dict[str, Mapping]] = {}
+def _results_by_size(
+    results: Iterable[Mapping[str, Any]],
+) -> list[tuple[int, dict[str, Mapping[str, Any]]]]:
+    by_size: dict[int, dict[str, Mapping[str, Any]]] = {}
     for result in results:
         by_size.setdefault(result["nbytes"], {})[result["backend"]] = result
     return sorted(by_size.items())
@@ -208,7 +210,8 @@ def _within_margin(verdict: _Verdict, neighbour: str, criteria: _Criteria) -> bo
     if neighbour_speedup is None or neighbour_speedup < 1.0:
         # Not measured correct here, or slower than the baseline here: folding would enable a loser.
         return False
-    return neighbour_speedup * (1 + criteria.margin) >= _speedup_at(verdict, verdict.backend, criteria)
+    own_speedup = _speedup_at(verdict, verdict.backend, criteria)
+    return own_speedup is not None and neighbour_speedup * (1 + criteria.margin) >= own_speedup
 
 
 def _speedup_at(verdict: _Verdict, backend: str, criteria: _Criteria) -> float | None:
@@ -222,8 +225,8 @@ def _rules(verdicts: Sequence[_Verdict], criteria: _Criteria) -> list[Rule]:
     if not verdicts:
         return [Rule(max_bytes=None, backend=NCCL, reason="no trial results for this group")]
     rules = []
-    for backend, members in groupby(verdicts, key=lambda verdict: verdict.backend):
-        members = list(members)
+    for backend, run in groupby(verdicts, key=lambda verdict: verdict.backend):
+        members = list(run)
         if backend == criteria.baseline:
             rules.append(_baseline_rule(members, criteria))
         else:
@@ -313,6 +316,7 @@ def _exclusion_words(verdicts: Sequence[_Verdict]) -> str:
 
 def _fold_words(verdict: _Verdict, into: str, criteria: _Criteria) -> str:
     lone = verdict.folded_from
+    assert lone is not None, "only a folded verdict is described as folded"
     return (
         f"{human_bytes(verdict.nbytes)} folded in: {into} {_speedup_at(verdict, into, criteria):.2f}x there "
         f"is within {criteria.margin:.0%} of the lone choice {lone} "

@@ -48,7 +48,7 @@ from topo_gate.topology.model import Node as Topology
 from topo_gate.topology.software import python_versions, software_block
 from topo_gate.trials import plan as planning
 from topo_gate.trials.evidence import evidence_from_results, load_evidence, trials_meta, write_evidence
-from topo_gate.trials.runner import PlanResult, Progress, run_plan
+from topo_gate.trials.runner import DEFAULT_STARTUP_TIMEOUT_S, PlanResult, Progress, run_plan
 
 MIN_ROUNDS = 15  # DESIGN.md: medians of >= 15 interleaved rounds
 DEFAULT_TPS = (2, 4, 8)
@@ -195,7 +195,9 @@ def _trials_block(plans: Sequence[planning.TrialPlan], options: ProbeOptions) ->
     }
 
 
-def plan_trials(facts: NodeFacts, options: ProbeOptions) -> tuple[list[planning.TrialPlan], list[Skipped]]:
+def plan_trials(
+    facts: NodeFacts, options: ProbeOptions
+) -> tuple[list[planning.TrialPlan], list[planning.Skipped]]:
     """One plan per (TP, group class, pattern); TP sizes that cannot run are skipped with why."""
     plans, skipped = planning.make_plans(
         facts.planner,
@@ -260,7 +262,7 @@ def _run_all(
     estimates = [planning.estimate_seconds(plan, options.device) for plan in plans]
     total = sum(estimates)
     results = []
-    startup_s = JIT_STARTUP_TIMEOUT_S if jit_expected else None
+    startup_s = JIT_STARTUP_TIMEOUT_S if jit_expected else DEFAULT_STARTUP_TIMEOUT_S
     with tempfile.TemporaryDirectory(prefix="topo-gate-probe-") as workdir:
         for index, plan in enumerate(plans):
             done_before = sum(estimates[:index])
@@ -277,7 +279,6 @@ def _run_all(
                 done = done_before + estimates[index] * min(fraction, 1.0)
                 on_progress(ProbeProgress(index + 1, len(plans), label, done, total, detail))
 
-            kwargs = {} if startup_s is None else {"startup_timeout_s": startup_s}
             results.append(
                 run_plan(
                     plan,
@@ -286,7 +287,7 @@ def _run_all(
                     timeout_s=options.step_timeout_s,
                     workdir=Path(workdir) / f"run-{index + 1}",
                     on_progress=relay,
-                    **kwargs,
+                    startup_timeout_s=startup_s,
                 )
             )
             if on_progress is not None:

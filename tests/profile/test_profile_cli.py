@@ -32,6 +32,27 @@ class TestValidate:
         assert (code, err) == (0, "")
         assert out == f"OK {example_path}: schema v1.1, 2 decisions, fingerprint sha256:39a39c834186...\n"
 
+    def test_several_profiles_each_reported_worst_exit_code(
+        self, capsys, example_path, hand_edited, tmp_path
+    ):
+        tampered = f"topo-gate: error: {hand_edited}: digest: the content hashes to "
+        code, out, err = run(capsys, "validate", str(example_path), str(hand_edited))
+        assert code == 1 and out.startswith(f"OK {example_path}: ") and out.count("\n") == 1
+        assert err.startswith(tampered) and err.count("\n") == 1
+        missing = tmp_path / "missing.yaml"
+        code, out, err = run(capsys, "validate", str(missing), str(hand_edited), str(example_path))
+        assert code == 3 and out.startswith(f"OK {example_path}: ") and out.count("\n") == 1
+        first, second = err.splitlines()
+        assert first == f"topo-gate: error: {missing}: no such file" and second.startswith(tampered)
+
+    def test_several_valid_profiles(self, capsys, example_path, write_profile, example_data):
+        other = write_profile(example_data, name="other.yaml")
+        code, out, err = run(capsys, "validate", str(example_path), str(other))
+        assert (code, err) == (0, "") and [line.split(":")[0] for line in out.splitlines()] == [
+            f"OK {example_path}",
+            f"OK {other}",
+        ]
+
     def test_help_teaches_usage(self, capsys):
         code, out, _ = run(capsys, "validate", "--help")
         assert code == 0

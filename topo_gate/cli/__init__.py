@@ -14,7 +14,7 @@ import sys
 import click
 
 from topo_gate._version import __version__
-from topo_gate.cli._errors import CliError, ExitCode
+from topo_gate.cli._errors import CliError, ExitCode, error_line
 
 # command name -> (module under topo_gate.cli, one-line summary shown in --help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         returned = cli.main(args=argv, prog_name="topo-gate", standalone_mode=False)
     except CliError as error:
-        click.echo(f"topo-gate: error: {error.message}", err=True)
+        click.echo(error_line(error.message), err=True)
         return int(error.code)
     except click.exceptions.Abort:
         click.echo("topo-gate: interrupted", err=True)

@@ -28,6 +28,11 @@ class CliError(Exception):
         self.message = message
 
 
+def error_line(message: str) -> str:
+    """How every error reaches stderr: ``topo-gate: error: <message>``."""
+    return f"topo-gate: error: {message}"
+
+
 def fail(code: ExitCode, message: str) -> CliError:
     """Build the error to ``raise``: ``raise fail(ExitCode.UNREADABLE, f"{path}: not UTF-8")``."""
     return CliError(code, " ".join(message.split()))

@@ -193,6 +193,7 @@ def _hidden(hidden: int | None, model: str | None) -> int:
         raise click.UsageError("give exactly one of --hidden N or --model NAME (or --replay EVIDENCE)")
     if hidden is not None:
         return hidden
+    assert model is not None  # exactly one of the two was given
     try:
         return lookup_model(model).hidden
     except UnknownModel as error:

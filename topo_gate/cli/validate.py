@@ -1,4 +1,4 @@
-"""``topo-gate validate PROFILE|DIR``: is this a well-formed, untampered v1 profile (or profile set)?"""
+"""``topo-gate validate PROFILE...``: is each a well-formed, untampered v1 profile (or a directory, a usable profile set)?"""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from topo_gate.cli._errors import ExitCode, fail
-from topo_gate.cli._profile import load_or_fail, profile_argument
+from topo_gate.cli._errors import CliError, ExitCode, error_line, fail
+from topo_gate.cli._profile import load_or_fail
 from topo_gate.profile import ProfileError, dump_profile, load_profile
 from topo_gate.profile.set_check import check_set
 
@@ -20,6 +20,7 @@ Examples:
   topo-gate validate node.yaml
   OK node.yaml: schema v1, 2 decisions, fingerprint sha256:39a39c834186...
   topo-gate validate --reseal node.yaml     # after a deliberate hand edit
+  topo-gate validate profiles/*.yaml        # several: each is checked and reported
   topo-gate validate profiles/               # a profile set: one member per node fingerprint
 
 \b
@@ -28,10 +29,12 @@ member valid, and no two members for one fingerprint (a duplicate or a conflict 
 answer NCCL for that node class).
 Exit codes: 0 valid; 1 invalid, digest mismatch, schema too new, or a set with a duplicate,
 conflict or invalid member; 3 unreadable (missing, over 16 MiB, not UTF-8, not YAML, a directory
-that cannot be listed). Errors are one line naming the field:
+that cannot be listed). With several paths, the highest of theirs.
+Errors are one line per path, naming the field:
   topo-gate: error: node.yaml: decisions[0].rules[1].max_bytes: must be > 458752 (rules must be ordered)""",
 )
-@profile_argument
+# Existence is checked by the loader, so a missing file exits 3, not 2.
+@click.argument("profiles", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="PROFILE...")
 @click.option(
     "--reseal",
     is_flag=True,
@@ -39,9 +42,24 @@ that cannot be listed). Errors are one line naming the field:
     "a fresh digest (comments and fields unknown to this version are dropped).",
 )
 @click.option("--json", "as_json", is_flag=True, help="For a profile set: the members and problems as JSON.")
-def command(profile: Path, reseal: bool, as_json: bool) -> None:
-    """Check that PROFILE is a valid, untampered gating profile (the launcher reader's exact checks),
-    or that the directory PROFILE is a usable profile set."""
+def command(profiles: tuple[Path, ...], reseal: bool, as_json: bool) -> None:
+    """Check that each PROFILE is a valid, untampered gating profile (the launcher reader's exact checks),
+    or that a directory PROFILE is a usable profile set."""
+    if len(profiles) == 1:
+        _validate(profiles[0], reseal, as_json)  # its error is the command's: one line, its exit code
+        return
+    worst = ExitCode.OK
+    for profile in profiles:
+        try:
+            _validate(profile, reseal, as_json)
+        except CliError as error:
+            click.echo(error_line(error.message), err=True)
+            worst = max(worst, error.code)
+    if worst != ExitCode.OK:
+        raise click.exceptions.Exit(int(worst))
+
+
+def _validate(profile: Path, reseal: bool, as_json: bool) -> None:
     if profile.is_dir():
         _validate_set(profile, as_json)
         return

@@ -23,9 +23,9 @@ def detect_launcher(argv: Sequence[str]) -> str | None:
             if name == script and (subcommand is None or following == subcommand):
                 return launcher
         if token == "-m" and following:
-            launcher = _PACKAGES.get(following.split(".", 1)[0])
-            if launcher and "." in following:
-                return launcher
+            by_package = _PACKAGES.get(following.split(".", 1)[0])
+            if by_package and "." in following:
+                return by_package
     return None
 
 

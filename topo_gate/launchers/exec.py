@@ -42,10 +42,10 @@ def _with_options_file(merged: Merged, config: Mapping[str, object]) -> Merged:
     argv, warnings = list(merged.argv), list(merged.warnings)
     user_path, at = None, None
     for index, token in enumerate(argv):
-        name, eq, value = token.partition("=")
+        name, eq, attached = token.partition("=")
         if name == OPTIONS_FLAG:
             at, user_path = (
-                (index, value) if eq else (index + 1, argv[index + 1] if index + 1 < len(argv) else None)
+                (index, attached) if eq else (index + 1, argv[index + 1] if index + 1 < len(argv) else None)
             )
     options: dict[str, object] = {}
     if user_path:

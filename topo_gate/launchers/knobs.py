@@ -25,8 +25,10 @@ MiB = 1 << 20
 def manifest(launcher: str) -> dict[str, Any]:
     """The knob manifest of the pinned release of ``launcher`` (or of a library in LIBRARIES)."""
     name = f"knobs-{launcher}-{PINNED.get(launcher) or LIBRARIES[launcher]}.json"
-    text = resources.files("topo_gate.launchers").joinpath("data", name).read_text("utf-8")
-    return json.loads(text)
+    # One joinpath() per component: several arguments need Python 3.11's Traversable.
+    text = resources.files("topo_gate.launchers").joinpath("data").joinpath(name).read_text("utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
 
 
 def table(launcher: str, name: str) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from topo_gate.launchers import knobs
 
@@ -108,13 +109,14 @@ def merge(
     return Merged(tuple(out), merged_env, tuple(added), tuple(warnings))
 
 
-def _merge_compilation(argv: list[str], ours: dict) -> tuple[list[str], list[str]]:
+def _merge_compilation(argv: list[str], ours: dict[str, Any]) -> tuple[list[str], list[str]]:
     """Merge our pass_config keys into the user's vLLM compilation config, in place in ``argv``.
 
     Raises ``ValueError`` when the user's ``--compilation-config`` is not valid JSON.
     """
     user_keys: dict[str, object] = {}
-    user_json: tuple[int, str, dict] | None = None  # (token index, text before the JSON, parsed config)
+    # (token index, text before the JSON, parsed config)
+    user_json: tuple[int, str, dict[str, Any]] | None = None
     for index, token in enumerate(argv):
         name, eq, value = token.partition("=")
         following = argv[index + 1] if index + 1 < len(argv) else None

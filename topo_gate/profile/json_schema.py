@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 from topo_gate.profile.schema import BACKENDS, NCCL, PATTERNS
 
@@ -21,15 +22,17 @@ _POSITIVE = {"type": "number", "exclusiveMinimum": 0}
 _GPU_GROUP = {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True, "minItems": 1}
 
 
-def _object(required: list[str], properties: dict, description: str | None = None) -> dict:
+def _object(
+    required: list[str], properties: dict[str, Any], description: str | None = None
+) -> dict[str, Any]:
     # additionalProperties stays open: a v1.N profile may add optional fields a v1 reader ignores.
-    schema: dict = {"type": "object", "required": required, "properties": properties}
+    schema: dict[str, Any] = {"type": "object", "required": required, "properties": properties}
     if description:
         schema["description"] = description
     return schema
 
 
-def _rule() -> dict:
+def _rule() -> dict[str, Any]:
     rule = _object(
         ["max_bytes", "backend"],
         {
@@ -54,7 +57,7 @@ def _rule() -> dict:
     return rule
 
 
-def _alternative() -> dict:
+def _alternative() -> dict[str, Any]:
     return _object(
         ["backend", "speedup", "ci"],
         {
@@ -67,7 +70,7 @@ def _alternative() -> dict:
     )
 
 
-def _decision() -> dict:
+def _decision() -> dict[str, Any]:
     return _object(
         ["tp", "group", "group_class", "pattern", "rules"],
         {
@@ -82,7 +85,7 @@ def _decision() -> dict:
     )
 
 
-def _node() -> dict:
+def _node() -> dict[str, Any]:
     tp_group = _object(["gpus", "class"], {"gpus": _GPU_GROUP, "class": {"type": "string", "minLength": 1}})
     hardware = {
         "type": "object",
@@ -106,7 +109,7 @@ def _node() -> dict:
     )
 
 
-def _fleet() -> dict:
+def _fleet() -> dict[str, Any]:
     evidence = _object(
         ["path"], {"path": {"type": "string"}, "digest": {"oneOf": [{"type": "null"}, _DIGEST]}}
     )
@@ -131,7 +134,7 @@ def _fleet() -> dict:
     }
 
 
-def profile_json_schema() -> dict:
+def profile_json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of ``topo-gate/profile/v1`` documents."""
     schema = _object(
         ["schema", "created", "tool", "node", "trials", "decisions", "digest"],

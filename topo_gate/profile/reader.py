@@ -105,7 +105,7 @@ def _decide(
     fingerprint: str | None,
     warnings: list[str],
 ) -> Decision:
-    _check_arguments(tp, nbytes, pattern)
+    tp, nbytes, pattern = _checked_arguments(tp, nbytes, pattern)
     if path is not None and is_profile_set(path):
         path = _set_member(path, fingerprint)
     profile = _admitted_profile(source, path)
@@ -133,13 +133,14 @@ def _decide(
     )
 
 
-def _check_arguments(tp: object, nbytes: object, pattern: object) -> None:
+def _checked_arguments(tp: object, nbytes: object, pattern: object) -> tuple[int, int | None, str]:
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise _Fallback(f"tp must be a positive integer, got {tp!r}")
     if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0):
         raise _Fallback(f"nbytes must be None or an integer >= 0, got {nbytes!r}")
-    if pattern not in PATTERNS:
+    if not isinstance(pattern, str) or pattern not in PATTERNS:
         raise _Fallback(f"unknown pattern {pattern!r} (known: {', '.join(PATTERNS)})")
+    return tp, nbytes, pattern
 
 
 def _checked_gpus(gpus: Sequence[int], tp: int) -> list[int]:
@@ -230,9 +231,9 @@ def _nccl(reason: str, warnings: list[str], tp: object, pattern: object, path: s
     )
 
 
-def _path_text(profile: object) -> str:
+def _path_text(profile: str | os.PathLike[str]) -> str:
     try:
-        return os.fsdecode(os.fspath(profile))  # type: ignore[arg-type]
+        return os.fsdecode(os.fspath(profile))
     except TypeError:
         return repr(profile)  # not a path at all: the loader will say so through _Fallback
 

@@ -400,7 +400,8 @@ class Node:
         wanted = set(gpus)
         for group in self.hardware.get("tp_groups", {}).get(str(tp), ()):
             if set(group["gpus"]) == wanted:
-                return group["class"]
+                group_class: str = group["class"]  # a string: checked when the node was loaded
+                return group_class
         return None
 
     @classmethod

@@ -41,12 +41,17 @@ class _ProfileRules(Composer, SafeConstructor, Resolver):
 
     _depth = 0
 
+    if TYPE_CHECKING:  # supplied by the parser mixed in: PyYAML's or libyaml's, with its own events
+
+        def check_event(self, *choices: Any) -> bool: ...
+        def peek_event(self) -> Any: ...
+
     def __init__(self) -> None:
         Composer.__init__(self)
         SafeConstructor.__init__(self)
         Resolver.__init__(self)
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
             mark = self.peek_event().start_mark
             raise ComposerError(None, None, "aliases (*name) are not allowed in a profile", mark)
@@ -110,13 +115,13 @@ class _ProfileDumper(yaml.SafeDumper):
     def ignore_aliases(self, data: Any) -> bool:
         return True
 
-    def represent_list(self, data: list[Any]) -> yaml.SequenceNode:
+    def represent_list_inline_when_flat(self, data: list[Any]) -> yaml.SequenceNode:
         # Short lists of scalars ([0, 1], [2.62, 2.97]) read better on one line.
         flow = all(not isinstance(item, (dict, list)) for item in data)
         return self.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
 
 
-_ProfileDumper.add_representer(list, _ProfileDumper.represent_list)
+_ProfileDumper.add_representer(list, _ProfileDumper.represent_list_inline_when_flat)
 # The dumper quotes any string the loader would read as another type: "0E0" must stay a string.
 # (It keeps the timestamp resolver, so dates are quoted too, for YAML 1.1 readers elsewhere.)
 _ProfileDumper.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
@@ -125,7 +130,8 @@ _ProfileDumper.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, l
 def parse_yaml(text: str, loader: type[_ProfileRules] = ProfileLoader) -> Any:
     """YAML (or JSON) text -> plain data; a one-line ``ProfileUnreadable`` on any syntax problem."""
     try:
-        data = yaml.load(text, Loader=loader)  # noqa: S506 -- a SafeConstructor loader
+        # PyYAML's stubs accept only its own loader classes; this one mixes the same bases.
+        data = yaml.load(text, Loader=loader)  # type: ignore[arg-type]  # noqa: S506 -- a SafeConstructor loader
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

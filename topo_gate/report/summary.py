@@ -56,7 +56,11 @@ def _add_entry(table: Table, entry: DecisionEntry, with_reasons: bool) -> None:
     for index, rule in enumerate(entry.rules):
         first = index == 0
         backend = Text(rule.backend, style="bold green" if rule.backend != NCCL else "")
-        speedup = "" if rule.speedup is None else f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})"
+        speedup = (
+            ""
+            if rule.speedup is None or rule.ci is None
+            else f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})"
+        )
         table.add_row(
             str(entry.tp) if first else "",
             f"{entry.group_class} {list(entry.group)}" if first else "",

@@ -205,7 +205,9 @@ def capture_from_dict(data: Any, where: str = "capture") -> Capture:
     )
     if [gpu.index for gpu in gpus] != list(range(len(gpus))):
         raise CaptureError(f"{where}: gpus: indices must be 0..{len(gpus) - 1} in order")
-    tool = obj.get("tool") if isinstance(obj.get("tool"), dict) else {}
+    tool = obj.get("tool")
+    if not isinstance(tool, dict):
+        tool = {}
     return Capture(
         system=SystemAnswers(
             **root.answers(system, {"driver": "str", "cuda_driver": "int", "nvml": "str"}, "system")

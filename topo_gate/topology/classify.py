@@ -56,7 +56,7 @@ def p2p_status(answer: object) -> str:
     """One P2P answer in words: ``ok``, ``not supported``, ``unknown (no_permission)``, ..."""
     if isinstance(answer, Unknown):
         return f"unknown ({answer.reason.value})"
-    return _P2P_STATUS.get(answer, f"status {answer}")  # type: ignore[arg-type]
+    return _P2P_STATUS.get(answer, f"status {answer}") if isinstance(answer, int) else f"status {answer}"
 
 
 def p2p_statuses(pair: PairAnswers) -> dict[str, str]:
@@ -156,7 +156,7 @@ def classify_node(
     levels = [pcie[p] for p in pairs]
     if None in levels:
         return Interconnect("mixed", facts + ("the PCIe common ancestor of some pairs is unknown",))
-    worst = max(levels, key=PCIE_CLASSES.index)  # type: ignore[arg-type]
+    worst = max(levels, key=PCIE_CLASSES.index)
     refused = [pcie[p] for p in pairs if pair_class[p] == "no-p2p"]
     facts += (f"PCIe only, farthest common ancestor {worst.upper()}",)  # type: ignore[union-attr]
     if refused and worst != "sys":

@@ -35,7 +35,7 @@ def value(answer: Answer[Any]) -> Any:
     return None if isinstance(answer, Unknown) else answer
 
 
-def normalize_bus_id(bus_id: Answer[str]) -> tuple[int, int, int, int] | None:
+def normalize_bus_id(bus_id: Answer[str] | None) -> tuple[int, int, int, int] | None:
     """``"00000000:18:00.0"`` / ``"0000:18:00.0"`` -> (domain, bus, device, function); None if unusable.
 
     Inside VMs NVML reports NVSwitch peers as ``FFFFFFFF:FF:FF.0``: no device has that address.

@@ -204,7 +204,7 @@ class _Session:
 
     def nvlinks(self, index: int, handle: Any, link_count: Answer[int]) -> tuple[NvLinkAnswers, ...]:
         binding_max = int(getattr(self.nvml, "NVML_NVLINK_MAX_LINKS", 18))
-        bound = min(link_count, binding_max) if known(link_count) else binding_max
+        bound = binding_max if isinstance(link_count, Unknown) else min(link_count, binding_max)
         links: list[NvLinkAnswers] = []
         for link in range(bound):
 

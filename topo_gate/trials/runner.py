@@ -132,7 +132,9 @@ def run_plan(
     outcomes: dict[str, BackendOutcome] = {}
     results: list[dict[str, Any]] = []
     remaining = list(plan.backends)
-    attempt, error, software, phases = 0, None, {}, {}
+    attempt, error = 0, None
+    software: dict[str, Any] = {}
+    phases: dict[str, float] = {}
     started = time.monotonic()
     launch = _Launch(device, cuda_devices, {**os.environ, **(env or {})}, timeout_s, startup_timeout_s)
     with _sigterm_as_interrupt():
@@ -250,8 +252,9 @@ def _watch(
     while True:
         exits = workers.exits()
         for rank in range(plan.tp):
-            beat = _read_beat(folder, rank, beats[rank])
-            if beat is not None and (beats[rank] is None or beat.seq != beats[rank].seq):
+            previous = beats[rank]
+            beat = _read_beat(folder, rank, previous)
+            if beat is not None and (previous is None or beat.seq != previous.seq):
                 changed[rank] = time.monotonic()
                 if rank == 0 and on_progress is not None:
                     on_progress(Progress(plan, attempt, beat))

@@ -99,4 +99,5 @@ class GlooRingAllReduce(_CpuBackend):
     def _exchange(self, send: torch.Tensor, dst: int, recv: torch.Tensor, src: int) -> None:
         requests = [dist.isend(send, dst, group=self.ctx.group), dist.irecv(recv, src, group=self.ctx.group)]
         for request in requests:
+            assert request is not None  # None only on a rank outside the group, and this rank is in it
             request.wait()

@@ -57,6 +57,7 @@ class NcclBackend(Backend):
             return lambda: comm.all_reduce(x, out)
         norm = self._norm
         residual, weight, residual_out = buffers.residual, buffers.weight, buffers.residual_out
+        assert residual is not None and weight is not None and residual_out is not None  # set when fused
         reduced = torch.empty_like(x)  # allocated here, never inside the captured call
 
         def allreduce_then_norm() -> None:

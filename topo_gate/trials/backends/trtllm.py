@@ -80,8 +80,9 @@ class _TrtllmBackend(Backend):
         return first_reason(
             flashinfer_missing,
             lambda: needs_cuda(ctx),
+            # needs_cuda() answers first off CUDA, so the SM version is known (not None) here.
             lambda: trtllm_unavailable(
-                sm=sm_version(ctx), world_size=ctx.world_size, hidden=ctx.hidden, dtype=ctx.dtype,
+                sm=sm_version(ctx), world_size=ctx.world_size, hidden=ctx.hidden, dtype=ctx.dtype,  # type: ignore[arg-type]
                 fused=self._fused,
             ),
         )  # fmt: skip
@@ -126,8 +127,9 @@ class _TrtllmBackend(Backend):
             launch_with_pdl=False, trigger_completion_at_end=True, fp32_acc=True,
             pattern_code=self._pattern, use_oneshot=self.oneshot,
             allreduce_out=None if self._fused else buffers.out.view(-1),
-            residual_in=buffers.residual.view(-1) if self._fused else None,
-            residual_out=buffers.residual_out.view(-1) if self._fused else None,
+            # The worker sets residual and residual_out for the fused pattern (TrialBuffers).
+            residual_in=buffers.residual.view(-1) if self._fused else None,  # type: ignore[union-attr]
+            residual_out=buffers.residual_out.view(-1) if self._fused else None,  # type: ignore[union-attr]
             norm_out=buffers.out.view(-1) if self._fused else None,
             quant_out=None, scale_out=None, rms_gamma=buffers.weight if self._fused else None,
             rms_eps=RMSNORM_EPS, scale_factor=None, layout_code=None, metadata=workspace.metadata,

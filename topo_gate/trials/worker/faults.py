@@ -32,7 +32,10 @@ def inject(kind: str, call: Callable[[], None], rank: int, buffers: TrialBuffers
     if kind == "hang":
         # Never enters the collective, so the peers wait inside it: a Lamport kernel whose peer
         # never writes looks the same from outside.
-        return lambda: threading.Event().wait()
+        def wait_forever() -> None:
+            threading.Event().wait()
+
+        return wait_forever
     if kind == "crash":
         return lambda: os._exit(CRASH_EXIT_CODE)
     if kind == "wrong":
