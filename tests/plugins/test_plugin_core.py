@@ -80,13 +80,37 @@ def test_a_plugin_that_cannot_hook_forces_nccl_through_env_and_says_what_it_coul
 @pytest.mark.parametrize("launcher", ["sglang", "vllm"])
 def test_a_process_the_launcher_started_inherits_instead_of_planning_again(launcher: str) -> None:
     code = f"from topo_gate.plugins import {launcher}\n{launcher}.register()\n"
-    done = run_plugin(
-        code, **{PROFILE_ENV: str(PROFILE), APPLIED_ENV: "profile sha256:ab: following the profile"}
-    )
+    # This test process stands for the launching process: it is the child's parent.
+    record = f"{os.getpid()} profile sha256:ab: following the profile"
+    done = run_plugin(code, **{PROFILE_ENV: str(PROFILE), APPLIED_ENV: record})
     assert done.returncode == 0
     assert done.stderr.splitlines() == [
-        f"topo-gate: {launcher} plugin: inherited from the launching process: profile sha256:ab: following the profile"
+        f"topo-gate: {launcher} plugin: inherited from the launching process {os.getpid()}: "
+        "profile sha256:ab: following the profile"
     ]
+
+
+@pytest.mark.parametrize("launcher", ["sglang", "vllm"])
+def test_a_record_left_by_an_unrelated_launch_is_ignored(launcher: str) -> None:
+    stale = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    record = f"{stale.stdout.strip()} profile sha256:ab: following the profile"
+    done = run_plugin(
+        f"from topo_gate.plugins import {launcher}\n{launcher}.register()\n",
+        **{PROFILE_ENV: str(PROFILE), APPLIED_ENV: record},
+    )
+    assert done.returncode == 0
+    assert "inherited" not in done.stderr
+
+
+def test_every_flag_of_the_nccl_plans_has_a_field_to_apply_it_as() -> None:
+    from topo_gate.launchers.merge import split_flags
+    from topo_gate.plugins.fields import FLAG_FIELDS, VLLM_COMPILATION_FLAG
+
+    for launcher in ("sglang", "vllm"):
+        flags = [flag for flag, _ in split_flags(nccl_plan(launcher, "x").args, launcher)]
+        assert flags and set(flags) <= {*FLAG_FIELDS[launcher], VLLM_COMPILATION_FLAG}
 
 
 def test_an_unverified_node_gets_the_nccl_plan(monkeypatch: pytest.MonkeyPatch) -> None:

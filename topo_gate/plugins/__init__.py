@@ -51,7 +51,7 @@ class Outcome:
 
 
 def profile_path(environ: Mapping[str, str] = os.environ) -> str | None:
-    """The profile (or profile set) the plugins follow; None (do nothing) when unset or empty."""
+    """The profile the plugins follow; None (do nothing) when unset or empty."""
     return environ.get(PROFILE_ENV) or None
 
 
@@ -62,12 +62,30 @@ def say(line: str) -> None:
 
 
 def inherited(plugin: str, environ: Mapping[str, str] = os.environ) -> bool:
-    """In a process the launcher started after a plugin applied the plan: say so and do nothing else."""
-    applied = environ.get(APPLIED_ENV)
-    if not applied:
+    """In a process the launcher started after a plugin applied the plan: say so and do nothing else.
+
+    The record names the process that applied it; one left in the environment by an unrelated earlier
+    launch (not an ancestor of this process) is ignored, so this launch plans for itself.
+    """
+    pid, _, applied = environ.get(APPLIED_ENV, "").partition(" ")
+    if not (pid.isdigit() and int(pid) in _ancestors()):
         return False
-    say(f"topo-gate: {plugin} plugin: inherited from the launching process: {applied}")
+    say(f"topo-gate: {plugin} plugin: inherited from the launching process {pid}: {applied}")
     return True
+
+
+def _ancestors() -> set[int]:
+    """This process's ancestors' PIDs, from /proc (Linux); only the parent where /proc is missing."""
+    found, pid = set(), os.getppid()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+                # The command name (2nd field) may contain spaces: the parent PID follows its ")".
+                pid = int(handle.read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return found
 
 
 def profile_digest(path: str) -> str:
@@ -131,7 +149,7 @@ def record(outcome: Outcome, fingerprint: str | None, environ: MutableMapping[st
     """Log the outcome and leave it, and the verified node, to the processes the launcher starts."""
     if fingerprint is not None:
         environ[FINGERPRINT_ENV] = fingerprint
-    environ[APPLIED_ENV] = f"profile {outcome.digest}: " + (
+    environ[APPLIED_ENV] = f"{os.getpid()} profile {outcome.digest}: " + (
         f"NCCL forced ({outcome.plan.reason})" if outcome.plan.fallback else outcome.plan.reason
     )
     say(outcome.line())
