@@ -75,6 +75,7 @@ def test_a_plugin_that_cannot_hook_forces_nccl_through_env_and_says_what_it_coul
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"topo-gate: {launcher} plugin: profile sha256:")
     assert "NCCL forced (plugin could not hook" in line and f"cannot apply {' '.join(forced.args)}" in line
+    assert "applied " + " ".join(f"{k}={v}" for k, v in forced.env.items()) + ";" in line  # the env only
 
 
 @pytest.mark.parametrize("launcher", ["sglang", "vllm"])

@@ -36,11 +36,13 @@ class Outcome:
     plan: LaunchPlan
     notes: tuple[str, ...] = ()
     kept: tuple[str, ...] = ()
+    args_applied: bool = True  # False: only the env could be set (the notes say why)
 
     def line(self) -> str:
         plan = self.plan
         what = f"NCCL forced ({plan.reason})" if plan.fallback else plan.reason
-        applied = [*plan.args, *(f"{name}={value}" for name, value in plan.env.items())]
+        args = plan.args if self.args_applied else ()
+        applied = [*args, *(f"{name}={value}" for name, value in plan.env.items())]
         parts = [f"topo-gate: {self.plugin} plugin: profile {self.digest}: {what}"]
         if applied:
             parts.append("applied " + " ".join(applied))

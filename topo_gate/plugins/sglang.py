@@ -79,16 +79,22 @@ def follow_profile(server_args: Any) -> None:
 def _force_nccl(server_args: Any, reason: str) -> None:
     plan = nccl_plan(PLUGIN, reason)
     notes: tuple[str, ...] = ()
+    args_applied = True
     try:
         if server_args is None:
             raise TypeError("no ServerArgs")
         kept = _apply(server_args, plan)
     except Exception:  # noqa: BLE001
         kept = export_env(plan.env, os.environ)
+        args_applied = False
         notes = (
             f"cannot apply {' '.join(plan.args)}: SGLang's defaults stay for custom all-reduce and fusion",
         )
-    record(Outcome("sglang", profile_digest(profile_path() or ""), plan, notes, kept), None, os.environ)
+    record(
+        Outcome("sglang", profile_digest(profile_path() or ""), plan, notes, kept, args_applied),
+        None,
+        os.environ,
+    )
 
 
 def _unapplicable(server_args: Any, plan: LaunchPlan) -> tuple[str, ...]:

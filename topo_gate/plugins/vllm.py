@@ -90,6 +90,7 @@ def _force_nccl(engine_args: Any, reason: str) -> None:
     """Last resort: the NCCL-forcing plan, on ``engine_args`` when there is one; env only otherwise."""
     plan = nccl_plan(PLUGIN, reason)
     notes: tuple[str, ...] = ()
+    args_applied = True
     kept: tuple[str, ...] = ()
     try:
         if engine_args is None:
@@ -97,11 +98,12 @@ def _force_nccl(engine_args: Any, reason: str) -> None:
         kept = _apply(engine_args, plan)
     except Exception:  # noqa: BLE001
         kept = export_env(plan.env, os.environ)
+        args_applied = False
         notes = (
             f"cannot apply {' '.join(plan.args)}: vLLM's defaults stay for custom all-reduce and fusion",
         )
     profile = profile_path() or ""
-    record(Outcome("vllm", profile_digest(profile), plan, notes, kept), None, os.environ)
+    record(Outcome("vllm", profile_digest(profile), plan, notes, kept, args_applied), None, os.environ)
 
 
 def _unapplicable(plan: LaunchPlan) -> tuple[str, ...]:
