@@ -207,8 +207,12 @@ def check_env(plan: LaunchPlan, launcher: str, read: Callable[[str], Any]) -> li
         for name, text in plan.env.items():
             if name.startswith(LIBRARY_ENV_PREFIXES):
                 continue
-            meant = meant_env_value(launcher, name, text)
-            parsed = read(name)
+            try:
+                meant = meant_env_value(launcher, name, text)
+                parsed = read(name)
+            except (KeyError, ValueError) as error:  # no meaning, or the launcher cannot read it
+                problems.append(f"{name}={text}: {type(error).__name__}: {error}")
+                continue
             if not same(parsed, meant):
                 problems.append(f"{name}={text} read as {parsed!r}, the plan meant {meant!r}")
     finally:
