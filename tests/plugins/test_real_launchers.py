@@ -125,8 +125,10 @@ def test_sglang_hook_applies_the_plan_to_a_real_server_args(served_model: Path) 
     # NVML here, no fingerprint) where the user asked for torch symm-mem.
     verified = {"env": {FINGERPRINT_ENV: FINGERPRINT}, "user_args": []}
     unverified = {"env": {}, "user_args": ["--enable-torch-symm-mem"]}
-    (followed, forced), (followed_err, forced_err) = launch(
-        f"MODEL = {str(served_model)!r}\n" + SGLANG_SERVER, [verified, unverified]
+    # SGLang's own placeholder record (model "dummy") launches nothing: left alone.
+    placeholder = {"env": {FINGERPRINT_ENV: FINGERPRINT}, "user_args": ["--model-path", "dummy"]}
+    (followed, forced, untouched), (followed_err, forced_err, untouched_err) = launch(
+        f"MODEL = {str(served_model)!r}\n" + SGLANG_SERVER, [verified, unverified, placeholder]
     )
     plan = PLANNERS["sglang"](str(PROFILE), tp=2, fingerprint=FINGERPRINT)
     assert not plan.fallback and "--flashinfer-allreduce-fusion-backend" in plan.args  # the control
@@ -161,6 +163,11 @@ def test_sglang_hook_applies_the_plan_to_a_real_server_args(served_model: Path) 
     }
     (line,) = plugin_lines(forced_err, "sglang")
     assert "NCCL forced" in line
+
+    assert untouched["fields"]["disable_custom_all_reduce"] is False
+    assert untouched["fields"]["flashinfer_allreduce_fusion_backend"] is None
+    assert untouched["envs"]["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] is False
+    assert plugin_lines(untouched_err, "sglang") == []
 
 
 VLLM_SERVER = """

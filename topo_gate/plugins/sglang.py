@@ -48,9 +48,17 @@ def register() -> None:
 
 
 def before_resolve(server_args: Any, *args: Any, **kwargs: Any) -> None:
-    """The hook: follow the profile on an unresolved ``ServerArgs`` (a resolved one is left alone)."""
-    if not getattr(server_args, "_resolution_finished", False):
-        follow_profile(server_args)
+    """The hook: follow the profile on an unresolved ``ServerArgs`` of a launch.
+
+    A resolved record is left alone, and so are SGLang's own placeholder records (``model_path``
+    "dummy", e.g. ``srt/runtime_context.py:1231``): they launch nothing, and a plan for them would
+    leave its env behind for the real launch.
+    """
+    if getattr(server_args, "_resolution_finished", False):
+        return
+    if str(getattr(server_args, "model_path", None)).lower() in ("dummy", "none"):
+        return
+    follow_profile(server_args)
 
 
 def follow_profile(server_args: Any) -> None:
