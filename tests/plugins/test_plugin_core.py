@@ -151,9 +151,11 @@ def test_the_users_env_wins_and_is_reported() -> None:
 
 def test_the_log_line_names_plugin_digest_and_what_was_done() -> None:
     plan = nccl_plan("sglang", "node not checked: no NVIDIA driver")
-    line = Outcome("sglang", "sha256:ab", plan, ("--x not applied",), ("tp_size=4",)).line()
+    kept = ("disable_custom_all_reduce=False", "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1")
+    line = Outcome("sglang", "sha256:ab", plan, ("--x not applied",), kept).line()
+    # What the user kept is not reported as applied.
     assert line == (
         "topo-gate: sglang plugin: profile sha256:ab: NCCL forced (node not checked: no NVIDIA driver); "
-        "applied --disable-custom-all-reduce --enforce-disable-flashinfer-allreduce-fusion "
-        "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=0; --x not applied; yours kept: tp_size=4"
+        "applied --enforce-disable-flashinfer-allreduce-fusion; --x not applied; "
+        "yours kept: disable_custom_all_reduce=False, SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1"
     )

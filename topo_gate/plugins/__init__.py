@@ -39,10 +39,19 @@ class Outcome:
     args_applied: bool = True  # False: only the env could be set (the notes say why)
 
     def line(self) -> str:
+        from topo_gate.launchers.merge import split_flags
+        from topo_gate.plugins.fields import FLAG_FIELDS
+
         plan = self.plan
         what = f"NCCL forced ({plan.reason})" if plan.fallback else plan.reason
-        args = plan.args if self.args_applied else ()
-        applied = [*args, *(f"{name}={value}" for name, value in plan.env.items())]
+        yours = {item.partition("=")[0] for item in self.kept}
+        fields = FLAG_FIELDS.get(plan.launcher, {})
+        args = [
+            flag if value is None else f"{flag} {value}"
+            for flag, value in (split_flags(plan.args, plan.launcher) if self.args_applied else [])
+            if fields.get(flag, (flag,))[0] not in yours
+        ]
+        applied = [*args, *(f"{name}={value}" for name, value in plan.env.items() if name not in yours)]
         parts = [f"topo-gate: {self.plugin} plugin: profile {self.digest}: {what}"]
         if applied:
             parts.append("applied " + " ".join(applied))
