@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Run every plan topo-gate emits through the pinned launchers' own argument parsers and env readers
+# (scripts/launcher_parsers.py), then the plugin tests against the real launchers (tests/plugins).
+#
+# SGLang 0.5.23 and vLLM 0.33.0 go into their own venv (.venv-parsers) with --no-deps, next to the CPU
+# build of torch and the pure-Python packages their argument parsing imports
+# (scripts/launcher-parsers-requirements.txt): their full dependency sets pull CUDA builds. The venv is
+# reused while that file is unchanged; PARSERS_VENV moves it. Needs only PyPI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv="${PARSERS_VENV:-.venv-parsers}"
+requirements=scripts/launcher-parsers-requirements.txt
+stamp="$venv/.requirements.sha256"
+want="$(sha256sum "$requirements" | cut -d' ' -f1)"
+
+started=$SECONDS
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --upgrade pip
+  "$venv/bin/python" -m pip install -q --no-deps -r "$requirements"
+  echo "$want" >"$stamp"
+fi
+# topo-gate itself, editable, so the entry points the plugin tests discover are this checkout's.
+"$venv/bin/python" -m pip install -q --no-deps -e .
+echo "launcher parsers: venv ready in $((SECONDS - started)) s"
+
+# vLLM picks its platform from the installed packages unless told; the CPU one parses without a GPU.
+export VLLM_TARGET_DEVICE=cpu
+started=$SECONDS
+"$venv/bin/python" scripts/launcher_parsers.py
+echo "launcher parsers: plans checked in $((SECONDS - started)) s"
+started=$SECONDS
+"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/plugins tests/launchers/test_real_parsers.py
+echo "launcher parsers: plugin tests in $((SECONDS - started)) s"

@@ -1,0 +1,194 @@
+"""Launcher plugins: SGLang and vLLM read ``TOPO_GATE_PROFILE`` at startup by themselves.
+
+Both launchers load third-party plugins in every process they start. With the variable unset the
+plugins do nothing. Otherwise, once the launcher's own configuration shows the TP size (and, where it
+can be read, the served model's hidden size), a plugin verifies the node, asks the same planner as
+``topo-gate exec`` for the plan, applies it to that configuration and the environment, and writes
+one line to stderr. Any error forces NCCL, with the reason; nothing is ever raised into the launcher.
+
+Processes the launcher starts later inherit the environment (and, for both launchers, the
+configuration object): the launching process records what it applied in ``TOPO_GATE_PLUGIN_APPLIED``
+and the node it verified in ``TOPO_GATE_NODE_FINGERPRINT``, so a child says what it inherited instead
+of planning again. Importing this package imports nothing heavy; NVML is read only through the
+topology layer, in a child process, when a plan is made.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass
+
+from topo_gate.launchers import PLANNERS, LaunchPlan, nccl_plan
+from topo_gate.profile.reader import FINGERPRINT_ENV
+
+PROFILE_ENV = "TOPO_GATE_PROFILE"
+APPLIED_ENV = "TOPO_GATE_PLUGIN_APPLIED"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a plugin did in this process, for its one log line."""
+
+    plugin: str
+    digest: str
+    plan: LaunchPlan
+    notes: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
+    args_applied: bool = True  # False: only the env could be set (the notes say why)
+
+    def line(self) -> str:
+        from topo_gate.launchers.merge import split_flags
+        from topo_gate.plugins.fields import FLAG_FIELDS
+
+        plan = self.plan
+        what = f"NCCL forced ({plan.reason})" if plan.fallback else plan.reason
+        yours = {item.partition("=")[0] for item in self.kept}
+        fields = FLAG_FIELDS.get(plan.launcher, {})
+        args = [
+            flag if value is None else f"{flag} {value}"
+            for flag, value in (split_flags(plan.args, plan.launcher) if self.args_applied else [])
+            if fields.get(flag, (flag,))[0] not in yours
+        ]
+        applied = [*args, *(f"{name}={value}" for name, value in plan.env.items() if name not in yours)]
+        parts = [f"topo-gate: {self.plugin} plugin: profile {self.digest}: {what}"]
+        if applied:
+            parts.append("applied " + " ".join(applied))
+        parts.extend(self.notes)
+        if self.kept:
+            parts.append(f"yours kept: {', '.join(self.kept)}")
+        return "; ".join(parts)
+
+
+def profile_path(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The profile the plugins follow; None (do nothing) when unset or empty."""
+    return environ.get(PROFILE_ENV) or None
+
+
+def say(line: str) -> None:
+    """The plugin's one line, on stderr like ``topo-gate exec``'s (the launchers' loggers may be unset)."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def inherited(plugin: str, environ: Mapping[str, str] = os.environ) -> bool:
+    """In a process the launcher started after a plugin applied the plan: say so and do nothing else.
+
+    The record names the process that applied it; one left in the environment by an unrelated earlier
+    launch (not an ancestor of this process) is ignored, so this launch plans for itself.
+    """
+    pid, _, applied = environ.get(APPLIED_ENV, "").partition(" ")
+    if not (pid.isdigit() and int(pid) in _ancestors()):
+        return False
+    say(f"topo-gate: {plugin} plugin: inherited from the launching process {pid}: {applied}")
+    return True
+
+
+def _ancestors() -> set[int]:
+    """This process's ancestors' PIDs, from /proc (Linux); only the parent where /proc is missing."""
+    found, pid = set(), os.getppid()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+                # The command name (2nd field) may contain spaces: the parent PID follows its ")".
+                pid = int(handle.read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return found
+
+
+def profile_digest(path: str) -> str:
+    """The profile's own digest for the log line, or why it could not be read (the plan says so too)."""
+    from topo_gate.profile.io import load_profile
+
+    try:
+        return load_profile(path).digest or "unsealed"
+    except Exception as error:  # noqa: BLE001 -- the planner turns the same failure into NCCL
+        return f"unreadable ({type(error).__name__})"
+
+
+def verified_fingerprint(environ: Mapping[str, str] = os.environ) -> tuple[str | None, str]:
+    """(fingerprint, how it was obtained). A fingerprint already verified by ``topo-gate exec`` or by the
+    launching process is trusted, as the reader trusts it; otherwise NVML is read (in a child process)."""
+    from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
+
+    if environ.get(FINGERPRINT_ENV):
+        return environ[FINGERPRINT_ENV], f"{FINGERPRINT_ENV} (verified before this process)"
+    try:
+        return current_fingerprint(), "NVML"
+    except NodeCheckError as error:
+        return None, f"node not checked: {error}"
+
+
+def make_plan(
+    launcher: str, *, tp: int, served_hidden: Callable[[], int | None], profile: str
+) -> tuple[LaunchPlan, str | None]:
+    """The plan ``topo-gate exec`` would apply, from the same planner; NCCL when the node is not verified.
+
+    ``served_hidden`` reads the served model's hidden size from the launcher's configuration; the
+    planner's token thresholds then use it, not the profile's. Returns (plan, verified fingerprint or None).
+    """
+    fingerprint, how = verified_fingerprint()
+    if fingerprint is None:
+        return nccl_plan(launcher, how), None
+    plan = PLANNERS[launcher](profile, tp=tp, fingerprint=fingerprint, hidden=served_hidden() or None)
+    return plan, fingerprint
+
+
+def export_env(plan_env: Mapping[str, str], environ: MutableMapping[str, str]) -> tuple[str, ...]:
+    """Set the plan's env where the user has not set the variable; the user's value wins, as with
+    ``exec``. Returns the variables kept at the user's value."""
+    kept = []
+    for name, value in plan_env.items():
+        if name in environ and environ[name] != value:
+            kept.append(f"{name}={environ[name]}")
+            continue
+        environ[name] = value
+    return tuple(kept)
+
+
+def record(outcome: Outcome, fingerprint: str | None, environ: MutableMapping[str, str]) -> None:
+    """Log the outcome and leave it, and the verified node, to the processes the launcher starts."""
+    if fingerprint is not None:
+        environ[FINGERPRINT_ENV] = fingerprint
+    environ[APPLIED_ENV] = f"{os.getpid()} profile {outcome.digest}: " + (
+        f"NCCL forced ({outcome.plan.reason})" if outcome.plan.fallback else outcome.plan.reason
+    )
+    say(outcome.line())
+
+
+def apply_flags(
+    target: object,
+    launcher: str,
+    plan: LaunchPlan,
+    defaults: Mapping[str, object],
+    special: frozenset[str] = frozenset(),
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Set on ``target`` (the launcher's parsed configuration) the field each of the plan's flags stands
+    for, where the field still holds its default: a value the user set wins, as with ``exec``.
+
+    Flags in ``special`` are left to the caller. Returns (flags with no known field: not applied,
+    user values kept).
+    """
+    from topo_gate.launchers.merge import split_flags
+    from topo_gate.plugins.fields import FLAG_FIELDS
+
+    unapplied, kept = [], []
+    for flag, value in split_flags(plan.args, launcher):
+        if flag in special:
+            continue
+        if flag not in FLAG_FIELDS[launcher] or not hasattr(target, FLAG_FIELDS[launcher][flag][0]):
+            unapplied.append(flag)
+            continue
+        field, meant = FLAG_FIELDS[launcher][flag]
+        meant = value if meant is None else meant
+        current = getattr(target, field)
+        if current == meant:
+            continue
+        if current != defaults.get(field):
+            kept.append(f"{field}={current}")
+            continue
+        setattr(target, field, meant)
+    return tuple(unapplied), tuple(kept)
