@@ -61,9 +61,11 @@ def horizon(reading: Reading) -> int:
     return max(finite, default=0) + 1
 
 
-def checked_routes(launcher: str, candidate: Candidate, variants: Sequence[Context], reading: Reading):
+def checked_routes(
+    launcher: str, candidate: Candidate, variants: Sequence[Context], reading: Reading
+) -> list[dict[str, Route]] | None:
     """The candidate's routes per variant, or None if any variant is refused or unsafe."""
-    found = []
+    found: list[dict[str, Route]] = []
     for ctx in variants:
         try:
             routes = route(launcher, candidate.knobs, ctx)
