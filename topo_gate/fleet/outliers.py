@@ -132,7 +132,8 @@ def find_outliers(
     thin_cells = 0
     for cell in sorted(set().union(*tables.values())):
         statuses = {name: table[cell] for name, table in tables.items() if cell in table}
-        values = {name: value for name, (status, value) in statuses.items() if status == "ok"}
+        # A cell has a median exactly when it ran ok (load_evidence refuses "ok" without samples).
+        values = {name: value for name, (_, value) in statuses.items() if value is not None}
         for name, (status, _) in statuses.items():
             if status in _FAILED and len(values) * 2 >= len(statuses) - 1 and values:
                 flags[name].append(Flag(cell, None, median(list(values.values())), None, problem=status))
