@@ -50,9 +50,9 @@ class Flag:
     """One cell that sets a node apart: its median latency, the fleet's, and the robust z-score."""
 
     cell: Cell
-    node_us: float | None
-    fleet_us: float | None
-    z: float | None
+    node_us: float | None  # None for an error
+    fleet_us: float
+    z: float | None  # None for an error
     problem: str | None = None  # for an error: the node's status there
 
     def to_dict(self) -> dict[str, Any]:
@@ -72,7 +72,8 @@ class Flag:
     def words(self) -> str:
         if self.problem is not None:
             return f"{cell_words(self.cell)}: {self.problem} here, ok on the others"
-        change = self.node_us / self.fleet_us - 1  # type: ignore[operator]
+        assert self.node_us is not None and self.z is not None  # not an error, so a scored cell
+        change = self.node_us / self.fleet_us - 1
         return (
             f"{cell_words(self.cell)}: {self.node_us:.4g} us vs fleet median {self.fleet_us:.4g} us "
             f"({change:+.1%}, z {self.z:+.1f})"
