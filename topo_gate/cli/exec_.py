@@ -122,20 +122,22 @@ def _tp_size(tp: int | None, cmd: tuple[str, ...], launcher: str) -> tuple[int, 
         named = tp_from_command(cmd, launcher)
     except TpFlagError as error:
         raise fail(ExitCode.USAGE, str(error)) from None
-    if tp is None and named is None:
-        raise fail(ExitCode.USAGE, "CMD names no TP size (e.g. -tp 4): pass --tp N")
+    if tp is None:
+        if named is None:
+            raise fail(ExitCode.USAGE, "CMD names no TP size (e.g. -tp 4): pass --tp N")
+        return named, None
     if named is None:
         click.echo(
             f"topo-gate: warning: CMD names no TP size (the launcher's default is 1 unless a config file "
             f"sets it); planning for --tp {tp}",
             err=True,
         )
-    if tp is not None and named is not None and tp != named:
+    elif tp != named:
         return (
             tp,
             f"--tp {tp} disagrees with the command's TP size {named}: the profile's TP {tp} decisions do not apply",
         )
-    return (tp if tp is not None else named), None  # type: ignore[return-value]
+    return tp, None
 
 
 def _summary(
