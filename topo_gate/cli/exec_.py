@@ -8,8 +8,14 @@ import os
 import click
 
 from topo_gate.cli._errors import ExitCode, fail
-from topo_gate.cli.recommend import launch_options, requested_patterns, served_hidden, strict_failure
-from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan, nccl_plan
+from topo_gate.cli.recommend import (
+    ProfileReading,
+    launch_options,
+    requested_patterns,
+    served_hidden,
+    strict_failure,
+)
+from topo_gate.launchers import LAUNCHERS, LaunchPlan, nccl_plan
 from topo_gate.launchers.detect import TpFlagError, detect_launcher, tp_from_command
 from topo_gate.launchers.exec import exec_merged, prepare
 from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
@@ -87,11 +93,15 @@ def command(
             plan = nccl_plan(launcher, f"node not checked: {error}", fallback=fallback)
     summary = None
     if fingerprint is not None:
-        options = dict(
-            gpus=gpus, strict=strict, fingerprint=fingerprint, patterns=requested_patterns(pattern)
+        reading = ProfileReading(
+            gpus=gpus,
+            strict=strict,
+            patterns=requested_patterns(pattern),
+            fingerprint=fingerprint,
+            trust_unverified_node=False,
         )
-        plan = PLANNERS[launcher](profile, tp=tp, fallback=fallback, hidden=hidden, model=model, **options)
-        summary = _summary(launcher, plan, profile, tp, hidden, model, options)
+        plan = reading.plan(launcher, profile, tp=tp, fallback=fallback, hidden=hidden, model=model)
+        summary = _summary(launcher, plan, profile, tp, hidden, model, reading)
     if strict and plan.fallback:
         strict_failure(plan)
     try:
@@ -112,20 +122,22 @@ def _tp_size(tp: int | None, cmd: tuple[str, ...], launcher: str) -> tuple[int, 
         named = tp_from_command(cmd, launcher)
     except TpFlagError as error:
         raise fail(ExitCode.USAGE, str(error)) from None
-    if tp is None and named is None:
-        raise fail(ExitCode.USAGE, "CMD names no TP size (e.g. -tp 4): pass --tp N")
+    if tp is None:
+        if named is None:
+            raise fail(ExitCode.USAGE, "CMD names no TP size (e.g. -tp 4): pass --tp N")
+        return named, None
     if named is None:
         click.echo(
             f"topo-gate: warning: CMD names no TP size (the launcher's default is 1 unless a config file "
             f"sets it); planning for --tp {tp}",
             err=True,
         )
-    if tp is not None and named is not None and tp != named:
+    elif tp != named:
         return (
             tp,
             f"--tp {tp} disagrees with the command's TP size {named}: the profile's TP {tp} decisions do not apply",
         )
-    return (tp if tp is not None else named), None  # type: ignore[return-value]
+    return tp, None
 
 
 def _summary(
@@ -135,10 +147,10 @@ def _summary(
     tp: int,
     hidden: int | None,
     model: str | None,
-    options: dict,
+    reading: ProfileReading,
 ) -> str | None:
     """``recommend --explain`` in one line, for the log of a launch."""
-    from topo_gate.launchers.explain import explain_profile, summary
+    from topo_gate.launchers.explain import summary
 
-    rows = explain_profile(launcher, plan, profile, tp=tp, hidden=hidden, model=model, **options)
+    rows = reading.explain(launcher, plan, profile, tp=tp, hidden=hidden, model=model)
     return summary(rows) if rows else None

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import click
 import yaml
@@ -14,6 +15,9 @@ from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan
 from topo_gate.launchers.common import PATTERNS
 from topo_gate.models import UnknownModel, lookup_model
+
+if TYPE_CHECKING:  # the explain module is imported when a command explains
+    from topo_gate.launchers.explain import Row
 
 FORMATS = ("args", "env", "json", "yaml")
 
@@ -99,13 +103,62 @@ def requested_patterns(pattern: str) -> tuple[str, ...]:
     return PATTERNS if pattern == "all" else (pattern,)
 
 
+@dataclass(frozen=True)
+class ProfileReading:
+    """How a command has the profile read (the planners' reading arguments): its plan and the plan's
+    ``--explain`` rows must read the profile the same way."""
+
+    gpus: list[int] | None
+    strict: bool
+    patterns: tuple[str, ...]
+    fingerprint: str | None
+    trust_unverified_node: bool  # recommend plans from anywhere; exec has verified the node
+
+    def plan(
+        self, launcher: str, profile: str, *, tp: int, fallback: str, hidden: int | None, model: str | None
+    ) -> LaunchPlan:
+        """``launcher``'s plan for ``profile`` at ``tp`` for the served model (``hidden`` or ``model``)."""
+        return PLANNERS[launcher](
+            profile,
+            tp=tp,
+            fallback=fallback,
+            hidden=hidden,
+            model=model,
+            gpus=self.gpus,
+            strict=self.strict,
+            fingerprint=self.fingerprint,
+            patterns=self.patterns,
+            trust_unverified_node=self.trust_unverified_node,
+        )
+
+    def explain(
+        self, launcher: str, plan: LaunchPlan, profile: str, *, tp: int, hidden: int | None, model: str | None
+    ) -> list[Row]:
+        """Per size range, measured vs planned vs default routing of ``plan`` (``recommend --explain``)."""
+        from topo_gate.launchers.explain import explain_profile
+
+        return explain_profile(
+            launcher,
+            plan,
+            profile,
+            tp=tp,
+            hidden=hidden,
+            model=model,
+            gpus=self.gpus,
+            strict=self.strict,
+            fingerprint=self.fingerprint,
+            patterns=self.patterns,
+            trust_unverified_node=self.trust_unverified_node,
+        )
+
+
 def strict_failure(plan: LaunchPlan) -> None:
     """Under --strict a fallback is an error: drift exits 7, anything else 1."""
     code = ExitCode.DRIFT if "software changed" in plan.reason else ExitCode.NOT_OK
     raise fail(code, f"profile not used: {plan.reason}")
 
 
-def render(plan: LaunchPlan, fmt: str, rows: list | None = None) -> str:
+def render(plan: LaunchPlan, fmt: str, rows: Sequence[Row] | None = None) -> str:
     """The plan in one of FORMATS (trtllm's ``yaml`` is its extra LLM-API options file); ``json``
     carries the ``--explain`` rows under ``explain``."""
     if fmt == "args":
@@ -177,21 +230,20 @@ def command(
     explain: bool,
 ) -> None:
     """Print the flags, env and config that make LAUNCHER follow PROFILE at TP size --tp."""
-    from topo_gate.launchers.explain import explain_profile
     from topo_gate.launchers.explain import render as render_explain
 
     served_hidden(hidden, model)
     # The node is not read here: recommend plans for a profile from anywhere. gate() takes
     # --node-fingerprint, else TOPO_GATE_NODE_FINGERPRINT if set; otherwise the node is trusted unverified
     # (and a profile set cannot pick a member).
-    options = dict(
+    reading = ProfileReading(
         gpus=gpus,
         strict=strict,
         patterns=requested_patterns(pattern),
-        trust_unverified_node=True,
         fingerprint=node_fingerprint,
+        trust_unverified_node=True,
     )
-    plan = PLANNERS[launcher](profile, tp=tp, fallback=fallback, hidden=hidden, model=model, **options)
+    plan = reading.plan(launcher, profile, tp=tp, fallback=fallback, hidden=hidden, model=model)
     if strict and plan.fallback:
         strict_failure(plan)
     fmt = "json" if as_json else fmt
@@ -205,7 +257,7 @@ def command(
         )
     fmt_json = fmt == "json"
     rows = (
-        explain_profile(launcher, plan, profile, tp=tp, hidden=hidden, model=model, **options)
+        reading.explain(launcher, plan, profile, tp=tp, hidden=hidden, model=model)
         if explain or fmt_json
         else []
     )

@@ -50,9 +50,9 @@ class Flag:
     """One cell that sets a node apart: its median latency, the fleet's, and the robust z-score."""
 
     cell: Cell
-    node_us: float | None
-    fleet_us: float | None
-    z: float | None
+    node_us: float | None  # None for an error
+    fleet_us: float
+    z: float | None  # None for an error
     problem: str | None = None  # for an error: the node's status there
 
     def to_dict(self) -> dict[str, Any]:
@@ -72,7 +72,8 @@ class Flag:
     def words(self) -> str:
         if self.problem is not None:
             return f"{cell_words(self.cell)}: {self.problem} here, ok on the others"
-        change = self.node_us / self.fleet_us - 1  # type: ignore[operator]
+        assert self.node_us is not None and self.z is not None  # not an error, so a scored cell
+        change = self.node_us / self.fleet_us - 1
         return (
             f"{cell_words(self.cell)}: {self.node_us:.4g} us vs fleet median {self.fleet_us:.4g} us "
             f"({change:+.1%}, z {self.z:+.1f})"
@@ -132,7 +133,8 @@ def find_outliers(
     thin_cells = 0
     for cell in sorted(set().union(*tables.values())):
         statuses = {name: table[cell] for name, table in tables.items() if cell in table}
-        values = {name: value for name, (status, value) in statuses.items() if status == "ok"}
+        # A cell has a median exactly when it ran ok (load_evidence refuses "ok" without samples).
+        values = {name: value for name, (_, value) in statuses.items() if value is not None}
         for name, (status, _) in statuses.items():
             if status in _FAILED and len(values) * 2 >= len(statuses) - 1 and values:
                 flags[name].append(Flag(cell, None, median(list(values.values())), None, problem=status))

@@ -13,10 +13,13 @@ import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topo_gate.launchers import knobs
 from topo_gate.launchers.routes.check import Measured, measured_from_rules
+
+if TYPE_CHECKING:
+    from topo_gate.profile.schema import Rule
 
 Ladder = Measured
 
@@ -78,7 +81,7 @@ class Reading:
     group_class: str | None = None
     served_hidden: int | None = None
     model: str | None = None
-    rules: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    rules: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
 
 
 #: The ladder of a pattern the user left out with ``--pattern``: NCCL at every size, so every path
@@ -114,7 +117,7 @@ def read_profile(
         except Exception:  # noqa: BLE001 -- gate() below turns the same failure into its reason
             pass
     ladders: dict[str, Ladder] = {}
-    rules: dict[str, tuple[Any, ...]] = {}
+    rules: dict[str, tuple[Rule, ...]] = {}
     warnings: list[str] = list(set_notes)
     group_class = None
     # The hardened reader takes this keyword (NCCL for an unverified node unless trusted); a reader

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from topo_gate.launchers.common import LaunchPlan, Reading
+from topo_gate.launchers.common import PATTERNS, LaunchPlan, Reading
 from topo_gate.launchers.planning import contexts
 from topo_gate.launchers.routes import Knobs, RouteError, route
 from topo_gate.launchers.routes.check import Piece, is_fused, pieces
@@ -223,13 +223,25 @@ def explain_profile(
     tp: int,
     hidden: int | None,
     model: str | None,
-    **reading_options: Any,
+    gpus: Any = None,
+    strict: bool = False,
+    fingerprint: str | None = None,
+    patterns: Sequence[str] = PATTERNS,
+    trust_unverified_node: bool = False,
 ) -> list[Row]:
-    """``explain`` for ``plan``, reading ``profile`` the way the planner did (``reading_options``: gpus,
-    strict, fingerprint, patterns, trust_unverified_node)."""
+    """``explain`` for ``plan``, reading ``profile`` the way the planner did: pass the same gpus,
+    strict, fingerprint, patterns and trust_unverified_node (``read_profile``'s arguments)."""
     from topo_gate.launchers.common import read_profile, served_model
 
-    reading = read_profile(profile, tp=tp, **reading_options)
+    reading = read_profile(
+        profile,
+        tp=tp,
+        gpus=gpus,
+        strict=strict,
+        fingerprint=fingerprint,
+        patterns=patterns,
+        trust_unverified_node=trust_unverified_node,
+    )
     if reading.fallback_reason is not None:
         return []
     reading, _ = served_model(reading, hidden=hidden, model=model)

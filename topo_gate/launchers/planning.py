@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from topo_gate.launchers.common import Reading
 from topo_gate.launchers.routes import Context, Knobs, Route, RouteError, route
 from topo_gate.launchers.routes.check import fast_bytes, violations
+
+if TYPE_CHECKING:
+    from topo_gate.profile.schema import Rule
 
 #: Capabilities tried when the profile does not record one: each row the launchers' tables key on.
 CAPABILITY_VARIANTS = ((9, 0), (10, 0), (10, 3), (12, 0))
@@ -61,9 +65,11 @@ def horizon(reading: Reading) -> int:
     return max(finite, default=0) + 1
 
 
-def checked_routes(launcher: str, candidate: Candidate, variants: Sequence[Context], reading: Reading):
+def checked_routes(
+    launcher: str, candidate: Candidate, variants: Sequence[Context], reading: Reading
+) -> list[dict[str, Route]] | None:
     """The candidate's routes per variant, or None if any variant is refused or unsafe."""
-    found = []
+    found: list[dict[str, Route]] = []
     for ctx in variants:
         try:
             routes = route(launcher, candidate.knobs, ctx)
@@ -91,11 +97,11 @@ def speedup_bytes(routes: Mapping[str, Route], reading: Reading, top: int) -> fl
     return total
 
 
-def _speedup(rules: Sequence[object], backend: str, nbytes: int) -> float:
-    rule = next((r for r in rules if r.max_bytes is None or nbytes <= r.max_bytes), None)  # type: ignore[attr-defined]
+def _speedup(rules: Sequence[Rule], backend: str, nbytes: int) -> float:
+    rule = next((r for r in rules if r.max_bytes is None or nbytes <= r.max_bytes), None)
     if rule is None:
         return 1.0
-    found = {rule.backend: rule.speedup, **{a.backend: a.speedup for a in rule.alternatives}}  # type: ignore[attr-defined]
+    found = {rule.backend: rule.speedup, **{a.backend: a.speedup for a in rule.alternatives}}
     return found.get(backend) or 1.0
 
 

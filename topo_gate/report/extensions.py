@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from topo_gate.trials.stats import median
 
@@ -114,7 +114,7 @@ def _is_cell(cell: Any) -> bool:
     )
 
 
-def _is_size(value: Any) -> bool:
+def _is_size(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 

@@ -157,12 +157,11 @@ def _latency(
 def _speedup(
     key: Key, members: list[_Member], shade_source: str | None, shades: tuple[Shade, ...], notes: list[str]
 ) -> FigureSpec:
-    lines, marks = [], []
+    lines: list[Line] = []
+    marks: list[Mark] = []
     for m in members:
         source = m.source
-        points = speedup_points(
-            m.run, baseline=source.baseline, ci_level=source.ci_level, bootstrap=source.bootstrap
-        )
+        points = _speedup_points(m.run, source)
         lines.extend(Line(backend, source.label, m.index, tuple(p)) for backend, p in points.items())
         marks.extend(_marks(unmeasured_cells(m.run["results"]), source.label))
     first = members[0].source
@@ -185,6 +184,11 @@ def _speedup(
     )
 
 
+def _speedup_points(run: Mapping[str, Any], source: Source) -> dict[str, list[Point]]:
+    """``speedup_points`` of ``run`` under the decision settings ``source`` was decided with."""
+    return speedup_points(run, baseline=source.baseline, ci_level=source.ci_level, bootstrap=source.bootstrap)
+
+
 def _in_context(key: Key, members: list[_Member]) -> tuple[FigureSpec | None, list[str]]:
     lines: list[Line] = []
     notes: list[str] = []
@@ -197,10 +201,9 @@ def _in_context(key: Key, members: list[_Member]) -> tuple[FigureSpec | None, li
             continue
         descriptions.append(measured.description)
         source = m.source
-        settings = {"baseline": source.baseline, "ci_level": source.ci_level, "bootstrap": source.bootstrap}
         context_run = {**m.run, "pattern": f"{m.run['pattern']}/in-context", "results": measured.results}
-        confirmed = speedup_points(context_run, **settings)
-        isolated = speedup_points(m.run, **settings)
+        confirmed = _speedup_points(context_run, source)
+        isolated = _speedup_points(m.run, source)
         for backend, points in confirmed.items():
             lines.append(Line(backend, source.label, m.index, tuple(points), variant="in context"))
             if backend in isolated:  # the isolated curve of the same backend, to compare with
@@ -287,8 +290,8 @@ def _steady_medians(results: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int
 def _shades(key: Key, sources: Sequence[Source]) -> tuple[str | None, tuple[Shade, ...], list[str]]:
     """The first input's rules for ``key``, and a note naming every other input that decided otherwise."""
     tp, group_class, pattern = key
-    decided = [(s.label, s.profile.find(tp, pattern, group_class)) for s in sources]
-    decided = [(label, entry) for label, entry in decided if entry is not None]
+    found = [(s.label, s.profile.find(tp, pattern, group_class)) for s in sources]
+    decided = [(label, entry) for label, entry in found if entry is not None]
     if not decided:
         return None, (), []
     label, entry = decided[0]

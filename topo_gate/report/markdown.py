@@ -64,7 +64,9 @@ def _inputs(sources: Sequence[Source]) -> list[str]:
 
 def node_words(profile: Profile) -> str:
     hardware = profile.node.hardware
-    gpus = hardware.get("gpus") if isinstance(hardware.get("gpus"), list) else []
+    gpus = hardware.get("gpus")
+    if not isinstance(gpus, list):
+        gpus = []
     models = sorted({str(g.get("model")) for g in gpus if isinstance(g, dict) and g.get("model")})
     count = f"{len(gpus)}x " if gpus else ""
     return (
@@ -141,11 +143,11 @@ def _changes(source: Source, found: Changes) -> list[str]:
             "| TP / pattern / group class | backend | range before -> after | speed-up before -> after |"
         ]
         lines += ["| --- | --- | --- | --- |"]
-        for change in found.speedups:
+        for speedup in found.speedups:
             lines.append(
-                f"| TP{change.tp} / {change.pattern} / {cell(change.group_class)} | `{change.backend}` "
-                f"| {cell(size_range(*change.before_range))} -> {cell(size_range(*change.after_range))} "
-                f"| {_x(change.before)} -> {_x(change.after)} |"
+                f"| TP{speedup.tp} / {speedup.pattern} / {cell(speedup.group_class)} | `{speedup.backend}` "
+                f"| {cell(size_range(*speedup.before_range))} -> {cell(size_range(*speedup.after_range))} "
+                f"| {_x(speedup.before)} -> {_x(speedup.after)} |"
             )
         lines.append("")
     if found.software:

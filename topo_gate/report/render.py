@@ -13,11 +13,14 @@ import io
 import math
 import zlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from topo_gate.decide import human_bytes
 from topo_gate.profile.schema import BACKENDS
 from topo_gate.report.figures import CONTEXT, FigureSpec, Line
+
+if TYPE_CHECKING:  # matplotlib (the optional extra) is imported on first use, not with this module
+    from matplotlib.typing import RcKeyType
 
 INSTALL_HINT = "pip install 'topo-gate[report]'"
 DPI = 100
@@ -40,9 +43,9 @@ _PALETTE = (
     "#393b79",
 )
 _FIXED = {"nccl": "#000000", "gloo": "#000000"}
-_LINESTYLES = ("-", "--", ":", "-.")
+_LINESTYLES: tuple[Literal["-", "--", ":", "-."], ...] = ("-", "--", ":", "-.")
 _MARKERS = ("o", "s", "^", "D", "v", "P")
-_RC: dict[str, Any] = {
+_RC: dict[RcKeyType, Any] = {
     "font.family": "DejaVu Sans",  # ships with matplotlib: the same glyphs on every machine
     "font.size": 9,
     "axes.titlesize": 10,

@@ -106,8 +106,8 @@ def _load(path: Path, label: str, settings: DecideSettings) -> Source:
         notes.append(f"{mismatch}: launchers ignore this profile")
     except ProfileError as error:
         raise ReportInputError(f"{path}: {error}") from None
-    evidence, evidence_notes = _profile_evidence(path, profile)
-    return Source(label, path, "profile", profile, evidence, (*notes, *evidence_notes))
+    named_evidence, evidence_notes = _profile_evidence(path, profile)
+    return Source(label, path, "profile", profile, named_evidence, (*notes, *evidence_notes))
 
 
 def _looks_like_evidence(path: Path) -> bool:

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from topo_gate.launchers.routes.base import Route, at
+
+if TYPE_CHECKING:  # routes need only the reader's Rule type, not the profile package
+    from topo_gate.profile.schema import Rule
 
 Measured = tuple[tuple[int | None, frozenset[str]], ...]
 
 
-def measured_from_rules(rules: Iterable[object]) -> Measured:
+def measured_from_rules(rules: Iterable[Rule]) -> Measured:
     """The reader's ``Rule`` objects as ``(max_bytes inclusive, backends measured faster than NCCL)``."""
-    return tuple((rule.max_bytes, rule.faster_than_nccl) for rule in rules)  # type: ignore[attr-defined]
+    return tuple((rule.max_bytes, rule.faster_than_nccl) for rule in rules)
 
 
 def faster_at(measured: Measured, nbytes: int) -> frozenset[str]:

@@ -10,6 +10,7 @@ fused kernel that no knob reaches.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from topo_gate.launchers import knobs
 from topo_gate.launchers.routes import flashinfer
@@ -122,9 +123,9 @@ def env_bool(knobset: Knobs, name: str) -> bool:
     return bool(int(value))
 
 
-def pass_config(knobset: Knobs) -> dict:
+def pass_config(knobset: Knobs) -> dict[str, Any]:
     """The ``pass_config`` keys the args set (``--compilation-config JSON``; later ones win)."""
-    found: dict = {}
+    found: dict[str, Any] = {}  # JSON values as the launcher parses them
     args = knobset.args
     for index, token in enumerate(args):
         name, eq, value = token.partition("=")
