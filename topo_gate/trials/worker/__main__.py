@@ -7,8 +7,10 @@ Refusals are one line on stderr and exit status 1.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -64,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     if startup_fails(plan.faults.get(STARTUP_FAULT), args.out):
         return _refusal("injected start-up failure (harness test)")
     _exit_when_orphaned()
+    # ``kill -USR1 <worker>`` writes every thread's stack to the worker's log: where a hung rank waits.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     from topo_gate.trials.worker.loop import run_worker  # torch: only after every refusal
 
     run_worker(plan, device, args.out, started=started)
