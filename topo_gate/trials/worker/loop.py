@@ -9,7 +9,7 @@ Order of work (every rank walks it in lockstep; each step is a collective or fol
 4. ``timing.Timer.prepare`` for every (backend, size) that passed (CUDA: graph capture);
 5. ``rounds`` rounds; each visits every size and, within a size, the backends in an order rotated
    by the round (round r starts at backend r mod n), so drift hits every backend alike; after
-   ``EARLY_ROUNDS`` rounds the clear losers stop (``LOSER_FACTOR`` x the baseline's group median);
+   ``EARLY_ROUNDS`` rounds the backends not faster than the baseline stop (group medians);
 6. size transitions of Lamport-style backends: replays right after the largest size's calls;
 7. in-context confirmation (``context.py``): layer-like graphs of the faster backends per size;
 8. the captured graphs checked again (``checks.py``): fresh inputs with negative zeros, odd token
@@ -78,11 +78,14 @@ class PhaseClock:
         self._last = now
 
 
-#: Early stopping: after this many rounds, a backend whose group median at a size is over
-#: LOSER_FACTOR x the baseline's stops being timed there. It cannot clear a margin of a few percent,
-#: so its remaining rounds would only cost time; its samples so far stay in the evidence.
+#: Early stopping: after this many rounds, a backend whose group median at a size is not below
+#: LOSER_FACTOR x the baseline's stops being timed there. Not faster than the baseline, it cannot
+#: clear a margin of a few percent, and it is no comparator either (a fused kernel is measured
+#: against the composites *faster* than the baseline); its remaining rounds would only cost time
+#: (on 2x H200 the large sizes' rounds are most of a probe's measuring). Its samples so far stay in
+#: the evidence, and decide judges it on them.
 EARLY_ROUNDS = 5
-LOSER_FACTOR = 1.5
+LOSER_FACTOR = 1.0
 #: Size transitions: replays right after PREDECESSOR_CALLS calls of the largest size (a prefill chunk
 #: before decode), TRANSITION_REPS of them per size.
 PREDECESSOR_CALLS = 4
@@ -257,7 +260,7 @@ class TrialLoop:
             base = medians.get((baseline, tokens))
             if base is None:
                 continue
-            for name in [n for n in names if n != baseline and medians[(n, tokens)] > LOSER_FACTOR * base]:
+            for name in [n for n in names if n != baseline and medians[(n, tokens)] >= LOSER_FACTOR * base]:
                 names.remove(name)
                 self._cell(name, tokens).stopped_early = True
 
