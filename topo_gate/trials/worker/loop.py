@@ -285,16 +285,16 @@ class TrialLoop:
         backends: dict[str, Backend],
         predecessors: dict[str, Any],
     ) -> None:
-        """Lamport-style backends: replays right after PREDECESSOR_CALLS calls of the largest size."""
-        largest = self.plan.tokens[-1]
+        """Lamport-style backends: replays right after PREDECESSOR_CALLS calls of the largest size the
+        backend runs (a launcher variant whose rule hands the largest sizes to its other shot has a
+        smaller largest size of its own)."""
         for name, backend in backends.items():
             sensitive = backend.lamport or self.plan.faults.get(name) in _TRANSITION_FAULTS
-            if not sensitive or (name, largest) not in measurables:
+            timed = [t for t in self.plan.tokens if (name, t) in measurables]
+            if not sensitive or name not in predecessors or not timed:
                 continue
             predecessor = predecessors[name]
-            for tokens in self.plan.tokens[:-1]:
-                if (name, tokens) not in measurables:
-                    continue
+            for tokens in timed[:-1]:
                 cell = self._cell(name, tokens)
                 for rep in range(TRANSITION_REPS):
                     self._beat("transition", name, tokens, rep)
