@@ -78,7 +78,9 @@ def _transition_table(run: dict, hidden: int) -> list[str]:
     for result in run["results"]:
         after = result.get("after_larger_us")
         if after and result["samples_us"]:
-            extra = (statistics.median(after) - statistics.median(result["samples_us"])) * result["graph_calls"]
+            extra = (statistics.median(after) - statistics.median(result["samples_us"])) * result[
+                "graph_calls"
+            ]
             rows.append((result["backend"], result["tokens"], extra))
     if not rows:
         return []
@@ -92,7 +94,9 @@ def _transition_table(run: dict, hidden: int) -> list[str]:
         "|---:|" + "---:|" * len(names),
     ]
     for t in tokens:
-        out.append(f"| {t} | " + " | ".join(f"{table[(n, t)]:.1f}" if (n, t) in table else "-" for n in names) + " |")
+        out.append(
+            f"| {t} | " + " | ".join(f"{table[(n, t)]:.1f}" if (n, t) in table else "-" for n in names) + " |"
+        )
     out.append("")
     return out
 
