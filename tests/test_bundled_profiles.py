@@ -53,3 +53,16 @@ def test_the_two_h200_runs_agree_on_at_least_95_percent_of_size_buckets() -> Non
     same = [b for b in buckets if backend(first, *b) == backend(second, *b)]
     assert len(buckets) == 28
     assert len(same) / len(buckets) >= 0.95
+
+
+def test_show_displays_the_in_context_figures(capsys) -> None:
+    from topo_gate.cli import main
+
+    path = PROFILES / "h200-x2" / "h7168-run1.yaml"
+    rule = load_profile(path).decisions[0].rules[0]
+    assert rule.in_context is not None
+    assert main(["show", str(path)]) == 0
+    shown = capsys.readouterr().out
+    assert "In context" in shown and f"{rule.in_context:g}x" in shown
+    assert main(["show", str(path), "--json"]) == 0
+    assert f'"in_context": {rule.in_context}' in capsys.readouterr().out

@@ -23,7 +23,9 @@ How the CUDA timer controls rank skew (DESIGN.md, Measurement), per ``measure``:
    largest size paid for the state that size left behind: TRT-LLM's Lamport one-shot clears the
    buffers of the previous message on its next calls, and at 1 token right after 8192 tokens it
    read 32.9 us/call instead of the 3.1 measured with the pre-roll (2x H200, K=32; the cost is
-   per replay, so it also made K=32 and K=64 disagree by 37%);
+   per replay, so it also made K=32 and K=64 disagree by 37%). That cost is real for a launcher
+   mixing sizes, so it is not dropped: the worker times it on purpose (``measure(m, preroll=...)``
+   after a graph of the largest size) and ``decide`` charges it (its rule 5);
 1. a device-side spin (``torch.cuda._sleep``) is queued next, long enough that the host has queued
    everything below before the GPU reaches step 2 -- otherwise the host's launch latency between
    the alignment and the replay is timed as if it were the collective's. Its length starts from a
