@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The GPU runs behind profiles/h200-x2/ and profiles/h200-x1/, in one command per machine, so they can
-# be repeated: `bash scripts/gpu_validation.sh x2` on 2x H200, `... x1` on 1x H200. Expects the
+# be repeated: `bash scripts/gpu_validation.sh x2` on 2x H200 (two back-to-back probes through
+# benchmarks/probe_wall.py), `... x2-tests` there (the GPU tests and one probe), `... x1` on 1x H200. Expects the
 # offline FlashInfer bundle under .gpu/ (see /work/shared/gpu/README.md) and writes everything under
 # $OUT/run, packed as $OUT/results.tgz, with a summary table last.
 set -u
-mode=${1:?usage: gpu_validation.sh x2|x1}
+mode=${1:?usage: gpu_validation.sh x2|x2-tests|x1}
 # Never NVLink multicast on a shared host (DESIGN.md principle 5); the runner sets these for its
 # workers too, this covers every other process started here.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -30,13 +31,11 @@ nvidia-smi topo -m >"$run/nvidia-smi-topo.txt" 2>&1
 step 60 capture python3 -m topo_gate capture "$run/capture.json" --note "Recorded by topo-gate capture on the lent $mode H200 machine."
 step 30 topo python3 -m topo_gate topo --from "$run/capture.json"
 if [ "$mode" = x2 ]; then
-  # Most important first: a step cut off by the call's limit loses only what follows it.
-  step 120 probe-1 python3 -m topo_gate probe --tp 2 --hidden 7168 --out "$run/h7168-run1.yaml" --evidence "$run/h7168-run1.evidence.json"
-  step 120 probe-2 python3 -m topo_gate probe --tp 2 --hidden 7168 --out "$run/h7168-run2.yaml" --evidence "$run/h7168-run2.evidence.json"
-  step 150 sweep-k32 python3 benchmarks/trial_sweep.py --tp 2 --hidden 7168,4096 --graph-calls 32 --out "$run"
-  step 150 sweep-k64 python3 benchmarks/trial_sweep.py --tp 2 --hidden 7168,4096 --graph-calls 64 --out "$run"
-  step 60 overhead env NCCL_GRAPH_MIXING_SUPPORT=0 python3 benchmarks/harness_overhead.py --world-size 2 --evidence "$run/sweep-h7168-k32.json"
-  step 120 gpu-tests python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider
+  # Two back-to-back probes (wall time, phases, agreement), then the benchmark's profiles renamed.
+  step 300 probes python3 benchmarks/probe_wall.py --runs 2 --prefix h7168-run --out "$run" -- --tp 2 --hidden 7168
+elif [ "$mode" = x2-tests ]; then
+  step 240 gpu-tests python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider -x
+  step 150 probe-1 python3 -m topo_gate probe --tp 2 --hidden 7168 --out "$run/h7168-run1.yaml" --evidence "$run/h7168-run1.evidence.json"
 else
   step 120 probe-tp12 python3 -m topo_gate probe --tp 1,2 --hidden 7168 --out "$run/tp1-2.yaml" --evidence "$run/tp1-2.evidence.json"
 fi

@@ -231,7 +231,11 @@ def check_trtllm(plan: LaunchPlan, tp: int) -> list[str]:
     for key, value in plan.config.items():
         if key not in known["config_keys"] or value not in known["config_keys"][key]["choices"]:
             problems.append(f"config {key}: {value} is not a TensorRT-LLM option value")
-    problems += [f"{name} is not read by TensorRT-LLM" for name in plan.env if name not in known["env"]]
+    problems += [
+        f"{name} is not read by TensorRT-LLM"
+        for name in plan.env
+        if name not in known["env"] and not name.startswith(LIBRARY_ENV_PREFIXES)
+    ]
     problems += [
         f"{name}={text} is not a byte count"
         for name, text in plan.env.items()

@@ -33,3 +33,21 @@ echo "launcher parsers: plans checked in $((SECONDS - started)) s"
 started=$SECONDS
 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/plugins tests/launchers/test_real_parsers.py
 echo "launcher parsers: plugin tests in $((SECONDS - started)) s"
+
+# The knob manifests the planners and route models read must be what scripts/extract_knobs.py reads
+# from the pinned releases' own files (tests/launchers/test_manifests_current.py needs them on disk).
+started=$SECONDS
+sources="$venv/launcher-sources"
+"$venv/bin/python" -m pip download -q --no-deps -d "$sources" \
+  sglang==0.5.23 vllm==0.33.0 flashinfer-python==0.7.2.post1
+"$venv/bin/python" - "$sources" <<'PY'
+import sys, zipfile
+from pathlib import Path
+
+sources = Path(sys.argv[1])
+(wheel,) = sources.glob("flashinfer_python-*.whl")
+zipfile.ZipFile(wheel).extract("flashinfer/comm/trtllm_ar.py", sources)
+PY
+TOPO_GATE_LAUNCHER_SOURCES="$sources" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+  tests/launchers/test_manifests_current.py
+echo "launcher parsers: manifests checked against the releases in $((SECONDS - started)) s"

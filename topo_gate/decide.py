@@ -20,6 +20,25 @@ decides *preference*, and only among admitted, correct results:
    1) at *every* size of its final range, folded sizes included, with its weakest speedup there: a
    launcher that can only run the runner-up may still use it.  Baseline rules carry none.
 
+5. **Size transitions.** A Lamport-style backend's evidence carries replays timed right after the
+   largest size's calls (``after_larger_us``). The extra time of one such replay over a steady one is
+   the transition cost ``T``; serving pays it each time a small batch follows a large one (decode
+   after a prefill chunk). It is charged against the calls of one step: every sample of that size
+   gets ``T / STEP_CALLS`` added before the comparison, so a size where one transition costs more
+   than ``STEP_CALLS`` calls save is not taken.
+6. **Fusion against the real alternative.** In the ``allreduce_rmsnorm`` run, a fused backend must
+   clear the bar (rule 1) against NCCL + norm *and* against every ``<plain>+rmsnorm`` composite that
+   was measured faster than NCCL + norm at that size (same bar, the composite as the baseline). Else
+   the size is NCCL (fusion off: the launcher's plain fast path + norm runs there, as the
+   ``allreduce`` decisions say), and the reason names the composite.
+7. **In-context confirmation.** Where the evidence has layer-like graphs (``context``: GEMM ->
+   all-reduce [-> norm], and the GEMM alone), a size's choice must also save at least the margin
+   there: in-context speedup = (baseline layer - GEMM) / (backend layer - GEMM), medians. A choice that
+   does not is demoted to the next backend that cleared rule 1 and is confirmed in context, else to
+   the baseline, with the reason. Rules state their weakest in-context speedup (``in_context``).
+8. A run whose plan failed (``error``: the workers never measured it) gives an entry marked
+   ``failed`` with one NCCL rule that says so: not a measurement, never "NCCL won".
+
 Groups, TP sizes and patterns without a run produce no entry: the reader answers NCCL for them.
 Every rule carries a reason in words with the numbers behind it.  ``decide`` is deterministic: each
 size's bootstrap is seeded from ``seed`` and the size's identity, never from iteration order.
@@ -35,9 +54,13 @@ from typing import Any
 
 from topo_gate.profile.schema import BACKENDS, NCCL, Alternative, DecisionEntry, Rule
 from topo_gate.trials.plan import BASELINE_BACKEND
-from topo_gate.trials.stats import Speedup, bootstrap_speedups
+from topo_gate.trials.stats import Speedup, bootstrap_speedups, median
 
 DEFAULT_MARGIN = 0.05
+#: All-reduce calls of one serving step a size transition is charged against (rule 5): a 32-layer
+#: model's two all-reduces per layer. Deeper models amortise it better, so this errs towards NCCL.
+STEP_CALLS = 64
+COMPOSITE_SUFFIX = "+rmsnorm"  # trials.plan.COMPOSITE_SUFFIX
 DEFAULT_CI_LEVEL = 0.95
 DEFAULT_BOOTSTRAP = 2000
 
@@ -68,6 +91,11 @@ class _Verdict:
     excluded: Mapping[str, str] = field(default_factory=dict)  # other candidates: why not compared
     baseline_problem: str | None = None  # why the baseline's own result was unusable here
     folded_from: str | None = None  # the choice before a lone bucket was folded into its neighbours
+    transitions_us: Mapping[str, float] = field(default_factory=dict)  # rule 5: T per backend
+    fusion_off: str | None = None  # rule 6: why no fused backend was taken here
+    in_context: Mapping[str, float] = field(default_factory=dict)  # rule 7: speedup per backend
+    demoted: str | None = None  # rule 7: what in context demoted, in words
+    eligible: tuple[str, ...] = ()  # every backend that cleared rules 1, 5 and 6 here, fastest first
 
 
 def decide(
@@ -91,14 +119,23 @@ def decide(
         if key in decisions:
             notes.append(f"{where}: a second {run['group_class']} group; the first one measured decides")
             continue
+        if run.get("error"):
+            notes.append(f"{where}: the plan FAILED ({run['error']}): nothing was measured")
+            decisions[key] = _failed_entry(run)
+            continue
         notes.extend(_ignored_backend_notes(run["results"], where))
         notes.extend(_wrong_answer_notes(run["results"], where, criteria.baseline))
+        contexts = _context_by_size(run.get("context", []))
         verdicts = [
-            _judge_size(
-                nbytes,
-                by_backend,
+            _confirm_in_context(
+                _judge_size(
+                    nbytes,
+                    by_backend,
+                    criteria,
+                    rng=random.Random(f"{seed}/{run['tp']}/{list(run['group'])}/{run['pattern']}/{nbytes}"),
+                ),
+                contexts.get(nbytes),
                 criteria,
-                rng=random.Random(f"{seed}/{run['tp']}/{list(run['group'])}/{run['pattern']}/{nbytes}"),
             )
             for nbytes, by_backend in _results_by_size(run["results"])
         ]
@@ -110,6 +147,40 @@ def decide(
             rules=tuple(_rules(_fold_lone_buckets(verdicts, criteria), criteria)),
         )
     return DecideResult(decisions=list(decisions.values()), notes=notes)
+
+
+def _failed_entry(run: Mapping[str, Any]) -> DecisionEntry:
+    reason = f"plan failed, nothing measured: {run['error']}; NCCL because nothing was measured, not because it won"
+    return DecisionEntry(
+        tp=run["tp"],
+        group=tuple(run["group"]),
+        group_class=run["group_class"],
+        pattern=run["pattern"],
+        rules=(Rule(max_bytes=None, backend=NCCL, reason=reason),),
+        failed=str(run["error"]),
+    )
+
+
+def _context_by_size(entries: Iterable[Mapping[str, Any]]) -> dict[int, dict[str, list[float]]]:
+    by_size: dict[int, dict[str, list[float]]] = {}
+    for entry in entries:
+        if entry.get("samples_us"):
+            by_size.setdefault(entry["nbytes"], {})[entry["backend"]] = entry["samples_us"]
+    return by_size
+
+
+def transition_us(result: Mapping[str, Any]) -> float:
+    """Rule 5's ``T``: extra microseconds of one replay right after the largest size over a steady
+    one (0 when not measured or not slower)."""
+    after = result.get("after_larger_us") or []
+    if not after or not result["samples_us"]:
+        return 0.0
+    return max(0.0, (median(after) - median(result["samples_us"])) * result["graph_calls"])
+
+
+def _penalised(result: Mapping[str, Any]) -> list[float]:
+    extra = transition_us(result) / STEP_CALLS
+    return [sample + extra for sample in result["samples_us"]]
 
 
 def _results_by_size(
@@ -128,30 +199,117 @@ def _judge_size(
     if baseline is None or baseline["status"] != "ok" or not baseline["samples_us"]:
         problem = "not measured" if baseline is None else _status_words(baseline)
         return _Verdict(nbytes, criteria.baseline, {}, baseline_problem=problem)
-    candidates = {}
+    candidates, composites = {}, {}
     excluded = {}
+    transitions = {}
     for name, result in sorted(by_backend.items()):
         if name == criteria.baseline:
             continue
+        usable = result["status"] == "ok" and result["samples_us"]
+        if name.endswith(COMPOSITE_SUFFIX):
+            if usable:
+                composites[name] = _penalised(result)
+            continue
         if name not in BACKENDS:
             excluded[name] = "not a backend profile schema v1 knows"
-        elif result["status"] == "ok" and result["samples_us"]:
-            candidates[name] = result["samples_us"]
+        elif usable:
+            candidates[name] = _penalised(result)
+            if transition_us(result) > 0:
+                transitions[name] = transition_us(result)
         else:
             excluded[name] = _status_words(result)
     speedups = bootstrap_speedups(
         baseline["samples_us"], candidates, level=criteria.level, resamples=criteria.resamples, rng=rng
     )
-    return _verdict(nbytes, speedups, excluded, criteria)
+    clear = {name for name, s in speedups.items() if _clears(s, criteria)}
+    clear, fusion_off = _beat_composites(clear, candidates, composites, baseline["samples_us"], criteria, rng)
+    return replace(
+        _verdict(nbytes, speedups, excluded, criteria, clear=clear),
+        transitions_us=transitions,
+        fusion_off=fusion_off,
+    )
 
 
 def _verdict(
-    nbytes: int, speedups: Mapping[str, Speedup], excluded: Mapping[str, str], criteria: _Criteria
+    nbytes: int,
+    speedups: Mapping[str, Speedup],
+    excluded: Mapping[str, str],
+    criteria: _Criteria,
+    *,
+    clear: set[str] | None = None,
 ) -> _Verdict:
-    clear = [(s.ratio, name) for name, s in speedups.items() if _clears(s, criteria)]
-    # max() over (ratio, name): the fastest, and a deterministic pick between exact ties.
-    chosen = max(clear)[1] if clear else criteria.baseline
-    return _Verdict(nbytes, chosen, speedups, excluded)
+    """The fastest of ``clear`` (default: every candidate that clears the bar), or the baseline."""
+    if clear is None:
+        clear = {name for name, s in speedups.items() if _clears(s, criteria)}
+    # Sorted over (ratio, name): the fastest first, and a deterministic pick between exact ties.
+    ranked = sorted(((speedups[name].ratio, name) for name in clear), reverse=True)
+    chosen = ranked[0][1] if ranked else criteria.baseline
+    return _Verdict(nbytes, chosen, speedups, excluded, eligible=tuple(name for _, name in ranked))
+
+
+def _beat_composites(
+    clear: set[str],
+    candidates: Mapping[str, Sequence[float]],
+    composites: Mapping[str, Sequence[float]],
+    baseline_samples: Sequence[float],
+    criteria: _Criteria,
+    rng: random.Random,
+) -> tuple[set[str], str | None]:
+    """Rule 6: keep the fused candidates that also clear the bar against every composite measured
+    faster than the baseline; return them and, when some were dropped, why (in words)."""
+    if not composites or not clear:
+        return clear, None
+    base = median(baseline_samples)
+    faster = {name: samples for name, samples in composites.items() if median(samples) < base}
+    kept, blocked = set(), []
+    for name in sorted(clear):
+        losses = []
+        for composite, samples in sorted(faster.items()):
+            over = bootstrap_speedups(samples, {name: candidates[name]}, level=criteria.level,
+                                      resamples=criteria.resamples, rng=rng)[name]  # fmt: skip
+            if not _clears(over, criteria):
+                losses.append(f"{composite} ({name} {_ratio_words(over)} over it)")
+        if losses:
+            blocked.append(f"{name} does not clear the bar over {losses[0]}")
+        else:
+            kept.add(name)
+    return kept, ("fusion off: " + "; ".join(blocked)) if blocked else None
+
+
+def _confirm_in_context(
+    verdict: _Verdict, layers: Mapping[str, list[float]] | None, criteria: _Criteria
+) -> _Verdict:
+    """Rule 7: the choice must save the margin in the layer-like graph too, else the next one."""
+    if (
+        verdict.backend == criteria.baseline
+        or not layers
+        or "gemm" not in layers
+        or criteria.baseline not in layers
+    ):
+        return verdict
+    gemm = median(layers["gemm"])
+    base_cost = median(layers[criteria.baseline]) - gemm
+    in_context = {
+        name: base_cost / max(median(samples) - gemm, 0.01)
+        for name, samples in layers.items()
+        if name not in ("gemm", criteria.baseline)
+    }
+    threshold = 1 + criteria.margin
+    if in_context.get(verdict.backend, 0.0) >= threshold:
+        return replace(verdict, in_context=in_context)
+    why = (
+        f"{verdict.backend} not measured in context"
+        if verdict.backend not in in_context
+        else f"{verdict.backend} only {in_context[verdict.backend]:.2f}x in context"
+    )
+    for name in verdict.eligible:
+        if name != verdict.backend and in_context.get(name, 0.0) >= threshold:
+            return replace(verdict, backend=name, in_context=in_context,
+                           demoted=f"{why} (GEMM -> all-reduce graph): next, {name}, {in_context[name]:.2f}x there")  # fmt: skip
+    return replace(
+        verdict, backend=criteria.baseline, in_context=in_context,
+        demoted=f"{why} (GEMM -> all-reduce graph), below the {criteria.margin:.0%} margin: {criteria.baseline}",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -262,6 +420,18 @@ def _backend_rule(backend: str, members: list[_Verdict], criteria: _Criteria) ->
     for verdict in members:
         if verdict.folded_from is not None:
             reason += f"; {_fold_words(verdict, backend, criteria)}"
+        if verdict.demoted is not None:
+            reason += f"; at {human_bytes(verdict.nbytes)} {verdict.demoted}"
+    transitions = [(v.transitions_us[backend], v.nbytes) for v in members if backend in v.transitions_us]
+    if transitions:
+        cost, nbytes = max(transitions)
+        reason += (
+            f"; size transition after the largest size costs up to {cost:.1f} us (at {human_bytes(nbytes)}), "
+            f"charged as {cost / STEP_CALLS:.2f} us/call over {STEP_CALLS} calls"
+        )
+    in_context = [v.in_context[backend] for v in members if backend in v.in_context]
+    if in_context:
+        reason += f"; in context (GEMM -> all-reduce graph) weakest {min(in_context):.2f}x"
     return Rule(
         max_bytes=members[-1].nbytes,
         backend=backend,
@@ -269,15 +439,23 @@ def _backend_rule(backend: str, members: list[_Verdict], criteria: _Criteria) ->
         ci=(round(speedup.low, 3), round(speedup.high, 3)),
         reason=reason,
         alternatives=_alternatives(backend, members, criteria),
+        in_context=round(min(in_context), 3) if in_context else None,
     )
 
 
 def _alternatives(backend: str, members: list[_Verdict], criteria: _Criteria) -> tuple[Alternative, ...]:
     """The other backends that cleared the bar at every size of the range (a folded size counts as
     measured: its own verdict decides), each with its weakest speedup there; fastest first."""
-    names = set.intersection(
-        *({name for name, s in verdict.speedups.items() if _clears(s, criteria)} for verdict in members)
-    ) - {backend, criteria.baseline, NCCL}
+    names = set.intersection(*(set(verdict.eligible) for verdict in members)) - {
+        backend,
+        criteria.baseline,
+        NCCL,
+    }
+    # Confirmed in context too, wherever the layer graphs were timed (rule 7).
+    names = {
+        name for name in names
+        if all(not v.in_context or v.in_context.get(name, 0.0) >= 1 + criteria.margin for v in members)
+    }  # fmt: skip
     weakest = {name: min((v.speedups[name] for v in members), key=lambda s: s.ratio) for name in names}
     ranked = sorted(weakest.items(), key=lambda item: (-round(item[1].ratio, 3), item[0]))
     return tuple(
@@ -299,6 +477,10 @@ def _baseline_reason(members: list[_Verdict], criteria: _Criteria) -> str:
     elif compared:
         parts.append(f"no other backend measured correctly at {_span(compared)}{_exclusion_words(compared)}")
     for verdict in members:
+        if verdict.fusion_off is not None:
+            parts.append(f"at {human_bytes(verdict.nbytes)} {verdict.fusion_off}")
+        if verdict.demoted is not None:
+            parts.append(f"at {human_bytes(verdict.nbytes)} {verdict.demoted}")
         if verdict.baseline_problem is not None:
             parts.append(
                 f"{criteria.baseline} baseline {verdict.baseline_problem} at {human_bytes(verdict.nbytes)}: "
@@ -341,7 +523,9 @@ def _status_words(result: Mapping[str, Any]) -> str:
 
 
 def _ignored_backend_notes(results: Iterable[Mapping[str, Any]], where: str) -> list[str]:
-    unknown = sorted({r["backend"] for r in results} - set(BACKENDS))
+    unknown = sorted(
+        {r["backend"] for r in results if not r["backend"].endswith(COMPOSITE_SUFFIX)} - set(BACKENDS)
+    )
     return [
         f"{name} at {where} is not a backend profile schema v1 knows: its results are ignored"
         for name in unknown

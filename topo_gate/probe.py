@@ -11,7 +11,7 @@ as the live probe did.  That is how a machine without GPUs turns the bundled H20
 real profile, and how a classification or decision fix reaches old measurements.
 
 Errors the CLI maps to exit codes: ``NvmlUnavailable`` (4), ``NvmlCrash`` (5), ``CaptureError`` and
-``EvidenceError`` (3), ``BudgetTooSmall`` (2), ``TrialsFailed`` (6).
+``EvidenceError`` (3), ``BudgetTooSmall`` (2), ``TrialsFailed`` and ``PlanFailed`` (6).
 """
 
 from __future__ import annotations
@@ -68,6 +68,11 @@ class TrialsFailed(Exception):
     """No trial ran at all (every plan failed before measuring); the evidence is still written."""
 
 
+class PlanFailed(Exception):
+    """A plan failed twice for a reason outside any backend, and ``allow_partial`` was not given: no
+    profile is written (the evidence is), because that plan's sizes would read as NCCL."""
+
+
 @dataclass(frozen=True)
 class DecideSettings:
     margin: float = DEFAULT_MARGIN
@@ -93,6 +98,11 @@ class ProbeOptions:
     warmup: int = DEFAULT_WARMUP
     step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S
     allow_multicast: bool = False
+    #: Write a profile even when a plan failed; it then records that plan as failed.
+    allow_partial: bool = False
+    #: The harness tests' fault injection, per pattern (``TrialPlan.faults``; honoured by workers only
+    #: with TOPO_GATE_ALLOW_FAULT_INJECTION=1).
+    faults: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     settings: DecideSettings = field(default_factory=DecideSettings)
     command: str | None = None  # recorded in provenance
 
@@ -177,7 +187,18 @@ def probe(
     write_evidence(evidence_path, evidence)
     if results and all(result.error for result in results):
         raise TrialsFailed(f"no trial ran: {results[0].error}; evidence kept at {evidence_path}")
+    failed = [result for result in results if result.error]
+    if failed and not options.allow_partial:
+        names = "; ".join(f"{plan_label(r.plan)}: {r.error}" for r in failed)
+        raise PlanFailed(
+            f"plan failed after a retry: {names}; no profile written (evidence kept at {evidence_path}; "
+            "--allow-partial writes one that records the plan as failed)"
+        )
     return _decide_and_write(evidence, evidence_path, options.out, options.settings, notes)
+
+
+def plan_label(plan: planning.TrialPlan) -> str:
+    return f"TP{plan.tp} {plan.group_class} {plan.pattern}"
 
 
 def _trials_block(plans: Sequence[planning.TrialPlan], options: ProbeOptions) -> dict[str, Any]:
@@ -211,6 +232,7 @@ def plan_trials(
         rounds=options.rounds,
         warmup=options.warmup,
         allow_multicast=options.allow_multicast,
+        faults=options.faults,
     )
     return plans, skipped
 
@@ -266,7 +288,7 @@ def _run_all(
     with tempfile.TemporaryDirectory(prefix="topo-gate-probe-") as workdir:
         for index, plan in enumerate(plans):
             done_before = sum(estimates[:index])
-            label = f"TP{plan.tp} {plan.group_class} {plan.pattern}"
+            label = plan_label(plan)
 
             def relay(progress: Progress, index=index, label=label, done_before=done_before) -> None:
                 if on_progress is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -40,7 +41,8 @@ def test_another_trial_shape_is_refused(write_fleet):
 
 def test_two_runs_on_one_node_are_not_two_nodes():
     runs = [H200_X2 / "h7168-run1.evidence.json", H200_X2 / "h7168-run2.evidence.json"]
-    with pytest.raises(FleetError, match="measured the same GPU GPU-37055aa0"):
+    first_gpu = json.loads(runs[0].read_text(encoding="utf-8"))["node"]["provenance"]["gpu_uuids"][0]
+    with pytest.raises(FleetError, match=f"measured the same GPU {first_gpu}"):
         load_fleet(runs)
 
 

@@ -1,5 +1,8 @@
 """Every GPU backend through the real harness on 2 GPUs, at small sizes: admitted or refused with a
-reason, and when admitted, correct (bit-exact all-reduce; fused pattern within bf16 tolerance).
+reason, and when admitted, correct (bit-exact all-reduce; fused pattern within bf16 tolerance) --
+eagerly, and again through its captured graphs on fresh inputs with negative zeros, at odd sizes,
+right after the largest size. Lamport backends get size transitions timed; the faster backends are
+timed in layer-like graphs.
 
 Skipped without 2 CUDA devices. Run on the GPU machine: ``pytest tests/gpu -m gpu``.
 """
@@ -41,6 +44,17 @@ def test_every_backend_is_refused_with_a_reason_or_correct(pattern: str, tmp_pat
         if pattern == "allreduce":
             assert cell["max_abs_err"] == 0.0, cell
         assert all(0 < sample < 10_000 for sample in cell["samples_us"]), cell
+    assert {c["tokens"] for c in result.graph_checks} >= {3, 24}  # odd sizes between the ladder's
+    assert all(c["status"] == "ok" for c in result.graph_checks), [
+        c for c in result.graph_checks if c["status"] != "ok"
+    ]
+    lamport = [c for c in result.results if c["backend"].startswith("trtllm") and c["tokens"] < TOKENS[-1]]
+    assert all(len(c.get("after_larger_us", [])) == 3 for c in lamport if c["status"] == "ok")
+    assert {e["backend"] for e in result.context} >= {"gemm", "nccl"}
+    if pattern == "allreduce":  # FlashInfer's heuristic picks one-shot at TP2 for every size here
+        assert {c["status"] for c in result.results if c["backend"] == "trtllm_twoshot_vllm"} == {
+            "unavailable"
+        }
     two_shot = "trtllm_twoshot" if pattern == "allreduce" else "trtllm_fused_twoshot"
     refused = {
         cell["tokens"]

@@ -159,3 +159,24 @@ def test_cpu_probe_runs_the_real_gloo_harness_end_to_end(tmp_path, capsys):
     assert result["profile_path"] == str(out) and evidence.exists()
     (entry,) = profile.decisions
     assert (entry.tp, entry.group_class, entry.rules[-1].backend) == (2, "cpu-gloo", "nccl")
+
+
+def test_a_plan_that_fails_twice_writes_no_profile_and_a_replay_records_it_failed(
+    tmp_path, capsys, monkeypatch
+):
+    from topo_gate.probe import PlanFailed, ProbeOptions, probe
+
+    monkeypatch.setenv("TOPO_GATE_ALLOW_FAULT_INJECTION", "1")
+    out, evidence = tmp_path / "cpu.yaml", tmp_path / "evidence.json"
+    options = ProbeOptions(
+        out=out, hidden=32, tps=(2,), device="cpu", evidence_out=evidence, max_tokens=2,
+        faults={"allreduce_rmsnorm": {"_startup": "infra"}},
+    )  # fmt: skip
+    with pytest.raises(PlanFailed, match="TP2 cpu-gloo allreduce_rmsnorm: .*injected start-up failure"):
+        probe(options)
+    assert evidence.exists() and not out.exists()
+    # What --allow-partial writes: the failed plan recorded as failed, named in the summary.
+    assert main(["probe", "--replay", str(evidence), "--out", str(out)]) == 0
+    assert "FAILED plan: TP2 cpu-gloo allreduce_rmsnorm" in capsys.readouterr().out
+    failed = {entry.pattern: entry.failed for entry in load_profile(out).decisions}
+    assert failed["allreduce"] is None and "injected start-up failure" in failed["allreduce_rmsnorm"]

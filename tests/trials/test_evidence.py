@@ -13,7 +13,7 @@ import pytest
 from gloo_helpers import gloo_plan
 
 from topo_gate.trials.evidence import (
-    EVIDENCE_FORMAT,
+    WRITTEN_FORMAT,
     EvidenceError,
     evidence_from_results,
     load_evidence,
@@ -52,7 +52,7 @@ def test_evidence_round_trips_through_a_file(tmp_path: Path) -> None:
     path = write_evidence(tmp_path / "evidence.json", evidence)
     loaded = load_evidence(path)
     assert loaded == evidence
-    assert loaded["format"] == EVIDENCE_FORMAT and loaded["created"] == "2026-11-30T08:00:00Z"
+    assert loaded["format"] == WRITTEN_FORMAT and loaded["created"] == "2026-11-30T08:00:00Z"
     assert loaded["node"]["capture"] == capture
     assert loaded["skipped"] == [{"tp": 4, "reason": "node has 2 usable GPUs"}]
     assert loaded["trials"]["method"] == {"graph_calls": 4, "rounds": 2, "warmup": 1}

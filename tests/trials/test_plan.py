@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from topo_gate.topology.capture import load_capture
 from topo_gate.topology.model import build_node
-from topo_gate.trials.backends import BACKENDS_BY_NAME
+from topo_gate.trials.backends import known_backend
 from topo_gate.trials.plan import (
     PATTERNS,
     TrialPlan,
@@ -51,9 +51,10 @@ def test_default_backends_start_with_the_baseline(pattern: str, device: str, bas
     assert backends[0] == baseline and len(backends) >= 2
 
 
-def test_cpu_backends_are_registered() -> None:
+def test_default_backends_are_registered() -> None:
     for pattern in PATTERNS:
-        assert set(default_backends(pattern, "cpu")) <= set(BACKENDS_BY_NAME)
+        for device in ("cpu", "cuda"):
+            assert all(known_backend(name) for name in default_backends(pattern, device))
 
 
 @given(

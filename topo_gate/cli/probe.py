@@ -15,6 +15,7 @@ from topo_gate.models import UnknownModel, lookup_model
 from topo_gate.probe import (
     BudgetTooSmall,
     DecideSettings,
+    PlanFailed,
     ProbeOptions,
     ProbeResult,
     TrialsFailed,
@@ -122,6 +123,12 @@ evidence, 4 no NVIDIA driver, 5 NVML crashed, 6 no trial could run, 130 interrup
     "--allow-multicast", is_flag=True, help="Allow NVLink multicast backends (off: never harm a shared node)."
 )
 @click.option(
+    "--allow-partial",
+    is_flag=True,
+    help="If a plan fails twice (not a backend: start-up, rendezvous), still write the profile, "
+    "recording that plan as failed. Without it the probe exits 6 and writes no profile.",
+)
+@click.option(
     "--replay",
     "replay_path",
     type=click.Path(path_type=Path),
@@ -144,6 +151,7 @@ def command(
     rounds: int,
     margin: float,
     allow_multicast: bool,
+    allow_partial: bool,
     replay_path: Path | None,
     as_json: bool,
 ) -> None:
@@ -171,6 +179,7 @@ def command(
             rounds=rounds,
             max_tokens=max_tokens,
             allow_multicast=allow_multicast,
+            allow_partial=allow_partial,
             settings=settings,
             command=shlex.join(["topo-gate", *sys.argv[1:]]),
         )
@@ -220,7 +229,7 @@ def _probe_or_fail(options: ProbeOptions, console: Console, *, show_progress: bo
         raise fail(ExitCode.UNREADABLE, str(error)) from None
     except BudgetTooSmall as error:
         raise fail(ExitCode.USAGE, f"--budget: {error}") from None
-    except TrialsFailed as error:
+    except (TrialsFailed, PlanFailed) as error:
         raise fail(ExitCode.TRIALS_FAILED, str(error)) from None
 
 

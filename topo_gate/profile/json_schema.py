@@ -41,12 +41,15 @@ def _rule() -> dict[str, Any]:
             "speedup": {"type": ["number", "null"], "exclusiveMinimum": 0},
             "ci": {"type": ["array", "null"], "items": _POSITIVE, "minItems": 2, "maxItems": 2},
             "alternatives": {"type": ["array", "null"], "items": _alternative()},
+            "in_context": {"type": ["number", "null"], "exclusiveMinimum": 0},
             "reason": {"type": ["string", "null"]},
         },
         "Sizes in (previous max_bytes, max_bytes] use backend; null = unbounded. A backend other "
         "than nccl must state the speedup and ci ([low, high], low <= high) it was measured with. "
         "alternatives (v1.1, optional): other backends that also beat nccl at every measured size of "
-        "the range, each listed once and never the rule's own backend; none on an nccl rule.",
+        "the range, each listed once and never the rule's own backend; none on an nccl rule. "
+        "in_context (v1.2, optional): the backend's weakest speedup over nccl in a layer-like graph "
+        "(GEMM -> all-reduce [-> norm]).",
     )
     rule["if"] = {"properties": {"backend": {"not": {"const": NCCL}}}}
     rule["then"] = {
@@ -78,6 +81,7 @@ def _decision() -> dict[str, Any]:
             "group": _GPU_GROUP,
             "group_class": {"type": "string", "minLength": 1},
             "pattern": {"enum": list(PATTERNS)},
+            "failed": {"type": ["string", "null"]},
             "rules": {"type": "array", "minItems": 1, "items": _rule()},
         },
         "The ladder for one (tp, pattern, group_class), unique in the profile. group has tp GPUs. "

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
     _T = TypeVar("_T")
 
-#: What writers emit. v1.1 added ``Rule.alternatives``, v1.2 ``Profile.fleet``; readers accept any
+#: What writers emit. v1.1 added ``Rule.alternatives``; v1.2 added ``Rule.in_context``,
+#: ``DecisionEntry.failed``, ``Profile.fleet`` and one backend name per launcher call sequence. Readers accept any
 #: ``v1`` / ``v1.N``.
 SCHEMA = "topo-gate/profile/v1.2"
 NCCL = "nccl"
@@ -52,18 +53,17 @@ BACKENDS: tuple[str, ...] = (
     "symm_mem_oneshot",
     "symm_mem_twoshot",
     "vllm_custom",
-    "pcie_ipc",
-    # A launcher's own call sequence where it differs from the base backend's (``<base>_<launcher>``):
-    # FlashInfer's kernels as SGLang / vLLM call them, and the symm-mem path both launchers share.
-    "trtllm_oneshot_sglang",
-    "trtllm_twoshot_sglang",
-    "trtllm_fused_oneshot_sglang",
-    "trtllm_fused_twoshot_sglang",
+    # v1.2: one backend per launcher call sequence (trials/backends).
     "trtllm_oneshot_vllm",
     "trtllm_twoshot_vllm",
+    "trtllm_oneshot_sglang",
+    "trtllm_twoshot_sglang",
     "trtllm_fused_oneshot_vllm",
     "trtllm_fused_twoshot_vllm",
+    "trtllm_fused_oneshot_sglang",
+    "trtllm_fused_twoshot_sglang",
     "symm_mem_twoshot_vllm",
+    "pcie_ipc",
     "gloo",
     "gloo_ring",
 )
@@ -172,6 +172,10 @@ class Rule:
     measured size of the range, fastest first. Empty on an NCCL rule (nothing else cleared the bar
     there) and in every v1.0 profile; written only when non-empty, so a profile without any keeps the
     v1.0 content and digest.
+
+    ``in_context`` (schema v1.2): the backend's weakest speedup over NCCL across the range when the
+    all-reduce runs inside a layer-like graph (GEMM -> all-reduce [-> norm]) rather than back to
+    back; written only when measured.
     """
 
     max_bytes: int | None
@@ -180,6 +184,7 @@ class Rule:
     ci: tuple[float, float] | None = None
     reason: str | None = None
     alternatives: tuple[Alternative, ...] = ()
+    in_context: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_bytes is not None:
@@ -190,6 +195,10 @@ class Rule:
             object.__setattr__(self, "speedup", _round6(expect_positive_float(self.speedup, "speedup")))
         if self.ci is not None:
             object.__setattr__(self, "ci", _checked_ci(self.ci, "ci"))
+        if self.in_context is not None:
+            object.__setattr__(
+                self, "in_context", _round6(expect_positive_float(self.in_context, "in_context"))
+            )
         if self.backend != NCCL:
             for name in ("speedup", "ci"):
                 if getattr(self, name) is None:
@@ -234,6 +243,7 @@ class Rule:
             alternatives=_each(
                 _or_empty(data.get("alternatives"), []), "alternatives", Alternative.from_dict
             ),
+            in_context=data.get("in_context"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -245,6 +255,8 @@ class Rule:
         }
         if self.alternatives:  # omitted when empty: a rule without any reads (and hashes) as in v1.0
             data["alternatives"] = [alternative.to_dict() for alternative in self.alternatives]
+        if self.in_context is not None:  # likewise (v1.2)
+            data["in_context"] = self.in_context
         data["reason"] = self.reason
         return data
 
@@ -257,6 +269,9 @@ class DecisionEntry:
     of the same ``group_class``. Rules are contiguous: strictly increasing ``max_bytes``, the last
     ``None`` with NCCL, so every message size has exactly one rule and sizes beyond the largest
     measured one are NCCL.
+
+    ``failed`` (schema v1.2): why the trials for this entry never ran (the plan failed twice and the
+    probe was told ``--allow-partial``); its one NCCL rule is then no measurement.
     """
 
     tp: int
@@ -264,6 +279,7 @@ class DecisionEntry:
     group_class: str
     pattern: str
     rules: tuple[Rule, ...]
+    failed: str | None = None
 
     def __post_init__(self) -> None:
         expect_int(self.tp, "tp", minimum=1)
@@ -275,6 +291,9 @@ class DecisionEntry:
         )
         object.__setattr__(self, "rules", rules)
         self._check_ladder()
+        expect_optional_str(self.failed, "failed")
+        if self.failed is not None and (len(rules) != 1 or rules[0].backend != NCCL):
+            raise ProfileInvalid("a failed entry has exactly one rule, nccl (nothing was measured)", "failed")
 
     def _check_ladder(self) -> None:
         if not self.rules:
@@ -323,16 +342,20 @@ class DecisionEntry:
             group_class=require(data, "group_class"),
             pattern=require(data, "pattern"),
             rules=_each(require(data, "rules"), "rules", Rule.from_dict),
+            failed=data.get("failed"),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "tp": self.tp,
             "group": list(self.group),
             "group_class": self.group_class,
             "pattern": self.pattern,
-            "rules": [rule.to_dict() for rule in self.rules],
         }
+        if self.failed is not None:  # written only when set (v1.2)
+            data["failed"] = self.failed
+        data["rules"] = [rule.to_dict() for rule in self.rules]
+        return data
 
 
 @dataclass(frozen=True)

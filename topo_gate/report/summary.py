@@ -56,11 +56,7 @@ def _add_entry(table: Table, entry: DecisionEntry, with_reasons: bool) -> None:
     for index, rule in enumerate(entry.rules):
         first = index == 0
         backend = Text(rule.backend, style="bold green" if rule.backend != NCCL else "")
-        speedup = (
-            ""
-            if rule.speedup is None or rule.ci is None
-            else f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})"
-        )
+        speedup = _speedup_cell(rule)
         table.add_row(
             str(entry.tp) if first else "",
             f"{entry.group_class} {list(entry.group)}" if first else "",
@@ -76,6 +72,14 @@ def _add_entry(table: Table, entry: DecisionEntry, with_reasons: bool) -> None:
 def _why(rule: Rule) -> str:
     also = alternatives_words(rule)
     return "; ".join(part for part in (rule.reason, also) if part)
+
+
+def _speedup_cell(rule: Rule) -> str:
+    """The isolated speedup (CI), and the in-context one beneath it when measured."""
+    if rule.speedup is None or rule.ci is None:
+        return ""
+    text = f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})"
+    return text if rule.in_context is None else f"{text}\nin context {rule.in_context:.2f}x"
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,15 @@ def _footer(summary: Summary, wide: bool) -> list[RenderableType]:
         else "No backend beat NCCL by the margin anywhere: the profile keeps NCCL everywhere."
     )
     parts.append(Text(headline, style="bold"))
+    for entry in profile.decisions:
+        if entry.failed is not None:
+            parts.append(
+                Text(
+                    f"FAILED plan: TP{entry.tp} {entry.group_class} {entry.pattern}: {entry.failed} "
+                    "(recorded as failed; NCCL there is no measurement)",
+                    style="bold red",
+                )
+            )
     if profile.node.hardware.get("device") == "cpu":
         parts.append(
             Text(

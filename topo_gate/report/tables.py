@@ -62,9 +62,12 @@ def profile_header(profile: Profile, *, path: str, digest_problem: str | None = 
 def decision_table(entry: DecisionEntry) -> Table:
     """One (tp, pattern, group class): size range | speedup (CI) | backend, with its reason beneath."""
     title = f"TP {entry.tp} / {entry.pattern} / {entry.group_class} (measured on GPUs {list(entry.group)})"
+    if entry.failed is not None:
+        title += f"\n  FAILED: {entry.failed} (NCCL here is not a measurement)"
     table = Table(title=title, title_justify="left", show_lines=True)
     table.add_column("Message size", no_wrap=True)
     table.add_column("Speedup (CI)", no_wrap=True)
+    table.add_column("In context", no_wrap=True)
     # The reason shares the backend's cell: a column of its own is unreadably narrow in 80 columns.
     table.add_column("Backend and why", ratio=1)
     lower = 0
@@ -74,7 +77,8 @@ def decision_table(entry: DecisionEntry) -> Table:
             cell.append(f"\n{alternatives_words(rule)}", style="green")
         if rule.reason:
             cell.append(f"\n{rule.reason}", style="default")
-        table.add_row(size_range(lower, rule.max_bytes), _speedup_words(rule), cell)
+        in_context = "" if rule.in_context is None else f"{rule.in_context:g}x"
+        table.add_row(size_range(lower, rule.max_bytes), _speedup_words(rule), in_context, cell)
         lower = rule.max_bytes or lower
     return table
 

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from topo_gate.trials.backends import BACKENDS_BY_NAME
+from topo_gate.trials.backends import BACKENDS_BY_NAME, known_backend
 from topo_gate.trials.evidence import evidence_from_results, trials_meta, write_evidence
 from topo_gate.trials.plan import DTYPE_BYTES, PATTERNS, TrialPlan, default_backends, token_ladder
 from topo_gate.trials.runner import PlanResult, Progress, run_plan
@@ -68,7 +68,7 @@ def _plans(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[Tr
     faults = dict(item.split("=", 1) for item in args.fault if "=" in item)
     if len(faults) != len(args.fault):
         parser.error("--fault takes BACKEND=KIND")
-    unknown = [name for name in args.backends or () if name not in BACKENDS_BY_NAME]
+    unknown = [name for name in args.backends or () if not known_backend(name)]
     if unknown:
         parser.error(f"unknown backends {', '.join(unknown)} (known: {', '.join(sorted(BACKENDS_BY_NAME))})")
     try:

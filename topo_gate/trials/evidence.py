@@ -20,6 +20,9 @@ from topo_gate._version import __version__
 from topo_gate.trials.plan import Skipped
 
 EVIDENCE_FORMAT = "topo-gate/evidence/v1"
+#: What writers emit: v1.1 adds, all optional, per run ``error``, ``retries``, ``context`` and
+#: ``graph_checks``, and per result ``after_larger_us`` (docs/ARCHITECTURE.md).
+WRITTEN_FORMAT = "topo-gate/evidence/v1.1"
 STATUSES = ("ok", "wrong", "unavailable", "failed", "timeout")
 MAX_EVIDENCE_BYTES = 256 * 1024 * 1024  # raw samples of a full TP 2/4/8 probe are a few MiB
 
@@ -59,7 +62,7 @@ def evidence_from_results(
         node["capture"] = dict(capture)
     stamp = (created or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
-        "format": EVIDENCE_FORMAT,
+        "format": WRITTEN_FORMAT,
         "created": stamp,
         "tool": {"name": "topo-gate", "version": __version__},
         "node": node,

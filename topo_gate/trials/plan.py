@@ -15,26 +15,49 @@ SPEC_FORMAT = "topo-gate/trial-spec/v1"
 PATTERNS = ("allreduce", "allreduce_rmsnorm")
 DEVICES = ("cpu", "cuda")
 DTYPE_BYTES: Mapping[str, int] = {"bfloat16": 2, "float16": 2, "float32": 4}
-FAULT_KINDS = ("hang", "crash", "wrong")
+FAULT_KINDS = ("hang", "crash", "wrong", "wrong-odd", "stale", "transition", "slow")
+#: Faults of the whole worker, not of a backend: keyed STARTUP_FAULT in ``faults``. ``infra``: rank 1
+#: exits before the rendezvous on every attempt; ``infra-once``: on the first attempt only.
+STARTUP_FAULT = "_startup"
+STARTUP_FAULT_KINDS = ("infra", "infra-once")
 
 #: The baseline every other backend is compared with: what a launcher does when it opts into nothing.
 BASELINE_BACKEND: Mapping[str, str] = {"cuda": "nccl", "cpu": "gloo"}
 
+COMPOSITE_SUFFIX = "+rmsnorm"  # backends.COMPOSITE_SUFFIX (this module stays free of the backends)
+#: Each backend is one launcher's call sequence (docs/ARCHITECTURE.md, "Backends"); symm_mem_oneshot
+#: and symm_mem_twoshot are no launcher's sequence and are not measured by default.
+_CUDA_PLAIN = (
+    "nccl",
+    "trtllm_oneshot",
+    "trtllm_twoshot",
+    "trtllm_oneshot_vllm",
+    "trtllm_twoshot_vllm",
+    "trtllm_oneshot_sglang",
+    "trtllm_twoshot_sglang",
+    "symm_mem_twoshot_vllm",
+    "vllm_custom",
+    "pcie_ipc",
+)
+
 # Baseline first, then the candidates. Which backend can run where (SM, P2P, TP size, multicast) is
 # each backend's own admission check at run time; this table only says which ones compete at all.
 _DEFAULT_BACKENDS: Mapping[tuple[str, str], tuple[str, ...]] = {
-    ("cuda", "allreduce"): (
+    ("cuda", "allreduce"): _CUDA_PLAIN,
+    # The fused kernels, then their real alternative: each plain fast path + the same norm (composites).
+    ("cuda", "allreduce_rmsnorm"): (
         "nccl",
-        "trtllm_oneshot",
-        "trtllm_twoshot",
-        "symm_mem_oneshot",
-        "symm_mem_twoshot",
-        "vllm_custom",
-        "pcie_ipc",
+        "trtllm_fused_oneshot",
+        "trtllm_fused_twoshot",
+        "trtllm_fused_oneshot_vllm",
+        "trtllm_fused_twoshot_vllm",
+        "trtllm_fused_oneshot_sglang",
+        "trtllm_fused_twoshot_sglang",
+        *(name + COMPOSITE_SUFFIX for name in _CUDA_PLAIN[1:]),
     ),
-    ("cuda", "allreduce_rmsnorm"): ("nccl", "trtllm_fused_oneshot", "trtllm_fused_twoshot"),
     ("cpu", "allreduce"): ("gloo", "gloo_ring"),
-    ("cpu", "allreduce_rmsnorm"): ("gloo", "gloo_ring"),
+    # On the harness gloo_ring plays the fused candidate and its composite the plain alternative.
+    ("cpu", "allreduce_rmsnorm"): ("gloo", "gloo_ring", "gloo_ring" + COMPOSITE_SUFFIX),
 }
 
 
@@ -91,7 +114,13 @@ def _plan_problem(plan: TrialPlan) -> str | None:
         (plan.graph_calls >= 1, f"graph_calls must be >= 1, got {plan.graph_calls}"),
         (plan.rounds >= 1, f"rounds must be >= 1, got {plan.rounds}"),
         (plan.warmup >= 0, f"warmup must be >= 0, got {plan.warmup}"),
-        (set(plan.faults.values()) <= set(FAULT_KINDS), f"fault kinds must be in {FAULT_KINDS}"),
+        (
+            all(
+                kind in (STARTUP_FAULT_KINDS if name == STARTUP_FAULT else FAULT_KINDS)
+                for name, kind in plan.faults.items()
+            ),
+            f"fault kinds must be in {FAULT_KINDS} ({STARTUP_FAULT}: {STARTUP_FAULT_KINDS})",
+        ),
         (not plan.faults or plan.tp >= 2, "fault injection acts on rank 1 and needs tp >= 2"),
     ]
     return next((message for ok, message in checks if not ok), None)
@@ -173,11 +202,13 @@ def make_plans(
     warmup: int,
     allow_multicast: bool = False,
     seed: int = 0,
+    faults: Mapping[str, Mapping[str, str]] | None = None,
 ) -> tuple[list[TrialPlan], list[Skipped]]:
     """One plan per (TP size, GPU-group class, pattern); TP sizes without a group are ``skipped``.
 
     Decisions are per group *class* (DESIGN.md), so one group of each class is measured: the first
     one the topology lists, which is the launcher's default group ``[0..tp-1]`` when it has that class.
+    ``faults``: per pattern, the harness tests' fault injection (``TrialPlan.faults``).
     """
     plans: list[TrialPlan] = []
     skipped: list[Skipped] = []
@@ -212,6 +243,7 @@ def make_plans(
                         warmup=warmup,
                         allow_multicast=allow_multicast,
                         seed=seed,
+                        faults=(faults or {}).get(pattern, {}),
                     )
                 )
     return plans, skipped
@@ -260,6 +292,5 @@ def estimate_seconds(plan: TrialPlan, device: str) -> float:
 
 def with_backends(plan: TrialPlan, backends: Sequence[str]) -> TrialPlan:
     """The same plan restricted to ``backends`` (the runner's relaunch after a fault)."""
-    return replace(
-        plan, backends=tuple(backends), faults={b: k for b, k in plan.faults.items() if b in backends}
-    )
+    kept = {b: k for b, k in plan.faults.items() if b in backends or b == STARTUP_FAULT}
+    return replace(plan, backends=tuple(backends), faults=kept)

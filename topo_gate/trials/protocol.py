@@ -19,9 +19,15 @@ from pathlib import Path
 RANK_RESULT_FORMAT = "topo-gate/rank-result/v1"
 
 #: Phases in order. "start" covers interpreter, torch import and rendezvous; the backend phases name
-#: the backend (and size) in flight; "done" is written after the result file.
-PHASES = ("start", "admit", "setup", "check", "prepare", "measure", "close", "done")
-BACKEND_PHASES = frozenset({"admit", "setup", "check", "prepare", "measure", "close"})
+#: the backend (and size) in flight; "done" is written after the result file. After "measure":
+#: "transition" (a size right after the largest), "context" (layer-like graphs), "recheck" (the
+#: captured graphs checked with fresh inputs).
+PHASES = (
+    "start", "admit", "setup", "check", "prepare", "measure", "transition", "context", "recheck", "close", "done",
+)  # fmt: skip
+BACKEND_PHASES = frozenset(
+    {"admit", "setup", "check", "prepare", "measure", "transition", "context", "recheck", "close"}
+)
 
 
 def heartbeat_path(folder: Path, rank: int) -> Path:

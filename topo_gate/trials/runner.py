@@ -13,7 +13,16 @@ Either way the whole attempt is killed (SIGTERM, then SIGKILL, to every worker's
 backend named by the heartbeat is marked ``failed`` or ``timeout`` with the reason, and a fresh
 attempt measures the backends that remain. Each attempt removes one backend, so a plan ends after at
 most ``len(plan.backends)`` attempts. A fault outside any backend (start-up, rendezvous) ends the plan:
-every backend not yet measured is marked failed with that reason.
+every backend not yet measured is marked failed with that reason -- after retries, because such a
+fault is rarely the node's answer:
+
+- the rendezvous port: it is checked free right before the workers start, and an attempt whose
+  rendezvous failed to bind or reach it (any rank's log says so: ``EADDRINUSE``, ``DistNetworkError``)
+  is relaunched on a fresh port, up to ``PORT_TRIES`` ports;
+- any other fault outside a backend (a rank dying at start-up) is retried ``INFRA_RETRIES`` time(s).
+
+A plan that still fails records ``error`` (and the attempts' reasons in ``retries``): the probe then
+names it and writes no profile unless asked to (``--allow-partial``); it is never read as "NCCL won".
 
 No orphans: each worker leads its own process group, which takes in anything it spawns; the groups
 are killed on every way out of ``run_plan`` (success, fault, exception, Ctrl-C, SIGTERM), and only
@@ -34,7 +43,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +53,10 @@ from topo_gate.trials.protocol import BACKEND_PHASES, Beat, log_path, read_heart
 from topo_gate.trials.safety import MEASUREMENT_ENV, SAFETY_ENV
 
 DEFAULT_STARTUP_TIMEOUT_S = 120.0
+PORT_TRIES = 3
+INFRA_RETRIES = 1
+#: What torch.distributed's TCPStore says, on any rank, when the rendezvous port was taken or unreachable.
+_PORT_FAILURE = re.compile(r"EADDRINUSE|address already in use|DistNetworkError|DistStoreError")
 _RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s*")
 KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL: lets NCCL and CUDA tear down cleanly
 POLL_S = 0.1
@@ -65,6 +78,8 @@ class Fault:
     reason: str
     backend: str | None
     tokens: int | None
+    #: The rendezvous could not bind or reach its port (a relaunch on a fresh port may succeed).
+    port_failure: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,6 +103,12 @@ class PlanResult:
     attempts: int
     error: str | None = None
     software: dict[str, Any] = field(default_factory=dict)
+    #: Why earlier attempts were relaunched without blaming a backend (port taken, start-up fault).
+    retries: list[str] = field(default_factory=list)
+    #: Layer-like graphs (worker ``context.py``): per (backend or "gemm", size) group samples.
+    context: list[dict[str, Any]] = field(default_factory=list)
+    #: The captured graphs checked again on fresh inputs, per (backend, size), voted.
+    graph_checks: list[dict[str, Any]] = field(default_factory=list)
     #: Wall time of the whole plan, every attempt and worker start included, and the slowest rank's
     #: seconds per worker phase in the attempt that finished (import, rendezvous, admit, setup,
     #: check, capture, measure, close): what a sweep's time is made of.
@@ -105,6 +126,10 @@ class PlanResult:
             "results": self.results,
             "wall_s": self.wall_s,
             "phases_s": self.phases_s,
+            "error": self.error,
+            "retries": list(self.retries),
+            "context": self.context,
+            "graph_checks": self.graph_checks,
         }
 
 
@@ -118,6 +143,7 @@ def run_plan(
     env: Mapping[str, str] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
+    port_source: Callable[[], int] | None = None,
 ) -> PlanResult:
     """Measure ``plan`` with ``plan.tp`` worker processes; never leaves a process behind.
 
@@ -125,18 +151,26 @@ def run_plan(
     or UUIDs), so LOCAL_RANK i runs on the group's i-th GPU; ignored on the CPU, where workers see no
     GPU at all. ``env``: extra variables for the workers over this process's environment.
     ``timeout_s``: the longest a rank may spend in one step (one check, one capture, one sample).
+    ``port_source``: where each attempt's rendezvous port comes from (default ``free_port``).
     Raises KeyboardInterrupt on Ctrl-C or SIGTERM, after the workers are gone.
     """
     if device == "cuda" and len(cuda_devices) != plan.tp:
         raise ValueError(f"tp={plan.tp} needs {plan.tp} CUDA devices, got {list(cuda_devices)}")
     outcomes: dict[str, BackendOutcome] = {}
     results: list[dict[str, Any]] = []
+    context: list[dict[str, Any]] = []
+    graph_checks: list[dict[str, Any]] = []
     remaining = list(plan.backends)
     attempt, error = 0, None
     software: dict[str, Any] = {}
     phases: dict[str, float] = {}
+    retries: list[str] = []
+    port_tries, infra_retries = 1, 0
     started = time.monotonic()
-    launch = _Launch(device, cuda_devices, {**os.environ, **(env or {})}, timeout_s, startup_timeout_s)
+    launch = _Launch(
+        device, cuda_devices, {**os.environ, **(env or {})}, timeout_s, startup_timeout_s,
+        port_source or free_port,
+    )  # fmt: skip
     with _sigterm_as_interrupt():
         while remaining:
             attempt += 1
@@ -149,8 +183,20 @@ def run_plan(
                 phases = _slowest_phases(rank_results)
                 outcomes.update(backends)
                 results.extend(cells)
+                context = merge_context(rank_results)
+                graph_checks = list(rank_results[0].get("graph_checks", []))
+                for entry in (*context, *graph_checks):
+                    entry["nbytes"] = plan.nbytes(entry["tokens"])
                 break
             if fault.backend is None:
+                if fault.port_failure and port_tries < PORT_TRIES:
+                    port_tries += 1
+                    retries.append(f"attempt {attempt}: {fault.reason}; relaunched on a fresh port")
+                    continue
+                if not fault.port_failure and infra_retries < INFRA_RETRIES:
+                    infra_retries += 1
+                    retries.append(f"attempt {attempt}: {fault.reason}; relaunched once")
+                    continue
                 error = fault.reason
                 for name in remaining:
                     outcomes[name] = BackendOutcome("failed", f"workers failed before it ran: {fault.reason}")
@@ -170,6 +216,9 @@ def run_plan(
         attempts=attempt,
         error=error,
         software=software,
+        retries=retries,
+        context=context,
+        graph_checks=graph_checks,
         wall_s=wall_s,
         phases_s=phases,
     )
@@ -191,6 +240,7 @@ class _Launch:
     base_env: Mapping[str, str]
     timeout_s: float
     startup_timeout_s: float
+    port_source: Callable[[], int]
 
     def worker_env(self, plan: TrialPlan, rank: int, port: int) -> dict[str, str]:
         env = {**MEASUREMENT_ENV, **self.base_env}  # the user's own NCCL settings win
@@ -210,7 +260,8 @@ class _Launch:
         return env
 
     def bound_s(self, beat: Beat | None) -> float:
-        slow = beat is None or beat.phase in ("start", "setup")
+        # Start-up and setup import, rendezvous and JIT-compile; "done" tears NCCL down.
+        slow = beat is None or beat.phase in ("start", "setup", "done")
         return self.startup_timeout_s if slow else self.timeout_s
 
 
@@ -223,11 +274,18 @@ def _run_attempt(
 ) -> tuple[Fault | None, list[dict[str, Any]]]:
     spec = folder / "spec.json"
     write_atomic(spec, json.dumps(plan_to_spec(plan, device=launch.device), indent=1))
-    port = _free_port()
+    port = launch.port_source()
+    if not port_bindable(port):
+        fault = Fault("failed", f"rendezvous port {port} is taken", None, None, port_failure=True)
+        if on_progress is not None:
+            on_progress(Progress(plan, attempt, None, fault))
+        return fault, []
     with _Workers() as workers:
         for rank in range(plan.tp):
             workers.start(rank, spec, folder, launch.worker_env(plan, rank, port))
         fault = _watch(plan, attempt, folder, launch, workers, on_progress)
+    if fault is not None and fault.backend is None and _port_failed(folder, plan.tp):
+        fault = replace(fault, port_failure=True, reason=f"rendezvous on port {port} failed: {fault.reason}")
     if fault is None:
         fault, rank_results = _read_rank_results(folder, plan.tp)
         if fault is None:
@@ -361,8 +419,28 @@ def merge_rank_results(
             skew_us=[max((s for s in column if s is not None), default=None) for column in skews],
             max_abs_err=cell["max_abs_err"],
         )
+        if cell.get("stopped_early"):
+            merged["stopped_early"] = True
+        after = [r["results"][index].get("after_larger_us", []) for r in rank_results]
+        if any(after):
+            merged["after_larger_us"] = [max(values) for values in zip(*after, strict=True)]
         cells.append(merged)
     return backends, cells, first["software"]
+
+
+def merge_context(rank_results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The layer-graph samples: per entry and round, the slowest rank's per-call latency."""
+    merged = []
+    for index, entry in enumerate(rank_results[0].get("context", [])):
+        per_rank = [r["context"][index]["per_call_us"] for r in rank_results]
+        merged.append(
+            {
+                "backend": entry["backend"],
+                "tokens": entry["tokens"],
+                "samples_us": [max(values) for values in zip(*per_rank, strict=True)],
+            }
+        )
+    return merged
 
 
 def _cell(plan: TrialPlan, backend: str, tokens: int, status: str, reason: str | None) -> dict[str, Any]:
@@ -380,12 +458,38 @@ def _cell(plan: TrialPlan, backend: str, tokens: int, status: str, reason: str |
     }
 
 
-def _free_port() -> int:
-    # The port is free when asked; another process could take it before rank 0 binds it, in which
-    # case the rendezvous fails and the plan reports it (no retry: that race is rare on a probe node).
+def _port_failed(folder: Path, tp: int) -> bool:
+    """Whether any rank's log says the rendezvous port could not be bound or reached."""
+    for rank in range(tp):
+        try:
+            text = log_path(folder, rank).read_bytes()[-16384:].decode("utf-8", "replace")
+        except OSError:
+            continue
+        if _PORT_FAILURE.search(text):
+            return True
+    return False
+
+
+def free_port() -> int:
+    """A port that binds on 127.0.0.1 right now. Another process may still take it before rank 0
+    binds it; the runner then sees the rendezvous fail and relaunches on a fresh port."""
+    for _ in range(16):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if port_bindable(port):
+            return port
+    raise OSError("no free TCP port on 127.0.0.1 for the rendezvous")
+
+
+def port_bindable(port: int) -> bool:
+    """Whether a listening socket can take ``port`` on 127.0.0.1 now (what rank 0's TCPStore does)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 class _Workers:

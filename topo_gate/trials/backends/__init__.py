@@ -1,7 +1,8 @@
 """The backend registry: name -> "module:Class", imported only when a worker loads one.
 
 Listing or validating backend names imports nothing heavy (no torch, no flashinfer); only
-``load_backend`` imports the module, inside a worker process.
+``load_backend`` imports the module, inside a worker process. ``<plain>+rmsnorm`` names a composite
+(``composite.py``): a registered plain backend followed by the add + RMSNorm kernel.
 """
 
 from __future__ import annotations
@@ -22,8 +23,17 @@ BACKENDS_BY_NAME: dict[str, str] = {
     "trtllm_twoshot": "topo_gate.trials.backends.trtllm:TrtllmTwoshot",
     "trtllm_fused_oneshot": "topo_gate.trials.backends.trtllm:TrtllmFusedOneshot",
     "trtllm_fused_twoshot": "topo_gate.trials.backends.trtllm:TrtllmFusedTwoshot",
+    "trtllm_oneshot_vllm": "topo_gate.trials.backends.trtllm:TrtllmOneshotVllm",
+    "trtllm_twoshot_vllm": "topo_gate.trials.backends.trtllm:TrtllmTwoshotVllm",
+    "trtllm_oneshot_sglang": "topo_gate.trials.backends.trtllm:TrtllmOneshotSglang",
+    "trtllm_twoshot_sglang": "topo_gate.trials.backends.trtllm:TrtllmTwoshotSglang",
+    "trtllm_fused_oneshot_vllm": "topo_gate.trials.backends.trtllm:TrtllmFusedOneshotVllm",
+    "trtllm_fused_twoshot_vllm": "topo_gate.trials.backends.trtllm:TrtllmFusedTwoshotVllm",
+    "trtllm_fused_oneshot_sglang": "topo_gate.trials.backends.trtllm:TrtllmFusedOneshotSglang",
+    "trtllm_fused_twoshot_sglang": "topo_gate.trials.backends.trtllm:TrtllmFusedTwoshotSglang",
     "symm_mem_oneshot": "topo_gate.trials.backends.symm_mem:SymmMemOneshot",
     "symm_mem_twoshot": "topo_gate.trials.backends.symm_mem:SymmMemTwoshot",
+    "symm_mem_twoshot_vllm": "topo_gate.trials.backends.symm_mem:SymmMemTwoshotVllm",
     "vllm_custom": "topo_gate.trials.backends.vllm_custom:VllmCustom",
     "pcie_ipc": "topo_gate.trials.backends.pcie_ipc:PcieIpc",
 }
@@ -33,12 +43,25 @@ class UnknownBackend(LookupError):
     """A name that is not in BACKENDS_BY_NAME."""
 
 
+COMPOSITE_SUFFIX = "+rmsnorm"
+
+
+def known_backend(name: str) -> bool:
+    """A registered name, or ``<registered>+rmsnorm``."""
+    plain = name[: -len(COMPOSITE_SUFFIX)] if name.endswith(COMPOSITE_SUFFIX) else name
+    return plain in BACKENDS_BY_NAME
+
+
 def load_backend(name: str) -> type[Backend]:
-    """Import and return the class registered as ``name``.
+    """Import and return the class registered as ``name`` (or build its ``+rmsnorm`` composite).
 
     Raises UnknownBackend for an unregistered name; an ImportError from the module propagates, and the
     worker reports it as the backend being unavailable.
     """
+    if name.endswith(COMPOSITE_SUFFIX):
+        from topo_gate.trials.backends.composite import with_rmsnorm
+
+        return with_rmsnorm(load_backend(name[: -len(COMPOSITE_SUFFIX)]))
     try:
         target = BACKENDS_BY_NAME[name]
     except KeyError:

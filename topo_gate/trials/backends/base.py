@@ -66,6 +66,9 @@ class Backend(ABC):
     patterns: ClassVar[tuple[str, ...]]
     #: True for backends that create NVLink multicast objects: skipped unless allow_multicast.
     uses_multicast: ClassVar[bool] = False
+    #: True for Lamport-style backends, whose first calls after a larger message pay for clearing
+    #: that message's buffer slots: the worker measures that size-transition cost for them.
+    lamport: ClassVar[bool] = False
 
     def __init__(self, ctx: BackendContext) -> None:
         self.ctx = ctx

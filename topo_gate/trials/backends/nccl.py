@@ -1,7 +1,8 @@
 """``nccl``: the baseline every other backend must beat, for both patterns.
 
 - ``allreduce``: out-of-place ``ncclAllReduce`` on the current stream, as vLLM/SGLang run it in CUDA
-  graphs when no custom all-reduce is enabled (see ``_pynccl`` for why not ``torch.distributed``).
+  graphs when no custom all-reduce is enabled (vLLM 0.33.0 ``distributed/device_communicators/
+  pynccl.py:276-300``; see ``_pynccl`` for why not ``torch.distributed``).
 - ``allreduce_rmsnorm``: that all-reduce, then one fused residual-add + RMSNorm kernel -- what the
   launcher runs when FlashInfer fusion is off (see ``_rmsnorm``).
 

@@ -1,7 +1,10 @@
 """``pcie_ipc``: FlashInfer's PCIe IPC all-reduce (``PcieIpcAllReduceWorkspace``).
 
 Built for PCIe-only nodes (SM12x workstation cards without NVLink); it stands for vLLM's
-``VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC=1`` and SGLang's ``SGLANG_ENABLE_PCIE_IPC_ALLREDUCE``.
+``VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC=1`` and SGLang's ``SGLANG_ENABLE_PCIE_IPC_ALLREDUCE``, both of
+which call ``workspace.all_reduce`` out of place (vLLM 0.33.0
+``distributed/device_communicators/flashinfer_pcie_ipc_all_reduce.py:158-175``; SGLang 0.5.23
+``srt/distributed/device_communicators/pcie_ipc_ar.py:406-421``).
 It only needs CUDA IPC between the GPUs, so it also runs (over NVLink) on NVLink nodes; whether a
 launcher enables it there is the launcher's rule, and the profile only says what was measured.
 

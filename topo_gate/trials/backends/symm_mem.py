@@ -1,13 +1,15 @@
-"""torch symmetric-memory all-reduce without multicast: ``symm_mem_oneshot`` and ``symm_mem_twoshot``.
+"""torch symmetric-memory all-reduce without multicast.
 
-The path behind vLLM's ``VLLM_ALLREDUCE_USE_SYMM_MEM`` and SGLang's ``--enable-torch-symm-mem``
-where multimem (NVLink SHARP) is not used. The input is staged in a symmetric buffer, because peers
-can only read memory that took part in the rendezvous, exactly as those launchers stage it:
+``symm_mem_twoshot_vllm`` is the path behind vLLM's ``VLLM_ALLREDUCE_USE_SYMM_MEM`` and SGLang's
+``--enable-torch-symm-mem`` where multimem (NVLink SHARP) is not used (TP2 on SM90), and its call
+sequence is theirs, identical in both: copy the input into the symmetric buffer, the in-place
+``two_shot_all_reduce_`` on it, copy the buffer out (vLLM 0.33.0
+``distributed/device_communicators/symm_mem.py:134-155``; SGLang 0.5.23
+``srt/distributed/device_communicators/torch_symm_mem.py:173-184``).
 
-- one-shot: ``one_shot_all_reduce_copy_out`` copies the local input into the symmetric buffer and
-  reads every peer's whole buffer in one kernel (no separate copy launch);
-- two-shot: copy into the buffer, then ``two_shot_all_reduce_out`` (reduce-scatter + all-gather
-  over peer memory) writes the result to ``out``.
+``symm_mem_oneshot`` (``one_shot_all_reduce_copy_out``) and ``symm_mem_twoshot`` (copy in, then
+``two_shot_all_reduce_out``) are sequences no launcher runs; they stay loadable for older evidence
+but are not in the default plan.
 
 Multicast: these ops are peer-to-peer loads/stores, never ``multimem``; and the rendezvous would
 still map a multicast object if the fabric offered one, so admission refuses to run unless
@@ -27,7 +29,7 @@ from ._flashinfer import VECTOR_BYTES
 from .base import PATTERN_ALLREDUCE, Backend, TrialBuffers
 
 _DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-_OPS = ("one_shot_all_reduce_copy_out", "two_shot_all_reduce_out")
+_OPS = ("one_shot_all_reduce_copy_out", "two_shot_all_reduce_out", "two_shot_all_reduce_")
 
 
 def symm_mem_ops_missing() -> str | None:
@@ -43,6 +45,7 @@ def symm_mem_ops_missing() -> str | None:
 class _SymmMem(Backend):
     patterns = (PATTERN_ALLREDUCE,)
     oneshot: ClassVar[bool]
+    in_place: ClassVar[bool] = False
 
     def unavailable(self) -> str | None:
         ctx = self.ctx
@@ -74,6 +77,15 @@ class _SymmMem(Backend):
         if self.oneshot:
             one_shot = torch.ops.symm_mem.one_shot_all_reduce_copy_out
             return lambda: one_shot(staged, x, "sum", group_name, out)
+        if self.in_place:
+            in_place = torch.ops.symm_mem.two_shot_all_reduce_
+
+            def copy_in_two_shot_copy_out() -> None:
+                staged.copy_(x)
+                in_place(staged, "sum", group_name)
+                out.copy_(staged)
+
+            return copy_in_two_shot_copy_out
         two_shot = torch.ops.symm_mem.two_shot_all_reduce_out
 
         def copy_then_two_shot() -> None:
@@ -95,3 +107,9 @@ class SymmMemOneshot(_SymmMem):
 class SymmMemTwoshot(_SymmMem):
     name = "symm_mem_twoshot"
     oneshot = False
+
+
+class SymmMemTwoshotVllm(_SymmMem):
+    name = "symm_mem_twoshot_vllm"
+    oneshot = False
+    in_place = True

@@ -16,15 +16,35 @@ which only measurements decide:
 - two-shot needs tokens > TP (each rank reduces a slice of rows; FlashInfer asserts it);
 - one-shot must fit the Lamport buffer's int32 limit; every size must fit the workspace.
 
-Launch choices, as the launchers make them: ``fp32_acc=True``; no PDL (``launch_with_pdl=False``), so
-consecutive calls in the graph never overlap -- conservative for the fused pattern, where a launcher
-overlapping with the next layer's GEMM could gain a little more.
+Each backend is one launcher's call sequence (``LaunchStyle``); outputs are always pre-allocated
+tensors: where a launcher passes a fresh ``torch.empty_like`` (or ``output=None``, which FlashInfer
+turns into one), that allocation comes from the CUDA graph's pool at capture and costs nothing per
+replay, and the kernel reads and writes the same bytes. vLLM's fused pass writes the residual in
+place (``residual_out=allreduce_in``); the kernel's reads and writes are the same bytes either way.
+
+- ``trtllm_oneshot`` / ``trtllm_twoshot`` (and ``trtllm_fused_*``): TensorRT-LLM's forced ``ONESHOT`` /
+  ``TWOSHOT`` strategies: one/two-shot as named, no PDL, ``fp32_acc=True``.
+- ``*_vllm``: vLLM 0.33.0. Plain (``distributed/device_communicators/flashinfer_all_reduce.py:525-537``):
+  ``allreduce_fusion(kAllReduce, launch_with_pdl=True, trigger_completion_at_end=tokens > 16)``,
+  ``fp32_acc`` left at False, ``use_oneshot`` left to FlashInfer's heuristic. Fused
+  (``compilation/passes/fusion/allreduce_rms_fusion.py:158-176, 243-292, 321-322``): one-shot iff the
+  message is within vLLM's ``_FI_ALLREDUCE_ONE_SHOT_MAX_SIZES_MB`` (SM90 TP2: 32 MiB), PDL on,
+  ``fp32_acc=True``, ``trigger_completion_at_end = one-shot or tokens > 16``.
+- ``*_sglang``: SGLang 0.5.23 (``srt/layers/flashinfer_comm_fusion.py:1017-1044`` plain, ``:897-921``
+  fused): PDL on, ``fp32_acc=True``, ``trigger_completion_at_end=False``, ``use_oneshot`` left to
+  FlashInfer's heuristic.
+
+Where a launcher leaves one/two-shot to a rule (FlashInfer's ``_should_use_oneshot``,
+``comm/trtllm_ar.py:711-725``, or vLLM's table), the ``_oneshot_`` backend is admitted only at the
+sizes where that rule picks one-shot and the ``_twoshot_`` one only where it picks two-shot: each
+name is what the launcher really runs at that size.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
@@ -68,8 +88,72 @@ def trtllm_size_unavailable(
     return None
 
 
+MIB = 1024 * 1024
+#: FlashInfer 0.7.2.post1 ``comm/trtllm_ar.py:711-716``: one-shot iff
+#: tokens * hidden * 2 * TP * itemsize / MiB <= this, per TP.
+FLASHINFER_ONESHOT_MB = {2: 512, 4: 64, 8: 42}
+#: vLLM 0.33.0 ``compilation/passes/fusion/allreduce_rms_fusion.py:132-153``: fused one-shot iff
+#: the message is at most this many MiB, per (SM, TP); no entry -> always one-shot.
+VLLM_FUSED_ONESHOT_MB = {
+    90: {2: 32, 4: 2, 8: 0.5},
+    100: {2: 32, 4: 4, 8: 1},
+    103: {2: 32, 4: 4, 8: 2},
+    107: {2: 32, 4: 4, 8: 2},
+}
+#: vLLM's ``PDL_ADVANCE_LAUNCH_TOKENS`` (``flashinfer_all_reduce.py:28``).
+VLLM_PDL_ADVANCE_TOKENS = 16
+
+
+@dataclass(frozen=True)
+class LaunchStyle:
+    """How one launcher calls the kernel; ``rule`` names who picks one/two-shot (``forced``,
+    ``flashinfer`` = FlashInfer's heuristic, ``vllm_fused`` = vLLM's table)."""
+
+    rule: str
+    pdl: bool
+    fp32_acc: bool
+    trigger: str  # "always" | "never" | "vllm" (one-shot or tokens > 16)
+
+
+TRTLLM_STYLE = LaunchStyle("forced", pdl=False, fp32_acc=True, trigger="always")
+VLLM_PLAIN_STYLE = LaunchStyle("flashinfer", pdl=True, fp32_acc=False, trigger="vllm_plain")
+VLLM_FUSED_STYLE = LaunchStyle("vllm_fused", pdl=True, fp32_acc=True, trigger="vllm")
+SGLANG_STYLE = LaunchStyle("flashinfer", pdl=True, fp32_acc=True, trigger="never")
+
+
+def launcher_picks_oneshot(
+    rule: str, *, tokens: int, hidden: int, itemsize: int, world_size: int, sm: int
+) -> bool | None:
+    """The launcher's one/two-shot choice at this size; ``None`` for ``forced`` (the backend's own)."""
+    nbytes = tokens * hidden * itemsize
+    if rule == "flashinfer":
+        return nbytes * 2 * world_size / MIB <= FLASHINFER_ONESHOT_MB.get(world_size, 0)
+    if rule == "vllm_fused":
+        limit = VLLM_FUSED_ONESHOT_MB.get(sm, {}).get(world_size)
+        return limit is None or nbytes <= limit * MIB
+    return None
+
+
+def completion_at_end(style: LaunchStyle, *, oneshot: bool, tokens: int) -> bool:
+    if style.trigger == "vllm":
+        return oneshot or tokens > VLLM_PDL_ADVANCE_TOKENS
+    if style.trigger == "vllm_plain":
+        return tokens > VLLM_PDL_ADVANCE_TOKENS
+    return style.trigger == "always"
+
+
+#: One workspace per worker, shared by every TRT-LLM backend, as a launcher shares one between its
+#: plain and fused calls (vLLM's ``get_fi_ar_workspace``, SGLang's workspace manager); it also saves a
+#: Lamport buffer allocation and IPC exchange per backend. Key: the workspace's shape; value:
+#: [workspace, users].
+_SHARED: dict[tuple, list] = {}
+
+
 class _TrtllmBackend(Backend):
     oneshot: ClassVar[bool]
+    style: ClassVar[LaunchStyle] = TRTLLM_STYLE
+    #: Lamport buffers: the first calls after a larger message clear that message's slots.
+    lamport = True
 
     @property
     def _fused(self) -> bool:
@@ -89,6 +173,13 @@ class _TrtllmBackend(Backend):
 
     def size_unavailable(self, tokens: int) -> str | None:
         ctx = self.ctx
+        picks = launcher_picks_oneshot(
+            self.style.rule, tokens=tokens, hidden=ctx.hidden, itemsize=ctx.dtype.itemsize,
+            world_size=ctx.world_size, sm=sm_version(ctx),
+        )  # fmt: skip
+        if picks is not None and picks != self.oneshot:
+            chosen = "one-shot" if picks else "two-shot"
+            return f"the launcher's {self.style.rule} rule runs {chosen} at this size"
         return trtllm_size_unavailable(
             tokens=tokens, world_size=ctx.world_size, hidden=ctx.hidden, dtype=ctx.dtype,
             max_tokens=ctx.max_tokens, oneshot=self.oneshot,
@@ -102,29 +193,36 @@ class _TrtllmBackend(Backend):
         )
 
         ctx = self.ctx
-        self._workspace = create_allreduce_fusion_workspace(
-            backend="trtllm",  # explicit: "auto" would choose multicast MNNVL where it can
-            world_size=ctx.world_size,
-            rank=ctx.rank,
-            max_token_num=ctx.max_tokens,
-            hidden_dim=ctx.hidden,
-            dtype=ctx.dtype,
-            group=ctx.group,
-        )
+        key = (ctx.world_size, ctx.rank, ctx.max_tokens, ctx.hidden, ctx.dtype)
+        if key not in _SHARED:
+            workspace = create_allreduce_fusion_workspace(
+                backend="trtllm",  # explicit: "auto" would choose multicast MNNVL where it can
+                world_size=ctx.world_size,
+                rank=ctx.rank,
+                max_token_num=ctx.max_tokens,
+                hidden_dim=ctx.hidden,
+                dtype=ctx.dtype,
+                group=ctx.group,
+            )
+            _SHARED[key] = [workspace, 0]
+        _SHARED[key][1] += 1
+        self._key = key
+        self._workspace = _SHARED[key][0]
         self._kernel = trtllm_allreduce_fusion
         self._pattern = (
             AllReduceFusionPattern.kARResidualRMSNorm if self._fused else AllReduceFusionPattern.kAllReduce
         )
 
     def prepare(self, tokens: int, buffers: TrialBuffers) -> Callable[[], None]:
-        # The per-kernel API, as vLLM calls it: unlike the unified ``allreduce_fusion`` it accepts
-        # allreduce_out=None for the fused pattern, so the kernel does not write a tensor the
-        # launcher never reads. It is marked deprecated in favour of the unified API.
-        ctx, workspace = self.ctx, self._workspace
+        # The per-kernel API, which the unified ``allreduce_fusion`` calls (comm/allreduce.py:1249):
+        # unlike the unified one it accepts allreduce_out=None for the fused pattern, so the kernel
+        # does not write a tensor the launcher never reads. It is marked deprecated.
+        ctx, workspace, style = self.ctx, self._workspace, self.style
         arguments = dict(
             allreduce_in=buffers.x.view(-1), world_size=ctx.world_size, world_rank=ctx.rank,
             token_num=tokens, hidden_dim=ctx.hidden, workspace_ptrs=workspace.workspace_tensor,
-            launch_with_pdl=False, trigger_completion_at_end=True, fp32_acc=True,
+            launch_with_pdl=style.pdl, fp32_acc=style.fp32_acc,
+            trigger_completion_at_end=completion_at_end(style, oneshot=self.oneshot, tokens=tokens),
             pattern_code=self._pattern, use_oneshot=self.oneshot,
             allreduce_out=None if self._fused else buffers.out.view(-1),
             # The worker sets residual and residual_out for the fused pattern (TrialBuffers).
@@ -144,7 +242,12 @@ class _TrtllmBackend(Backend):
         return call
 
     def close(self) -> None:
-        self._workspace.destroy()
+        # Collective like every close: all ranks release in the same order, so the last user on
+        # every rank destroys the shared workspace together.
+        _SHARED[self._key][1] -= 1
+        if _SHARED[self._key][1] == 0:
+            del _SHARED[self._key]
+            self._workspace.destroy()
 
 
 class TrtllmOneshot(_TrtllmBackend):
@@ -177,3 +280,31 @@ class TrtllmFusedTwoshot(_TrtllmBackend):
     name = "trtllm_fused_twoshot"
     patterns = (PATTERN_ALLREDUCE_RMSNORM,)
     oneshot = False
+
+
+def _variant(base: type[_TrtllmBackend], name: str, style: LaunchStyle, doc: str) -> type[_TrtllmBackend]:
+    return type(base.__name__ + name.rsplit("_", 1)[1].capitalize(), (base,), {
+        "name": name, "style": style, "__doc__": doc, "__module__": __name__,
+    })  # fmt: skip
+
+
+_VLLM_PLAIN = "vLLM's FlashInfer all-reduce (flashinfer_all_reduce.py:525-537)"
+_SGLANG_PLAIN = "SGLang's flashinfer_allreduce (flashinfer_comm_fusion.py:1017-1044)"
+_VLLM_FUSED = "vLLM's fuse_allreduce_rms pass (allreduce_rms_fusion.py:243-292)"
+_SGLANG_FUSED = "SGLang's flashinfer_allreduce_residual_rmsnorm (flashinfer_comm_fusion.py:897-921)"
+TrtllmOneshotVllm = _variant(TrtllmOneshot, "trtllm_oneshot_vllm", VLLM_PLAIN_STYLE, _VLLM_PLAIN)
+TrtllmTwoshotVllm = _variant(TrtllmTwoshot, "trtllm_twoshot_vllm", VLLM_PLAIN_STYLE, _VLLM_PLAIN)
+TrtllmOneshotSglang = _variant(TrtllmOneshot, "trtllm_oneshot_sglang", SGLANG_STYLE, _SGLANG_PLAIN)
+TrtllmTwoshotSglang = _variant(TrtllmTwoshot, "trtllm_twoshot_sglang", SGLANG_STYLE, _SGLANG_PLAIN)
+TrtllmFusedOneshotVllm = _variant(
+    TrtllmFusedOneshot, "trtllm_fused_oneshot_vllm", VLLM_FUSED_STYLE, _VLLM_FUSED
+)
+TrtllmFusedTwoshotVllm = _variant(
+    TrtllmFusedTwoshot, "trtllm_fused_twoshot_vllm", VLLM_FUSED_STYLE, _VLLM_FUSED
+)
+TrtllmFusedOneshotSglang = _variant(
+    TrtllmFusedOneshot, "trtllm_fused_oneshot_sglang", SGLANG_STYLE, _SGLANG_FUSED
+)
+TrtllmFusedTwoshotSglang = _variant(
+    TrtllmFusedTwoshot, "trtllm_fused_twoshot_sglang", SGLANG_STYLE, _SGLANG_FUSED
+)

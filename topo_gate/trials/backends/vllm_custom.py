@@ -2,7 +2,11 @@
 copy in ``flashinfer.comm.vllm_ar``.
 
 It stands for the launcher path vLLM takes unless ``--disable-custom-all-reduce`` is given (SGLang's
-custom all-reduce v1 is the same kernel family). It is driven exactly the way vLLM drives it:
+custom all-reduce v1 is the same kernel family and sequence). It is driven the way vLLM 0.33.0 drives
+it (``distributed/device_communicators/custom_all_reduce.py:513-562``: ``custom_all_reduce`` under
+capture calls ``all_reduce(input, registered=True)``, an out-of-place kernel reading the captured input
+in place; ``registered=False`` only with ``use_cumem_cudagraph_pool``, ``cuda_communicator.py:123-125``,
+a variant not measured here):
 
 - shared IPC buffers: a signal block (``meta_size()``) followed by scratch for the two-stage
   kernel, and a staging buffer for eager calls, both sized for the run's largest message;

@@ -7,16 +7,18 @@ Refusals are one line on stderr and exit status 1.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
+import signal
 import sys
 import threading
 import time
 from pathlib import Path
 
-from topo_gate.trials.plan import plan_from_spec
+from topo_gate.trials.plan import STARTUP_FAULT, plan_from_spec
 from topo_gate.trials.safety import missing_safety_env
-from topo_gate.trials.worker.faults import FAULT_INJECTION_ENV, fault_injection_allowed
+from topo_gate.trials.worker.faults import FAULT_INJECTION_ENV, fault_injection_allowed, startup_fails
 
 #: Exit status of a worker whose parent (runner or torchrun agent) died: it must not live on alone.
 ORPHANED_EXIT_CODE = 75
@@ -61,7 +63,11 @@ def main(argv: list[str] | None = None) -> int:
         return _refusal(f"the spec asks for fault injection but {FAULT_INJECTION_ENV} is not 1")
     if not args.out.is_dir():
         return _refusal(f"--out {args.out} is not a folder")
+    if startup_fails(plan.faults.get(STARTUP_FAULT), args.out):
+        return _refusal("injected start-up failure (harness test)")
     _exit_when_orphaned()
+    # ``kill -USR1 <worker>`` writes every thread's stack to the worker's log: where a hung rank waits.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     from topo_gate.trials.worker.loop import run_worker  # torch: only after every refusal
 
     run_worker(plan, device, args.out, started=started)

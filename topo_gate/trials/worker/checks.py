@@ -16,6 +16,13 @@ exactly up to 256, so the reduction is exact in *any* order and any correct back
 
 Outputs are filled with NaN before the call, so a backend that does not write them cannot pass on
 stale data from the previous backend.
+
+After timing, the *captured graphs* are checked too (``graph_inputs`` + ``expected`` + ``judge``):
+fresh inputs from another seed, in which every zero is a negative zero -- the value Lamport kernels
+use as "not arrived yet", so a kernel that does not sanitise it hangs or returns stale data -- are
+copied into the buffers the graph reads, and the graph is replayed right after a larger size's graph.
+The graph's calls are idempotent (same inputs, same outputs), so K replayed calls leave one call's
+answer.
 """
 
 from __future__ import annotations
@@ -85,25 +92,64 @@ def _generator(device: torch.device, seed: int, tokens: int, rank: int) -> torch
 
 def check(call: Callable[[], None], buffers: TrialBuffers, ctx: BackendContext) -> Verdict:
     """Run ``call`` once on fresh inputs and judge its outputs (a collective: every rank calls it)."""
+    reference = expected(buffers, ctx)
+    poison(buffers)
+    call()
+    return judge(buffers, reference, ctx)
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The reference answer for the inputs in a ``TrialBuffers``."""
+
+    out: torch.Tensor  # exact sum (allreduce) or the float32 RMSNorm reference
+    residual_out: torch.Tensor | None = None
+
+
+def expected(buffers: TrialBuffers, ctx: BackendContext) -> Expected:
+    """The reference for the buffers' current inputs, from ``torch.distributed`` (a collective)."""
     if ctx.pattern == PATTERN_ALLREDUCE:
         reference = buffers.x.clone()
         dist.all_reduce(reference, group=ctx.group)
-        buffers.out.fill_(float("nan"))
-        call()
-        return compare_exact(buffers.out, reference, "out")
-    assert buffers.residual is not None and buffers.weight is not None and buffers.residual_out is not None
+        return Expected(reference)
+    assert buffers.residual is not None and buffers.weight is not None
     total = buffers.x.float()
     dist.all_reduce(total, group=ctx.group)  # integers: exact in float32 too
     total += buffers.residual.float()
     reference = total * torch.rsqrt(total.pow(2).mean(dim=-1, keepdim=True) + RMSNORM_EPS)
     reference *= buffers.weight.float()
+    return Expected(reference, total.to(ctx.dtype))
+
+
+def poison(buffers: TrialBuffers) -> None:
+    """NaN in every output, so an output the call does not write cannot pass."""
     buffers.out.fill_(float("nan"))
-    buffers.residual_out.fill_(float("nan"))
-    call()
-    residual_verdict = compare_exact(buffers.residual_out, total.to(ctx.dtype), "residual_out")
+    if buffers.residual_out is not None:
+        buffers.residual_out.fill_(float("nan"))
+
+
+def judge(buffers: TrialBuffers, reference: Expected, ctx: BackendContext) -> Verdict:
+    if ctx.pattern == PATTERN_ALLREDUCE:
+        return compare_exact(buffers.out, reference.out, "out")
+    assert buffers.residual_out is not None and reference.residual_out is not None
+    residual_verdict = compare_exact(buffers.residual_out, reference.residual_out, "residual_out")
     if not residual_verdict.ok:
         return residual_verdict
-    return compare_close(buffers.out, reference, "out")
+    return compare_close(buffers.out, reference.out, "out")
+
+
+def load_graph_inputs(buffers: TrialBuffers, ctx: BackendContext, tokens: int, seed: int) -> None:
+    """Copy fresh seeded inputs, every zero a negative zero, into the buffers a graph reads."""
+    fresh = make_buffers(ctx, tokens, seed)
+    buffers.x.copy_(_negative_zeros(fresh.x))
+    if buffers.residual is not None and fresh.residual is not None:
+        buffers.residual.copy_(_negative_zeros(fresh.residual))
+    if buffers.weight is not None and fresh.weight is not None:
+        buffers.weight.copy_(fresh.weight)
+
+
+def _negative_zeros(values: torch.Tensor) -> torch.Tensor:
+    return torch.where(values == 0, torch.full_like(values, -0.0), values)
 
 
 def compare_exact(actual: torch.Tensor, expected: torch.Tensor, name: str) -> Verdict:

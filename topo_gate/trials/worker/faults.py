@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported by __main__ before torch may be: keep this module stdlib at run time
@@ -19,14 +21,45 @@ FAULT_INJECTION_ENV = "TOPO_GATE_ALLOW_FAULT_INJECTION"
 #: The rank that misbehaves; rank 0 stays healthy so the others are seen waiting on a peer.
 FAULTY_RANK = 1
 CRASH_EXIT_CODE = 17
+#: What the ``transition`` fault costs the first call after a larger size (a stand-in for a Lamport
+#: buffer clear).
+TRANSITION_S = 0.02
+SLOW_S = 0.005
+#: Per backend, the size of its previous call on this rank (``stale`` and ``transition`` keep state
+#: across sizes, as a Lamport workspace does).
+_last_tokens: dict[str, int] = {}
 
 
 def fault_injection_allowed() -> bool:
     return os.environ.get(FAULT_INJECTION_ENV) == "1"
 
 
-def inject(kind: str, call: Callable[[], None], rank: int, buffers: TrialBuffers) -> Callable[[], None]:
-    """``call`` with the fault ``kind`` ("hang" | "crash" | "wrong") on FAULTY_RANK; unchanged elsewhere."""
+def startup_fails(kind: str | None, out_dir: Path) -> bool:
+    """Whether this worker plays a start-up failure: ``infra`` always, ``infra-once`` in the runner's
+    first attempt folder only; rank FAULTY_RANK only (read from the env rendezvous)."""
+    if kind is None or os.environ.get("RANK") != str(FAULTY_RANK):
+        return False
+    return kind == "infra" or (kind == "infra-once" and out_dir.name == "attempt-1")
+
+
+def inject(
+    kind: str,
+    call: Callable[[], None],
+    rank: int,
+    buffers: TrialBuffers,
+    *,
+    backend: str = "",
+    tokens: int = 0,
+) -> Callable[[], None]:
+    """``call`` with the fault ``kind`` on FAULTY_RANK; unchanged elsewhere. ``hang``, ``crash``,
+    ``wrong`` (every call off by one); ``wrong-odd`` (off by one at token counts that are not powers
+    of two: only the checks between the ladder's sizes see it); ``stale`` (off by one on the first call
+    after a larger size); ``transition`` (the first call after a larger size is TRANSITION_S slower);
+    ``slow`` (every call SLOW_S slower, on every rank: a backend that surely loses)."""
+    if kind in ("stale", "transition"):
+        return _after_larger(kind, call, rank, buffers, backend, tokens)
+    if kind == "slow":
+        return _slow(call)
     if rank != FAULTY_RANK:
         return call
     if kind == "hang":
@@ -38,11 +71,36 @@ def inject(kind: str, call: Callable[[], None], rank: int, buffers: TrialBuffers
         return wait_forever
     if kind == "crash":
         return lambda: os._exit(CRASH_EXIT_CODE)
-    if kind == "wrong":
 
-        def off_by_one() -> None:
-            call()
+    def off_by_one() -> None:
+        call()
+        buffers.out.view(-1)[0] += 1
+
+    if kind == "wrong":
+        return off_by_one
+    if kind == "wrong-odd":
+        return off_by_one if tokens & (tokens - 1) else call
+    raise ValueError(f"unknown fault kind {kind!r}")
+
+
+def _after_larger(
+    kind: str, call: Callable[[], None], rank: int, buffers: TrialBuffers, backend: str, tokens: int
+) -> Callable[[], None]:
+    def stateful() -> None:
+        after_larger = _last_tokens.get(backend, 0) > tokens
+        _last_tokens[backend] = tokens
+        if after_larger and kind == "transition":
+            time.sleep(TRANSITION_S)  # every rank: a buffer clear delays the whole collective
+        call()
+        if after_larger and kind == "stale" and rank == FAULTY_RANK:
             buffers.out.view(-1)[0] += 1
 
-        return off_by_one
-    raise ValueError(f"unknown fault kind {kind!r}")
+    return stateful
+
+
+def _slow(call: Callable[[], None]) -> Callable[[], None]:
+    def slow() -> None:
+        time.sleep(SLOW_S)
+        call()
+
+    return slow

@@ -6,8 +6,12 @@ The contract (the worker loop calls exactly this):
 - ``Timer.prepare(call, after_capture=None) -> Measurable``: warm the call up and make it repeatable
   ``graph_calls`` times (CUDA: capture ``graph_calls`` calls in one CUDA graph, then run the
   backend's collective ``after_capture`` hook; CPU: a plain loop of the call).
-- ``Timer.measure(measurable) -> Sample``: align the ranks, run the ``graph_calls`` calls once, and
-  return this rank's latency per call plus the residual start skew across ranks.
+- ``Timer.measure(measurable, preroll=None) -> Sample``: align the ranks, run the ``graph_calls``
+  calls once, and return this rank's latency per call plus the residual start skew across ranks.
+  ``preroll``: another measurable replayed instead of the usual pre-roll (step 0), e.g. a larger
+  size's graph, to time the calls right after a size transition;
+- ``Timer.prepare(..., calls=N)``: capture ``N`` calls instead of ``graph_calls`` (layer graphs);
+- ``Timer.replay(measurable)``: run it once, untimed, and wait for it (the correctness checks).
 
 The group latency (slowest rank) is formed later by the runner from every rank's samples, so a
 ``Sample`` is one rank's view only.
@@ -19,7 +23,9 @@ How the CUDA timer controls rank skew (DESIGN.md, Measurement), per ``measure``:
    largest size paid for the state that size left behind: TRT-LLM's Lamport one-shot clears the
    buffers of the previous message on its next calls, and at 1 token right after 8192 tokens it
    read 32.9 us/call instead of the 3.1 measured with the pre-roll (2x H200, K=32; the cost is
-   per replay, so it also made K=32 and K=64 disagree by 37%);
+   per replay, so it also made K=32 and K=64 disagree by 37%). That cost is real for a launcher
+   mixing sizes, so it is not dropped: the worker times it on purpose (``measure(m, preroll=...)``
+   after a graph of the largest size) and ``decide`` charges it (its rule 5);
 1. a device-side spin (``torch.cuda._sleep``) is queued next, long enough that the host has queued
    everything below before the GPU reaches step 2 -- otherwise the host's launch latency between
    the alignment and the replay is timed as if it were the collective's. Its length starts from a
@@ -72,22 +78,29 @@ class Measurable(Protocol):
 
 class Timer(Protocol):
     def prepare(
-        self, call: Callable[[], None], after_capture: Callable[[], None] | None = None
+        self,
+        call: Callable[[], None],
+        after_capture: Callable[[], None] | None = None,
+        calls: int | None = None,
     ) -> Measurable: ...
 
-    def measure(self, measurable: Measurable) -> Sample: ...
+    def measure(self, measurable: Measurable, preroll: Measurable | None = None) -> Sample: ...
+
+    def replay(self, measurable: Measurable) -> None: ...
 
 
 @dataclass(frozen=True)
 class _CpuLoop:
     call: Callable[[], None]
+    calls: int
 
 
 class CpuTimer:
     """Wall-clock timing of ``graph_calls`` back-to-back calls on the CPU (gloo harness).
 
     There is no graph on the CPU; what matters here is that the harness runs the same method as on
-    a GPU: warm-up, rank alignment right before the start instant, K calls per sample, skew reported.
+    a GPU: warm-up, a pre-roll, rank alignment right before the start instant, K calls per sample,
+    skew reported.
     Ranks are aligned with a barrier; the skew is the spread of the instants at which ranks leave it.
     It is read from ``time.perf_counter_ns`` (CLOCK_MONOTONIC, shared by every process of one host),
     so it is only meaningful when all ranks share a host, which is how the CPU harness runs.
@@ -98,17 +111,30 @@ class CpuTimer:
         self.graph_calls = graph_calls
         self.warmup = warmup
 
-    def prepare(self, call: Callable[[], None], after_capture: Callable[[], None] | None = None) -> _CpuLoop:
+    def prepare(
+        self,
+        call: Callable[[], None],
+        after_capture: Callable[[], None] | None = None,
+        calls: int | None = None,
+    ) -> _CpuLoop:
         # Nothing is captured on the CPU, so there is nothing for ``after_capture`` to register.
         for _ in range(self.warmup):
             call()
-        return _CpuLoop(call)
+        return _CpuLoop(call, calls or self.graph_calls)
 
-    def measure(self, measurable: Measurable) -> Sample:
+    def replay(self, measurable: Measurable) -> None:
         assert isinstance(measurable, _CpuLoop)
+        for _ in range(measurable.calls):
+            measurable.call()
+
+    def measure(self, measurable: Measurable, preroll: Measurable | None = None) -> Sample:
+        assert isinstance(measurable, _CpuLoop)
+        # The pre-roll, as on a GPU (CudaGraphTimer, step 0): the timed calls follow calls of their
+        # own size, or of ``preroll``'s.
+        self.replay(preroll or measurable)
         dist.barrier(group=self.group)
         start_ns = time.perf_counter_ns()
-        for _ in range(self.graph_calls):
+        for _ in range(measurable.calls):
             measurable.call()
         elapsed_ns = time.perf_counter_ns() - start_ns
         # Gathered after the timed region so the gather itself is not measured.
@@ -116,7 +142,7 @@ class CpuTimer:
         gathered = [torch.zeros_like(starts) for _ in range(dist.get_world_size(self.group))]
         dist.all_gather(gathered, starts, group=self.group)
         spread_ns = max(int(t.item()) for t in gathered) - min(int(t.item()) for t in gathered)
-        return Sample(per_call_us=elapsed_ns / self.graph_calls / 1e3, skew_us=spread_ns / 1e3)
+        return Sample(per_call_us=elapsed_ns / measurable.calls / 1e3, skew_us=spread_ns / 1e3)
 
 
 @dataclass
@@ -128,6 +154,7 @@ class _CapturedGraph:
     #: Device spin before the alignment, in GPU clock cycles (module docstring, step 1); grows when
     #: the ranks' spread shows the host was still launching inside the timed region.
     headstart_cycles: int
+    calls: int
 
 
 class CudaGraphTimer:
@@ -164,8 +191,12 @@ class CudaGraphTimer:
         return cycles / (start.elapsed_time(end) * 1e3)
 
     def prepare(
-        self, call: Callable[[], None], after_capture: Callable[[], None] | None = None
+        self,
+        call: Callable[[], None],
+        after_capture: Callable[[], None] | None = None,
+        calls: int | None = None,
     ) -> _CapturedGraph:
+        calls = calls or self.graph_calls
         # Warm up on a side stream, as torch.cuda.graph requires: first calls may compile (Triton),
         # allocate or bind workspaces, none of which may happen inside the capture.
         current = torch.cuda.current_stream(self.device)
@@ -178,7 +209,7 @@ class CudaGraphTimer:
         torch.cuda.synchronize(self.device)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            for _ in range(self.graph_calls):
+            for _ in range(calls):
                 call()
         torch.cuda.synchronize(self.device)
         if after_capture is not None:
@@ -190,25 +221,33 @@ class CudaGraphTimer:
         launch_us = (time.perf_counter() - launch_started) * 1e6
         torch.cuda.synchronize(self.device)
         headstart_us = self.ALIGN_LAUNCH_US + self.LAUNCH_MARGIN * launch_us
-        return _CapturedGraph(graph, call, int(headstart_us * self._cycles_per_us))
+        return _CapturedGraph(graph, call, int(headstart_us * self._cycles_per_us), calls)
 
-    def measure(self, measurable: Measurable) -> Sample:
+    def replay(self, measurable: Measurable) -> None:
         assert isinstance(measurable, _CapturedGraph)
+        measurable.graph.replay()
+        torch.cuda.synchronize(self.device)
+
+    def measure(self, measurable: Measurable, preroll: Measurable | None = None) -> Sample:
+        assert isinstance(measurable, _CapturedGraph)
+        assert preroll is None or isinstance(preroll, _CapturedGraph)
         longest = int(self.MAX_HEADSTART_US * self._cycles_per_us)
         while True:
-            elapsed_us, spread_us, slowest_us = self._replay_timed(measurable)
+            elapsed_us, spread_us, slowest_us = self._replay_timed(measurable, preroll or measurable)
             # Every rank sees the same spread, so every rank decides alike and the ranks stay in step.
             if spread_us <= self.SKEW_LIMIT * slowest_us or measurable.headstart_cycles >= longest:
-                return Sample(per_call_us=elapsed_us / self.graph_calls, skew_us=spread_us)
+                return Sample(per_call_us=elapsed_us / measurable.calls, skew_us=spread_us)
             # The host was still launching inside the timed region (step 1): retry with twice the spin.
             measurable.headstart_cycles = min(2 * measurable.headstart_cycles, longest)
 
-    def _replay_timed(self, measurable: _CapturedGraph) -> tuple[float, float, float]:
+    def _replay_timed(
+        self, measurable: _CapturedGraph, preroll: _CapturedGraph
+    ) -> tuple[float, float, float]:
         """One pre-rolled, aligned, timed replay: (this rank's elapsed, rank spread, slowest rank), us."""
         stream = torch.cuda.current_stream(self.device)
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
-        measurable.graph.replay()  # the pre-roll (module docstring, step 0)
+        preroll.graph.replay()  # the pre-roll (module docstring, step 0)
         torch.cuda._sleep(measurable.headstart_cycles)
         dist.all_reduce(self._align, group=self.group)
         start.record(stream)

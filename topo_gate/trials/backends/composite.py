@@ -1,0 +1,92 @@
+"""``<plain>+rmsnorm``: a plain all-reduce backend followed by the residual-add + RMSNorm a launcher
+runs when fusion is off, measured in the ``allreduce_rmsnorm`` run as the fused kernels' real
+alternative.
+
+A launcher that does not fuse runs its plain fast path (e.g. TRT-LLM one-shot, vLLM's custom
+all-reduce) and then its norm kernel, not NCCL + norm. So a fused rule is only worth emitting where
+the fused kernel beats NCCL + norm *and* every such composite that beat NCCL there (``decide``).
+The norm is the same one-launch kernel the ``nccl`` baseline uses on this device (``_rmsnorm`` on a
+GPU; ``cpu.add_rmsnorm`` on the gloo harness), so the comparison isolates the all-reduce.
+
+Composites are comparators only: no profile rule ever names one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import torch
+
+from . import COMPOSITE_SUFFIX as SUFFIX
+from .base import PATTERN_ALLREDUCE, PATTERN_ALLREDUCE_RMSNORM, RMSNORM_EPS, Backend, TrialBuffers
+
+
+def composite_name(plain: str) -> str:
+    return plain + SUFFIX
+
+
+def is_composite(name: str) -> bool:
+    return name.endswith(SUFFIX)
+
+
+def plain_of(name: str) -> str:
+    return name[: -len(SUFFIX)]
+
+
+def with_rmsnorm(plain: type[Backend]) -> type[Backend]:
+    """The composite backend class of ``plain`` (which must implement the ``allreduce`` pattern)."""
+
+    class Composite(_Composite):
+        name = composite_name(plain.name)
+        inner = plain
+        lamport = plain.lamport
+
+    Composite.__name__ = Composite.__qualname__ = f"{plain.__name__}WithRmsNorm"
+    return Composite
+
+
+class _Composite(Backend):
+    patterns = (PATTERN_ALLREDUCE_RMSNORM,)
+    inner: type[Backend]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._plain = self.inner(replace(ctx, pattern=PATTERN_ALLREDUCE))
+
+    def unavailable(self) -> str | None:
+        return self._plain.unavailable()
+
+    def size_unavailable(self, tokens: int) -> str | None:
+        return self._plain.size_unavailable(tokens)
+
+    def setup(self) -> None:
+        self._plain.setup()
+        if self.ctx.device.type == "cuda":
+            from ._rmsnorm import FusedAddRmsNorm
+
+            self._norm = FusedAddRmsNorm(self.ctx.hidden, RMSNORM_EPS)
+        else:
+            from .cpu import add_rmsnorm
+
+            self._norm = lambda reduced, residual, weight, out, residual_out: add_rmsnorm(
+                reduced, TrialBuffers(reduced, out, residual, weight, residual_out)
+            )
+
+    def prepare(self, tokens: int, buffers: TrialBuffers) -> Callable[[], None]:
+        reduced = torch.empty_like(buffers.x)  # allocated here, never inside the captured call
+        all_reduce = self._plain.prepare(tokens, TrialBuffers(x=buffers.x, out=reduced))
+        norm, residual, weight = self._norm, buffers.residual, buffers.weight
+        out, residual_out = buffers.out, buffers.residual_out
+
+        def all_reduce_then_norm() -> None:
+            all_reduce()
+            norm(reduced, residual, weight, out, residual_out)
+
+        return all_reduce_then_norm
+
+    def after_capture(self) -> None:
+        self._plain.after_capture()
+
+    def close(self) -> None:
+        self._plain.close()
