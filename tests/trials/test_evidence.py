@@ -24,6 +24,7 @@ from topo_gate.trials.plan import Skipped
 from topo_gate.trials.runner import BackendOutcome, PlanResult
 
 DATA = Path(__file__).parent / "data" / "evidence"
+CAPTURES = Path(__file__).parents[1] / "fixtures" / "captures"
 EXPECTED = json.loads((DATA / "expected-errors.json").read_text())
 NODE = {"fingerprint": "sha256:" + "0" * 64, "hardware": {}, "software": {}, "provenance": {}}
 
@@ -44,7 +45,7 @@ def recorded_result() -> PlanResult:
 
 def test_evidence_round_trips_through_a_file(tmp_path: Path) -> None:
     result = recorded_result()
-    capture = {"format": "topo-gate/capture/v1", "gpus": []}
+    capture = json.loads((CAPTURES / "h200-x2.real.json").read_text(encoding="utf-8"))
     evidence = evidence_from_results(
         [result], NODE, trials_meta([result.plan]), [Skipped(4, "node has 2 usable GPUs")],
         capture=capture, created=datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc),
@@ -83,7 +84,7 @@ def test_a_minor_version_with_unknown_fields_is_read() -> None:
 
 
 @pytest.mark.parametrize(
-    ("make", "message"), [(lambda p: p, "is a folder"), (lambda p: p / "none.json", "no such file")]
+    ("make", "message"), [(lambda p: p, "is a directory, not an evidence file"), (lambda p: p / "none.json", "no such file")]
 )
 def test_unreadable_paths_are_one_line_errors(tmp_path: Path, make, message: str) -> None:
     with pytest.raises(EvidenceError, match=message):

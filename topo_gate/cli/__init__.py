@@ -13,8 +13,10 @@ import sys
 
 import click
 
+from topo_gate._atomic import OutputRefused
 from topo_gate._version import __version__
 from topo_gate.cli._errors import CliError, ExitCode
+from topo_gate.report.text import shown
 
 # command name -> (module under topo_gate.cli, one-line summary shown in --help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -65,9 +67,10 @@ Typical use:
   topo-gate show node.yaml
   topo-gate exec --profile node.yaml --tp 4 -- vllm serve meta-llama/Llama-3.1-70B -tp 4
 
-Exit codes: 0 ok, 1 not ok (invalid / mismatch), 2 usage, 3 unreadable input, 4 no NVIDIA driver,
-5 NVML crashed, 6 trials could not run, 7 software drift under --strict, 130 interrupted.
-Set TOPO_GATE_DEBUG=1 to see tracebacks.""",
+Exit codes: 0 ok, 1 not ok (invalid / mismatch), 2 usage, 3 unreadable input, 4 no NVIDIA
+driver, 5 NVML crashed, 6 trials could not run, 7 software drift under --strict, 8 output not
+written, 126/127 (exec) command not executable / not found, 130 interrupted. Set
+TOPO_GATE_DEBUG=1 to see tracebacks.""",
 )
 @click.version_option(__version__, prog_name="topo-gate")
 def cli() -> None:
@@ -83,8 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         returned = cli.main(args=argv, prog_name="topo-gate", standalone_mode=False)
     except CliError as error:
-        click.echo(f"topo-gate: error: {error.message}", err=True)
+        click.echo(f"topo-gate: error: {shown(error.message, markup=False)}", err=True)
         return int(error.code)
+    except OutputRefused as error:  # every writer's one failure: raised wherever a command writes
+        click.echo(f"topo-gate: error: {shown(error, markup=False)}", err=True)
+        return int(ExitCode.UNWRITABLE)
     except click.exceptions.Abort:
         click.echo("topo-gate: interrupted", err=True)
         return int(ExitCode.INTERRUPTED)
@@ -97,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # noqa: BLE001 -- the CLI promises one line, never a traceback
         if os.environ.get("TOPO_GATE_DEBUG"):
             raise
-        click.echo(f"topo-gate: internal error: {type(error).__name__}: {error}", err=True)
+        message = shown(" ".join(str(error).split()), markup=False)
+        click.echo(f"topo-gate: internal error: {type(error).__name__}: {message}", err=True)
         return int(ExitCode.NOT_OK)
     # click returns ctx.exit()'s code in non-standalone mode (e.g. --help, --version -> 0).
     return returned if isinstance(returned, int) else int(ExitCode.OK)
