@@ -27,7 +27,7 @@ def _modules_after(code: str) -> set[str]:
     "code",
     [
         "import topo_gate",
-        f"import topo_gate\nd = topo_gate.gate({str(EXAMPLE)!r}, tp=2, nbytes=4096)\nassert not d.fallback, d.reason",
+        f"import topo_gate\nd = topo_gate.gate({str(EXAMPLE)!r}, tp=2, nbytes=4096, trust_unverified_node=True)\nassert not d.fallback, d.reason",
         "import topo_gate\ntopo_gate.gate('/nonexistent.yaml', tp=2)",
     ],
     ids=["import", "gate", "gate-fallback"],

@@ -124,9 +124,16 @@ def command(
     as_json: bool,
 ) -> None:
     """Print the flags, env and config that make LAUNCHER follow PROFILE at TP size --tp."""
-    # The node is not read here: gate() takes TOPO_GATE_NODE_FINGERPRINT if set, else warns "not verified".
+    # recommend plans for the profile's node class, not for this machine: the node is not read (a
+    # TOPO_GATE_NODE_FINGERPRINT in the env is still checked), and the plan says it is unverified.
     plan = PLANNERS[launcher](
-        profile, tp=tp, gpus=gpus, strict=strict, fallback=fallback, patterns=requested_patterns(pattern)
+        profile,
+        tp=tp,
+        gpus=gpus,
+        strict=strict,
+        fallback=fallback,
+        patterns=requested_patterns(pattern),
+        trust_unverified_node=True,
     )
     if strict and plan.fallback:
         strict_failure(plan)

@@ -85,9 +85,10 @@ def read_profile(
     strict: bool,
     fingerprint: str | None,
     patterns: Sequence[str] = PATTERNS,
+    trust_unverified_node: bool = False,
 ) -> Reading:
     """Ask the reader for the requested patterns (the others read as NCCL everywhere); never raises
-    (the reader does not, and loading is guarded)."""
+    (the reader does not, and loading is guarded). ``trust_unverified_node``: see ``gate()``."""
     from topo_gate.profile.io import load_profile
     from topo_gate.profile.reader import gate
 
@@ -107,7 +108,15 @@ def read_profile(
             ladders[pattern] = NOT_REQUESTED
             warnings.append(f"{pattern} not requested (--pattern): every path serving it stays off")
             continue
-        decision = gate(profile, tp=tp, pattern=pattern, gpus=gpus, strict=strict, fingerprint=fingerprint)
+        decision = gate(
+            profile,
+            tp=tp,
+            pattern=pattern,
+            gpus=gpus,
+            strict=strict,
+            fingerprint=fingerprint,
+            trust_unverified_node=trust_unverified_node,
+        )
         warnings.extend(w for w in decision.warnings if w not in warnings)
         if decision.fallback:
             return Reading(
@@ -204,6 +213,7 @@ def follow_profile(
     fallback: str,
     fingerprint: str | None,
     patterns: Sequence[str],
+    trust_unverified_node: bool = False,
 ) -> LaunchPlan:
     """The shape every planner shares: read the profile; on any fallback the fail-closed plan
     (``forced``); otherwise the launcher's own ``mapping`` of the measured ladders to its knobs, with
@@ -211,7 +221,13 @@ def follow_profile(
     check_fallback_mode(fallback)
     version = knobs.PINNED[launcher]
     reading = read_profile(
-        profile, tp=tp, gpus=gpus, strict=strict, fingerprint=fingerprint, patterns=patterns
+        profile,
+        tp=tp,
+        gpus=gpus,
+        strict=strict,
+        fingerprint=fingerprint,
+        patterns=patterns,
+        trust_unverified_node=trust_unverified_node,
     )
     if reading.fallback_reason is not None:
         return fallback_plan(

@@ -59,6 +59,7 @@ def sglang_plan(
     fallback: str = "nccl",
     fingerprint: str | None = None,
     patterns: Sequence[str] = PATTERNS,
+    trust_unverified_node: bool = False,
 ) -> LaunchPlan:
     """The SGLang args/env that follow ``profile`` at TP size ``tp``; NCCL forced on any fallback."""
     return follow_profile(
@@ -72,6 +73,7 @@ def sglang_plan(
         fallback=fallback,
         fingerprint=fingerprint,
         patterns=patterns,
+        trust_unverified_node=trust_unverified_node,
     )
 
 

@@ -46,6 +46,7 @@ def trtllm_plan(
     fallback: str = "nccl",
     fingerprint: str | None = None,
     patterns: Sequence[str] = PATTERNS,
+    trust_unverified_node: bool = False,
 ) -> LaunchPlan:
     """The extra LLM-API options (``LaunchPlan.config``) and env that follow ``profile`` at ``tp``.
 
@@ -63,6 +64,7 @@ def trtllm_plan(
         fallback=fallback,
         fingerprint=fingerprint,
         patterns=patterns,
+        trust_unverified_node=trust_unverified_node,
     )
 
 

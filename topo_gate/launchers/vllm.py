@@ -66,6 +66,7 @@ def vllm_plan(
     fallback: str = "nccl",
     fingerprint: str | None = None,
     patterns: Sequence[str] = PATTERNS,
+    trust_unverified_node: bool = False,
 ) -> LaunchPlan:
     """The vLLM args/env that follow ``profile`` at TP size ``tp``; NCCL forced on any fallback."""
     return follow_profile(
@@ -79,6 +80,7 @@ def vllm_plan(
         fallback=fallback,
         fingerprint=fingerprint,
         patterns=patterns,
+        trust_unverified_node=trust_unverified_node,
     )
 
 

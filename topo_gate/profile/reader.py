@@ -18,6 +18,7 @@ from topo_gate.profile.drift import software_drift
 from topo_gate.profile.errors import ProfileError
 from topo_gate.profile.io import ProfileFile, profile_from_text
 from topo_gate.profile.schema import NCCL, PATTERNS, Profile, Rule
+from topo_gate.profile.validate import check_semantics
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
 if TYPE_CHECKING:
@@ -25,7 +26,9 @@ if TYPE_CHECKING:
 
 FINGERPRINT_ENV = "TOPO_GATE_NODE_FINGERPRINT"
 _UNVERIFIED = (
-    "node not verified against the profile's fingerprint (use `topo-gate exec` or pass fingerprint=)"
+    "node not verified against the profile's fingerprint (use `topo-gate exec`, pass fingerprint= or "
+    f"set {FINGERPRINT_ENV}; a caller planning for the profile's node class passes "
+    "trust_unverified_node=True)"
 )
 
 
@@ -69,25 +72,32 @@ def gate(
     gpus: Sequence[int] | None = None,
     strict: bool = False,
     fingerprint: str | None = None,
+    trust_unverified_node: bool = False,
 ) -> Decision:
     """Which all-reduce backend to use; NCCL unless the profile measured something faster here.
 
     ``profile``: a path or a ``Profile``. ``nbytes=None`` asks for the smallest messages (decode).
     ``gpus=None`` means the launcher's default group ``[0, ..., tp-1]``. ``fingerprint`` is this
-    node's (default: env ``TOPO_GATE_NODE_FINGERPRINT``, set by ``topo-gate exec``); without one the
-    answer carries a warning, and under ``strict=True`` is NCCL. Software drift (driver, NCCL, torch,
-    FlashInfer) is a warning, NCCL under ``strict``. Never raises.
+    node's (default: env ``TOPO_GATE_NODE_FINGERPRINT``, set by ``topo-gate exec``); it must equal
+    the profile's. Without one the node is not verified and the answer is NCCL, reason "node not
+    verified ...", unless ``trust_unverified_node=True`` (for a caller that plans for the profile's
+    node class rather than for this node): then the profile decides, with a warning, except under
+    ``strict=True``. Software drift (driver, NCCL, torch, FlashInfer) is a warning, NCCL under
+    ``strict``. Never raises.
     """
-    path = None if isinstance(profile, Profile) else _path_text(profile)
+    path: str | None = None
     warnings: list[str] = []
     try:
-        return _decide(profile, path, tp, nbytes, pattern, gpus, strict, fingerprint, warnings)
+        path = None if isinstance(profile, Profile) else _path_text(profile)
+        return _decide(
+            profile, path, tp, nbytes, pattern, gpus, strict, fingerprint, trust_unverified_node, warnings
+        )
     except _Fallback as stop:
         return _nccl(str(stop), warnings, tp, pattern, path)
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
     except BaseException as error:  # noqa: BLE001 -- the launcher must never crash on our account
-        reason = f"topo-gate reader failed ({type(error).__name__}: {error}); please report it"
+        reason = f"topo-gate reader failed ({type(error).__name__}: {_words(error)}); please report it"
         return _nccl(reason, warnings, tp, pattern, path)
 
 
@@ -100,11 +110,12 @@ def _decide(
     gpus: Sequence[int] | None,
     strict: bool,
     fingerprint: str | None,
+    trust_unverified_node: bool,
     warnings: list[str],
 ) -> Decision:
     _check_arguments(tp, nbytes, pattern)
     profile = _admitted_profile(source, path)
-    _check_node(profile, strict, fingerprint, warnings)
+    _check_node(profile, strict, fingerprint, trust_unverified_node, warnings)
     group = list(range(tp)) if gpus is None else _checked_gpus(gpus, tp)
     group_class = _group_class(profile, tp, group)
     entry = profile.find(tp, pattern, group_class)
@@ -155,6 +166,10 @@ def _admitted_profile(source: ProfileSource, path: str | None) -> Profile:
                 "profile object: digest: missing or does not match its content "
                 "(seal it with Profile.with_digest(), or pass the file's path)"
             )
+        try:
+            check_semantics(source)
+        except ProfileError as error:
+            raise _Fallback(f"profile object unusable: {error}") from None
         return source
     try:
         return _CACHE.load(path)
@@ -162,9 +177,13 @@ def _admitted_profile(source: ProfileSource, path: str | None) -> Profile:
         raise _Fallback(f"profile {path} unusable: {error}") from None
 
 
-def _check_node(profile: Profile, strict: bool, fingerprint: str | None, warnings: list[str]) -> None:
+def _check_node(
+    profile: Profile, strict: bool, fingerprint: str | None, trusted: bool, warnings: list[str]
+) -> None:
     here = fingerprint if fingerprint is not None else os.environ.get(FINGERPRINT_ENV)
     if here is None:
+        if not trusted:
+            raise _Fallback(_UNVERIFIED)
         warnings.append(_UNVERIFIED)
         if strict:
             raise _Fallback(f"strict: {_UNVERIFIED}")
@@ -212,6 +231,13 @@ def _nccl(reason: str, warnings: list[str], tp: object, pattern: object, path: s
         pattern=pattern if isinstance(pattern, str) else None,
         profile_path=path,
     )
+
+
+def _words(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:  # noqa: BLE001 -- an exception whose own str() fails must not escape gate()
+        return "(no message)"
 
 
 def _path_text(profile: object) -> str:
