@@ -16,7 +16,7 @@ import click
 from topo_gate._atomic import OutputRefused
 from topo_gate._version import __version__
 from topo_gate.cli._errors import CliError, ExitCode
-from topo_gate.report.text import shown
+from topo_gate._terminal import shown
 
 # command name -> (module under topo_gate.cli, one-line summary shown in --help)
 COMMANDS: dict[str, tuple[str, str]] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 
 import click
@@ -32,8 +33,9 @@ Examples:
 The node is read through NVML (or --from CAPTURE) and must match the profile's fingerprint. No
 driver, a mismatch or an unusable profile: CMD still runs, with NCCL forced and the reason on stderr
 (--strict exits instead). A flag or env var you already set wins over the profile, with a warning.
-Exit codes (before CMD starts): 1 mismatch/unusable under --strict, 2 usage, 3 unreadable --from,
-4 no driver under --strict, 5 NVML crashed under --strict, 7 software drift under --strict.""",
+Exit codes (before CMD starts): 1 mismatch/unusable under --strict, 2 usage, 3 unreadable
+--from, 4 no driver under --strict, 5 NVML crashed under --strict, 7 software drift under
+--strict, 8 options file not written, 126 CMD not executable, 127 CMD not found.""",
 )
 @click.option("--profile", "profile", required=True, type=click.Path(dir_okay=True), help="Gating profile.")
 @click.option("--launcher", type=click.Choice(list(LAUNCHERS)), help="Default: detected from CMD.")
@@ -63,6 +65,7 @@ def command(
         raise fail(
             ExitCode.USAGE, f"cannot tell the launcher from {cmd[0]!r}; pass --launcher {'|'.join(LAUNCHERS)}"
         )
+    _check_runnable(cmd[0])
     fingerprint = node_fingerprint
     if fingerprint is None:
         try:
@@ -90,4 +93,21 @@ def command(
     try:
         exec_merged(merged, plan)
     except OSError as error:
-        raise fail(ExitCode.USAGE, f"cannot run {cmd[0]!r}: {error.strerror or error}") from None
+        code = ExitCode.COMMAND_NOT_FOUND if error.errno == errno.ENOENT else ExitCode.CANNOT_EXECUTE
+        raise fail(code, f"cannot run {cmd[0]!r}: {error.strerror or error}") from None
+
+
+def _check_runnable(program: str) -> None:
+    """Exit 127 when ``program`` is not found and 126 when it is found but cannot be executed (the
+    shell's codes), before anything is read or written for it."""
+    if os.sep in program:
+        candidates = [program]
+    else:
+        folders = os.environ.get("PATH", os.defpath).split(os.pathsep)
+        candidates = [os.path.join(folder or os.curdir, program) for folder in folders]
+    found = [path for path in candidates if os.path.exists(path)]
+    if any(os.path.isfile(path) and os.access(path, os.X_OK) for path in found):
+        return
+    if found:
+        raise fail(ExitCode.CANNOT_EXECUTE, f"cannot run {program!r}: {found[0]} is not an executable file")
+    raise fail(ExitCode.COMMAND_NOT_FOUND, f"cannot run {program!r}: command not found")
