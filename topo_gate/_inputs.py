@@ -114,12 +114,16 @@ def check_plain_values(data: Any) -> None:
             continue
         if isinstance(value, int):
             if not -MAX_INT <= value <= MAX_INT:
-                raise InputError(f"integer out of range ({value.bit_length()} bits; sizes and counts fit in 63)", where)
+                raise InputError(
+                    f"integer out of range ({value.bit_length()} bits; sizes and counts fit in 63)", where
+                )
         elif isinstance(value, float):
             if value != value or value in (float("inf"), float("-inf")):
                 raise InputError("number out of range (not finite)", where)
         elif isinstance(value, dict):
-            stack.extend((item, f"{where}.{key}" if where else str(key), depth + 1) for key, item in value.items())
+            stack.extend(
+                (item, f"{where}.{key}" if where else str(key), depth + 1) for key, item in value.items()
+            )
         elif isinstance(value, list):
             stack.extend((item, f"{where}[{index}]", depth + 1) for index, item in enumerate(value))
 

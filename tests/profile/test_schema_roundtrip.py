@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from topo_gate._atomic import OutputRefused
-
 from topo_gate.profile import (
     SCHEMA,
     Alternative,

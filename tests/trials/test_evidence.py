@@ -84,7 +84,8 @@ def test_a_minor_version_with_unknown_fields_is_read() -> None:
 
 
 @pytest.mark.parametrize(
-    ("make", "message"), [(lambda p: p, "is a directory, not an evidence file"), (lambda p: p / "none.json", "no such file")]
+    ("make", "message"),
+    [(lambda p: p, "is a directory, not an evidence file"), (lambda p: p / "none.json", "no such file")],
 )
 def test_unreadable_paths_are_one_line_errors(tmp_path: Path, make, message: str) -> None:
     with pytest.raises(EvidenceError, match=message):

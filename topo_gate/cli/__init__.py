@@ -14,9 +14,9 @@ import sys
 import click
 
 from topo_gate._atomic import OutputRefused
+from topo_gate._terminal import shown
 from topo_gate._version import __version__
 from topo_gate.cli._errors import CliError, ExitCode
-from topo_gate._terminal import shown
 
 # command name -> (module under topo_gate.cli, one-line summary shown in --help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -86,10 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         returned = cli.main(args=argv, prog_name="topo-gate", standalone_mode=False)
     except CliError as error:
-        click.echo(f"topo-gate: error: {shown(error.message, markup=False)}", err=True)
+        click.echo(f"topo-gate: error: {shown(error.message)}", err=True)
         return int(error.code)
     except OutputRefused as error:  # every writer's one failure: raised wherever a command writes
-        click.echo(f"topo-gate: error: {shown(error, markup=False)}", err=True)
+        click.echo(f"topo-gate: error: {shown(error)}", err=True)
         return int(ExitCode.UNWRITABLE)
     except click.exceptions.Abort:
         click.echo("topo-gate: interrupted", err=True)
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # noqa: BLE001 -- the CLI promises one line, never a traceback
         if os.environ.get("TOPO_GATE_DEBUG"):
             raise
-        message = shown(" ".join(str(error).split()), markup=False)
+        message = shown(" ".join(str(error).split()))
         click.echo(f"topo-gate: internal error: {type(error).__name__}: {message}", err=True)
         return int(ExitCode.NOT_OK)
     # click returns ctx.exit()'s code in non-standalone mode (e.g. --help, --version -> 0).

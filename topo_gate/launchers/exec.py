@@ -14,11 +14,11 @@ from typing import NoReturn
 import yaml
 
 from topo_gate._atomic import write_atomic
+from topo_gate._terminal import shown
 from topo_gate.launchers.common import LaunchPlan
 from topo_gate.launchers.merge import Merged, merge
 from topo_gate.launchers.trtllm import OPTIONS_FLAG
 from topo_gate.profile.reader import FINGERPRINT_ENV
-from topo_gate._terminal import shown
 
 
 def prepare(
@@ -82,11 +82,11 @@ def exec_merged(merged: Merged, plan: LaunchPlan) -> NoReturn:
     """
     say = sys.stderr.write
     header = f"topo-gate: {plan.launcher} {plan.launcher_version_pinned}"
-    say(f"{header}: {shown('FALLBACK ' + plan.reason if plan.fallback else plan.reason, markup=False)}\n")
+    say(f"{header}: {shown('FALLBACK ' + plan.reason if plan.fallback else plan.reason)}\n")
     for item in merged.added:
-        say(f"topo-gate: + {shown(item, markup=False)}\n")
+        say(f"topo-gate: + {shown(item)}\n")
     for warning in merged.warnings:
-        say(f"topo-gate: warning: {shown(warning, markup=False)}\n")
+        say(f"topo-gate: warning: {shown(warning)}\n")
     sys.stderr.flush()
     try:
         os.execvpe(merged.argv[0], list(merged.argv), dict(merged.env))

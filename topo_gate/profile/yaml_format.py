@@ -24,8 +24,8 @@ from yaml.composer import Composer, ComposerError
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.resolver import Resolver
 
-from topo_gate.profile.errors import ProfileUnreadable
 from topo_gate._inputs import MAX_DEPTH
+from topo_gate.profile.errors import ProfileUnreadable
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
 if TYPE_CHECKING:

@@ -13,9 +13,11 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
+from topo_gate._terminal import shown
 from topo_gate.decide import human_bytes
 from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
 from topo_gate.report.tables import alternatives_words
+from topo_gate.report.text import file_text
 from topo_gate.trials.plan import BASELINE_BACKEND
 
 
@@ -47,7 +49,7 @@ def decisions_table(profile: Profile, *, with_reasons: bool = True) -> Table:
         table.add_section()
     for skipped in profile.skipped:
         row = [str(skipped.tp), "-", "-", "all sizes", NCCL, ""]
-        table.add_row(*row, *([f"skipped: {skipped.reason}"] if with_reasons else []))
+        table.add_row(*row, *([Text(f"skipped: {shown(skipped.reason)}")] if with_reasons else []))
     return table
 
 
@@ -59,12 +61,12 @@ def _add_entry(table: Table, entry: DecisionEntry, with_reasons: bool) -> None:
         speedup = "" if rule.speedup is None else f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})"
         table.add_row(
             str(entry.tp) if first else "",
-            f"{entry.group_class} {list(entry.group)}" if first else "",
+            file_text(f"{entry.group_class} {list(entry.group)}") if first else "",
             entry.pattern if first else "",
             size_range(lower, rule),
             backend,
             speedup,
-            *([_why(rule)] if with_reasons else []),
+            *([file_text(_why(rule))] if with_reasons else []),
         )
         lower = rule.max_bytes or lower
 
@@ -120,8 +122,8 @@ def _footer(summary: Summary, wide: bool) -> list[RenderableType]:
     if not wide:
         parts.append(Text("(a wider terminal shows why each range was chosen)", style="dim"))
     if summary.profile_path:
-        parts.append(Text(f"profile:  {summary.profile_path}"))
+        parts.append(Text(f"profile:  {shown(summary.profile_path)}"))
     if summary.evidence_path:
-        parts.append(Text(f"evidence: {summary.evidence_path}"))
-    parts.extend(Text(f"note: {note}", style="yellow") for note in summary.notes)
+        parts.append(Text(f"evidence: {shown(summary.evidence_path)}"))
+    parts.extend(Text(f"note: {shown(note)}", style="yellow") for note in summary.notes)
     return parts

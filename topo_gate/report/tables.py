@@ -12,8 +12,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from topo_gate._terminal import shown
 from topo_gate.profile.compare import BackendChange
 from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
+from topo_gate.report.text import file_text
 
 _UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
 
@@ -41,27 +43,32 @@ def profile_header(profile: Profile, *, path: str, digest_problem: str | None = 
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
-    grid.add_row("Profile", path)
+    grid.add_row("Profile", file_text(path))
     if node.provenance.get("synthetic") is True:
         grid.add_row("", Text("SYNTHETIC: made-up numbers, not measured on any node", style="bold yellow"))
     if digest_problem:
         grid.add_row(
-            "Digest", Text(f"{digest_problem} -- launchers will ignore this profile", style="bold red")
+            "Digest",
+            Text(f"{shown(digest_problem)} -- launchers will ignore this profile", style="bold red"),
         )
-    grid.add_row("Node", _node_words(node.hardware))
-    grid.add_row("Fingerprint", node.fingerprint)
-    grid.add_row("Software", _software_words(node.software))
-    grid.add_row("Created", f"{profile.created} by {profile.tool.name} {profile.tool.version}")
+    grid.add_row("Node", file_text(_node_words(node.hardware)))
+    grid.add_row("Fingerprint", Text(node.fingerprint, overflow="fold"))
+    grid.add_row("Software", file_text(_software_words(node.software)))
+    created = f"{profile.created} by {profile.tool.name} {profile.tool.version}"
+    grid.add_row("Created", file_text(created))
     trials = profile.trials
-    grid.add_row("Trials", f"{trials.dtype}, hidden {trials.hidden}, TP {', '.join(map(str, trials.tp))}")
+    trials_words = f"{trials.dtype}, hidden {trials.hidden}, TP {', '.join(map(str, trials.tp))}"
+    grid.add_row("Trials", file_text(trials_words))
     for skipped in profile.skipped:
-        grid.add_row("Not measured", f"TP {skipped.tp}: {skipped.reason} (NCCL)")
+        grid.add_row("Not measured", Text(f"TP {skipped.tp}: {shown(skipped.reason)} (NCCL)"))
     return grid
 
 
 def decision_table(entry: DecisionEntry) -> Table:
     """One (tp, pattern, group class): size range | speedup (CI) | backend, with its reason beneath."""
-    title = f"TP {entry.tp} / {entry.pattern} / {entry.group_class} (measured on GPUs {list(entry.group)})"
+    title = file_text(
+        f"TP {entry.tp} / {entry.pattern} / {entry.group_class} (measured on GPUs {list(entry.group)})"
+    )
     table = Table(title=title, title_justify="left", show_lines=True)
     table.add_column("Message size", no_wrap=True)
     table.add_column("Speedup (CI)", no_wrap=True)
@@ -73,7 +80,7 @@ def decision_table(entry: DecisionEntry) -> Table:
         if rule.alternatives:
             cell.append(f"\n{alternatives_words(rule)}", style="green")
         if rule.reason:
-            cell.append(f"\n{rule.reason}", style="default")
+            cell.append(f"\n{shown(rule.reason)}", style="default")
         table.add_row(size_range(lower, rule.max_bytes), _speedup_words(rule), cell)
         lower = rule.max_bytes or lower
     return table
@@ -105,7 +112,8 @@ def profile_view(profile: Profile, *, path: str, digest_problem: str | None = No
 
 def diff_table(changes: Sequence[BackendChange], *, before: str, after: str) -> Table:
     """The size ranges whose backend changed between ``before`` and ``after``."""
-    table = Table(title=f"Backend changes\n  before: {before}\n  after:  {after}", title_justify="left")
+    title = Text(f"Backend changes\n  before: {shown(before)}\n  after:  {shown(after)}")
+    table = Table(title=title, title_justify="left")
     table.add_column("TP / pattern / group class")
     table.add_column("Message size", no_wrap=True)
     table.add_column("Before -> after")
@@ -113,9 +121,9 @@ def diff_table(changes: Sequence[BackendChange], *, before: str, after: str) -> 
         cell = Text(f"{change.before} -> ")
         cell.append(change.after, style="bold")
         if change.note:
-            cell.append(f"\n({change.note})", style="dim")
+            cell.append(f"\n({shown(change.note)})", style="dim")
         table.add_row(
-            f"TP {change.tp} / {change.pattern} / {change.group_class}",
+            Text(f"TP {change.tp} / {change.pattern} / {shown(change.group_class)}"),
             size_range(change.min_bytes, change.max_bytes),
             cell,
         )

@@ -221,7 +221,9 @@ def _check_pairs(pairs: tuple[PairAnswers, ...], where: str) -> None:
     seen: set[tuple[int, int]] = set()
     for index, pair in enumerate(pairs):
         if pair.a == pair.b:
-            raise CaptureError(f"{where}: pairs[{index}]: a GPU is not a pair with itself (a == b == {pair.a})")
+            raise CaptureError(
+                f"{where}: pairs[{index}]: a GPU is not a pair with itself (a == b == {pair.a})"
+            )
         if (pair.a, pair.b) in seen:
             raise CaptureError(f"{where}: pairs[{index}]: GPUs ({pair.a}, {pair.b}) are listed twice")
         seen.add((pair.a, pair.b))
