@@ -73,7 +73,7 @@ class TestShow:
             "2x NVIDIA H200, nvswitch",
             "TP 2 / allreduce / nvswitch",
             "<= 448 KiB",
-            "2.8x (2.62-2.97)",
+            "2.80x (CI 2.62-2.97)",
             "trtllm_fused_oneshot",
             "> 28 MiB",
             "TP 4: node has 2 usable GPUs",
@@ -88,7 +88,7 @@ class TestShow:
 
     def test_a_hand_edit_is_shown_with_a_warning(self, capsys, hand_edited):
         code, out, _ = run(capsys, "show", str(hand_edited))
-        assert code == 0 and "launchers will ignore this profile" in out and "2.9x" in out
+        assert code == 0 and "launchers will ignore this profile" in out and "2.90x" in out
 
     def test_unreadable(self, capsys, tmp_path):
         code, out, err = run(capsys, "show", str(tmp_path / "nope.yaml"))

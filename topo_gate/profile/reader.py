@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from topo_gate.profile.digest import compute_digest
 from topo_gate.profile.drift import software_drift
 from topo_gate.profile.errors import ProfileError
+from topo_gate.profile.figures import speedup_ci_text
 from topo_gate.profile.io import ProfileFile, profile_from_text
 from topo_gate.profile.schema import NCCL, PATTERNS, Profile, Rule
 from topo_gate.profile.validate import check_semantics
@@ -217,8 +218,7 @@ def _group_class(profile: Profile, tp: int, group: list[int]) -> str:
 def _rule_words(rule: Rule) -> str:
     if rule.backend == NCCL:
         return "nccl: no faster backend measured at this size"
-    low, high = rule.ci or (rule.speedup, rule.speedup)
-    return f"{rule.backend} measured {rule.speedup}x faster than nccl (CI {low}-{high})"
+    return f"{rule.backend} measured {speedup_ci_text(rule.speedup, rule.ci)} faster than nccl"
 
 
 def _nccl(reason: str, warnings: list[str], tp: object, pattern: object, path: str | None) -> Decision:

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from topo_gate._terminal import shown
 from topo_gate.decide import human_bytes
+from topo_gate.profile.figures import ci_text, speedup_text
 from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
 from topo_gate.report.tables import alternatives_words
 from topo_gate.report.text import file_text
@@ -34,21 +35,23 @@ WIDE_ENOUGH_FOR_REASONS = 120  # columns; below this the reasons would wrap a wo
 
 
 def decisions_table(profile: Profile, *, with_reasons: bool = True) -> Table:
-    """One row per rule; chosen fast paths stand out; each row says why (when there is room)."""
+    """One row per rule; chosen fast paths stand out; each row says why (when there is room).
+
+    Without reasons it fits 80 columns: TP, group and pattern share one stacked cell, and the
+    speed-up sits above its CI. No cell is ever cut short with an ellipsis; text folds instead.
+    """
     table = Table(title="Decisions", title_justify="left", show_lines=False, expand=False)
-    table.add_column("TP", justify="right")
-    table.add_column("group")
-    table.add_column("pattern")
+    table.add_column("TP / group / pattern", overflow="fold")
     table.add_column("message size", no_wrap=True)
     table.add_column("backend", no_wrap=True)
-    table.add_column("speedup (CI)", justify="right")
+    table.add_column("speedup (CI)", justify="right", no_wrap=True)
     if with_reasons:
         table.add_column("why", overflow="fold", ratio=1)
     for entry in profile.decisions:
         _add_entry(table, entry, with_reasons)
         table.add_section()
     for skipped in profile.skipped:
-        row = [str(skipped.tp), "-", "-", "all sizes", NCCL, ""]
+        row = [f"TP {skipped.tp}", "all sizes", NCCL, ""]
         table.add_row(*row, *([Text(f"skipped: {shown(skipped.reason)}")] if with_reasons else []))
     return table
 
@@ -56,13 +59,15 @@ def decisions_table(profile: Profile, *, with_reasons: bool = True) -> Table:
 def _add_entry(table: Table, entry: DecisionEntry, with_reasons: bool) -> None:
     lower = 0
     for index, rule in enumerate(entry.rules):
-        first = index == 0
+        where = file_text(f"TP {entry.tp} {entry.group_class}").append(
+            f"\nGPUs {list(entry.group)}\n{entry.pattern}"
+        )
         backend = Text(rule.backend, style="bold green" if rule.backend != NCCL else "")
-        speedup = "" if rule.speedup is None else f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})"
+        speedup = "" if rule.speedup is None else f"{speedup_text(rule.speedup)}"
+        if rule.speedup is not None and rule.ci is not None:
+            speedup += f"\n(CI {ci_text(rule.ci)})"
         table.add_row(
-            str(entry.tp) if first else "",
-            file_text(f"{entry.group_class} {list(entry.group)}") if first else "",
-            entry.pattern if first else "",
+            where if index == 0 else "",
             size_range(lower, rule),
             backend,
             speedup,

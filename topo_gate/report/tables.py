@@ -14,6 +14,7 @@ from rich.text import Text
 
 from topo_gate._terminal import shown
 from topo_gate.profile.compare import BackendChange
+from topo_gate.profile.figures import speedup_ci_text, speedup_text
 from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
 from topo_gate.report.text import file_text
 
@@ -90,15 +91,12 @@ def alternatives_words(rule: Rule) -> str:
     """``also faster than nccl across the range: vllm_custom 1.52x`` (schema v1.1); "" when none."""
     if not rule.alternatives:
         return ""
-    listed = ", ".join(f"{a.backend} {a.speedup:g}x" for a in rule.alternatives)
+    listed = ", ".join(f"{a.backend} {speedup_text(a.speedup)}" for a in rule.alternatives)
     return f"also faster than {NCCL} across the range: {listed}"
 
 
 def _speedup_words(rule: Rule) -> str:
-    if rule.speedup is None:
-        return ""
-    ci = "" if rule.ci is None else f" ({rule.ci[0]:g}-{rule.ci[1]:g})"
-    return f"{rule.speedup:g}x{ci}"
+    return "" if rule.speedup is None else speedup_ci_text(rule.speedup, rule.ci)
 
 
 def profile_view(profile: Profile, *, path: str, digest_problem: str | None = None) -> RenderableType:
