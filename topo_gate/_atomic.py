@@ -7,6 +7,9 @@ import errno
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 
 _WHY = {
@@ -89,3 +92,63 @@ def _current_umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+@contextmanager
+def exclusive_output(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold the right to write ``path``: ``OutputRefused`` at once if another process holds it.
+
+    Two probes writing the same ``--out`` would otherwise each replace the other's profile. The lock
+    is an ``flock`` on ``.<name>.lock`` beside ``path``, removed on release; the inode check after
+    locking catches a lock file removed (and so released) between our open and our lock.
+    """
+    import fcntl  # here: POSIX only, and only writers of long-running outputs need it
+
+    target = check_output_path(path)
+    lock_path = target.parent / f".{target.name}.lock"
+    while True:
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError as error:
+            raise OutputRefused(f"{target}: cannot write: {_why(error)}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise OutputRefused(
+                f"{target}: another topo-gate process is writing it (lock {lock_path}); "
+                "wait for it to finish or choose another --out"
+            ) from None
+        try:
+            same = os.stat(lock_path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        yield target
+    finally:
+        try:
+            os.unlink(lock_path)
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+def new_unique_path(folder: Path, prefix: str, suffix: str) -> Path:
+    """A path in ``folder`` that did not exist and now does (an empty file reserved for the caller):
+    ``<prefix><UTC time to the microsecond>-<pid><suffix>``, created exclusively, so two processes
+    never pick the same name even within one second."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    for attempt in range(100):
+        extra = f"-{attempt}" if attempt else ""
+        candidate = folder / f"{prefix}{stamp}-{os.getpid()}{extra}{suffix}"
+        try:
+            os.close(os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        except OSError as error:
+            raise OutputRefused(f"{candidate}: cannot write: {_why(error)}") from None
+        return candidate
+    raise OutputRefused(f"{folder}: cannot find a free name for {prefix}...{suffix}")

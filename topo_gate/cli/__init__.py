@@ -62,10 +62,10 @@ def _module_exists(module: str) -> bool:
     cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog="""\b
-Typical use:
-  topo-gate probe --tp 2,4,8 --model llama-3-70b --out node.yaml   # on a GPU node
+Typical use (probe on a GPU node):
+  topo-gate probe --tp 2,4,8 --model llama-3-70b --out node.yaml
   topo-gate show node.yaml
-  topo-gate exec --profile node.yaml --tp 4 -- vllm serve meta-llama/Llama-3.1-70B -tp 4
+  topo-gate exec --profile node.yaml --tp 4 -- vllm serve M -tp 4
 
 Exit codes: 0 ok, 1 not ok (invalid / mismatch), 2 usage, 3 unreadable input, 4 no NVIDIA
 driver, 5 NVML crashed, 6 trials could not run, 7 software drift under --strict, 8 output not

@@ -21,8 +21,9 @@ Examples:
   topo-gate capture node.json
   topo-gate topo --from node.json      # replays it anywhere, no GPU needed
 
-Exit codes: 0 ok, 3 FILE not writable, 4 no NVIDIA driver, 5 NVML crashed (the answers gathered
-before the crash are still written to FILE, marked incomplete).""",
+Exit codes: 0 ok, 4 no NVIDIA driver, 5 NVML crashed (the answers gathered before the crash are
+still written to FILE, marked incomplete), 8 FILE not written (not a regular file, folder
+missing or read-only, disk full).""",
 )
 @click.argument("file", type=click.Path(dir_okay=False, writable=True))
 @click.option("--note", help="A line saying what this machine is, stored in the capture.")

@@ -19,11 +19,12 @@ from topo_gate.trials.evidence import EvidenceError
     "decide",
     epilog="""\b
 Examples:
-  topo-gate decide evidence.json                          # show what the evidence implies
+  topo-gate decide evidence.json    # show what the evidence implies
   topo-gate decide evidence.json --margin 0.10 --out strict.yaml
   topo-gate decide evidence.json --json | jq '.decisions[].rules'
-\b
-Without --out nothing is written. Exit codes: 0 ok, 2 usage, 3 unreadable evidence.""",
+
+Without --out nothing is written. Exit codes: 0 ok, 2 usage, 3 unreadable or malformed
+evidence, 8 --out not written.""",
 )
 @click.argument("evidence", type=click.Path(path_type=Path))
 @click.option(

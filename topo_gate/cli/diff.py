@@ -19,9 +19,8 @@ Examples:
   topo-gate diff old.yaml new.yaml
   topo-gate diff old.yaml new.yaml --json
 
-\b
-Exit codes: 0 same decisions; 1 some size range changed backend; 3 a profile cannot be read or is
-invalid. A digest mismatch is reported on stderr but does not stop the comparison.""",
+Exit codes: 0 same decisions; 1 some size range changed backend; 3 a profile cannot be read or
+is invalid. A digest mismatch is reported on stderr but does not stop the comparison.""",
 )
 @click.argument("before", type=click.Path(path_type=Path), metavar="A")
 @click.argument("after", type=click.Path(path_type=Path), metavar="B")

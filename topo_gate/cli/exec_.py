@@ -26,7 +26,8 @@ _NODE_ERROR_CODES = {
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
     epilog="""\b
 Examples:
-  topo-gate exec --profile node.yaml --tp 4 -- python -m sglang.launch_server --model-path M --tp 4
+  topo-gate exec --profile node.yaml --tp 4 -- \\
+    python -m sglang.launch_server --model-path M --tp 4
   topo-gate exec --profile node.yaml --tp 2 -- vllm serve M -tp 2
   topo-gate exec --profile node.yaml --tp 8 -- trtllm-serve M --tp_size 8
 

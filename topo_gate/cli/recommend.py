@@ -94,7 +94,8 @@ def render(plan: LaunchPlan, fmt: str) -> str:
 Examples:
   topo-gate recommend node.yaml --tp 4 --launcher sglang
   topo-gate recommend node.yaml --tp 2 --launcher vllm --format env > vllm.env
-  topo-gate recommend node.yaml --tp 8 --launcher trtllm --format yaml > extra.yaml
+  topo-gate recommend node.yaml --tp 8 --launcher trtllm --format yaml \\
+    > extra.yaml
 
 On any fallback (missing, invalid, tampered or foreign profile, TP not measured) the output forces
 NCCL and the reason goes to stderr; --strict makes that an error instead.

@@ -18,10 +18,14 @@ Examples:
   OK node.yaml: schema v1, 2 decisions, fingerprint sha256:39a39c834186...
   topo-gate validate --reseal node.yaml     # after a deliberate hand edit
 
+Exit codes: 0 valid; 1 invalid (including what no measurement can say: a fast path slower than
+NCCL, a CI not containing its speed-up, a CPU backend in a GPU profile), digest mismatch or
+schema too new; 3 unreadable (missing, a directory, over 16 MiB, not UTF-8, not YAML); 8
+--reseal could not write. Errors are one line naming the field:
+
 \b
-Exit codes: 0 valid; 1 invalid, digest mismatch or schema too new; 3 unreadable (missing, a
-directory, over 16 MiB, not UTF-8, not YAML). Errors are one line naming the field:
-  topo-gate: error: node.yaml: decisions[0].rules[1].max_bytes: must be > 458752 (rules must be ordered)""",
+  topo-gate: error: node.yaml: decisions[0].rules[1].max_bytes:
+  must be > 458752 (rules must be ordered)""",
 )
 @profile_argument
 @click.option(
