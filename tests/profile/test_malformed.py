@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import random
-import time
 from collections.abc import Callable
 from pathlib import Path
 
