@@ -98,7 +98,7 @@ def parse_json(text: str) -> Any:
     except json.JSONDecodeError as error:
         raise InputError(f"not JSON: {error.msg} at line {error.lineno}, column {error.colno}") from None
     except ValueError as error:  # NaN/Infinity, or an integer with more digits than Python converts
-        raise InputError(f"not JSON: {error}") from None
+        raise InputError(long_integer_words(text) or f"not JSON: {error}") from None
     check_plain_values(data)
     return data
 
@@ -126,6 +126,19 @@ def check_plain_values(data: Any) -> None:
             )
         elif isinstance(value, list):
             stack.extend((item, f"{where}[{index}]", depth + 1) for index, item in enumerate(value))
+
+
+def long_integer_words(text: str) -> str | None:
+    """Where an integer too long to convert sits (``json`` says only that one exists)."""
+    import re
+
+    found = re.search(r"[0-9]{4300,}", text)
+    if found is None:
+        return None
+    line = text.count("\n", 0, found.start()) + 1
+    column = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
+    digits = found.end() - found.start()
+    return f"line {line}, column {column}: an integer of {digits} digits (sizes and counts fit in 19)"
 
 
 def _reject_constant(name: str) -> None:

@@ -33,6 +33,7 @@ from topo_gate._version import __version__
 from topo_gate.decide import DEFAULT_BOOTSTRAP, DEFAULT_CI_LEVEL, DEFAULT_MARGIN, decide, human_bytes
 from topo_gate.profile.digest import canonical_json
 from topo_gate.profile.io import dump_profile
+from topo_gate.profile.validate import check_semantics
 from topo_gate.profile.schema import (
     PATTERNS,
     SCHEMA,
@@ -454,6 +455,7 @@ def build_profile(
         skipped=tuple(Skipped(s["tp"], s["reason"]) for s in evidence.get("skipped", [])),
         evidence=evidence_ref,
     )
+    check_semantics(profile)  # what the loader would refuse is never shown or written
     return profile, notes + decided.notes
 
 

@@ -6,12 +6,14 @@ Bad inputs are data files in data/evidence/ with their expected message in expec
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from gloo_helpers import gloo_plan
 
+from topo_gate.cli import main
 from topo_gate.trials.evidence import (
     EVIDENCE_FORMAT,
     EvidenceError,
@@ -90,3 +92,30 @@ def test_a_minor_version_with_unknown_fields_is_read() -> None:
 def test_unreadable_paths_are_one_line_errors(tmp_path: Path, make, message: str) -> None:
     with pytest.raises(EvidenceError, match=message):
         load_evidence(make(tmp_path))
+
+
+@pytest.mark.parametrize("command", ["decide", "probe --replay"])
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_bad_evidence_is_the_input_error_exit_in_one_line(
+    name: str, command: str, tmp_path: Path, capsys
+) -> None:
+    """Malformed but parseable evidence included: exit 3, one line naming the file and the field."""
+    path = DATA / name
+    argv = [*command.split(), str(path), "--out", str(tmp_path / "p.yaml")]
+    assert main(argv) == 3
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith(f"topo-gate: error: {path}: ") and EXPECTED[name] in err
+    assert not (tmp_path / "p.yaml").exists()
+
+
+def test_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "evidence.json"
+    os.mkfifo(fifo)  # opening it for reading would block forever without O_NONBLOCK
+    with pytest.raises(EvidenceError, match="is not a regular file, not an evidence file"):
+        load_evidence(fifo)
+
+
+def test_a_device_is_never_read() -> None:
+    with pytest.raises(EvidenceError, match="/dev/zero: is not a regular file, not an evidence file"):
+        load_evidence("/dev/zero")

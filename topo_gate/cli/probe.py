@@ -22,6 +22,7 @@ from topo_gate.probe import (
     probe,
     replay,
 )
+from topo_gate.profile.errors import ProfileError
 from topo_gate.profile.schema import PATTERNS
 from topo_gate.report.progress import ProbeProgressDisplay
 from topo_gate.report.summary import summary
@@ -250,6 +251,8 @@ def _replay_or_fail(evidence: Path, out: Path, settings: DecideSettings) -> Prob
         return replay(evidence, out=out, settings=settings)
     except (EvidenceError, CaptureError) as error:
         raise fail(ExitCode.UNREADABLE, str(error)) from None
+    except ProfileError as error:  # evidence that parses but implies no valid profile
+        raise fail(ExitCode.UNREADABLE, f"{evidence}: the profile it implies is invalid: {error}") from None
 
 
 def _replay_hint() -> str:

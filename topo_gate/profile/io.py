@@ -90,7 +90,12 @@ def profile_to_yaml(profile: Profile) -> str:
 
 
 def dump_profile(profile: Profile, path: str | os.PathLike[str]) -> Path:
-    """Seal ``profile`` with its digest and write it atomically (a reader never sees half a file)."""
+    """Seal ``profile`` with its digest and write it atomically (a reader never sees half a file).
+
+    A profile the loader would refuse (``check_semantics``) is never written: ``ProfileInvalid``.
+    """
     from topo_gate._atomic import write_atomic  # here: tempfile costs launchers 3 ms and they never write
+
+    check_semantics(profile)
 
     return write_atomic(path, profile_to_yaml(profile.with_digest()))

@@ -24,7 +24,7 @@ from yaml.composer import Composer, ComposerError
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.resolver import Resolver
 
-from topo_gate._inputs import MAX_DEPTH
+from topo_gate._inputs import MAX_DEPTH, long_integer_words
 from topo_gate.profile.errors import ProfileUnreadable
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
@@ -134,7 +134,7 @@ def parse_yaml(text: str, loader: type[_ProfileRules] = ProfileLoader) -> Any:
     except yaml.YAMLError as error:
         raise ProfileUnreadable(f"not valid YAML: {error}") from None
     except ValueError as error:  # an integer with more digits than Python converts (thousands)
-        raise ProfileUnreadable(f"not valid YAML: {error}") from None
+        raise ProfileUnreadable(f"not valid YAML: {long_integer_words(text) or error}") from None
     if data is None:
         raise ProfileUnreadable("empty: no YAML document in the file")
     return data
