@@ -33,7 +33,6 @@ from topo_gate._version import __version__
 from topo_gate.decide import DEFAULT_BOOTSTRAP, DEFAULT_CI_LEVEL, DEFAULT_MARGIN, decide, human_bytes
 from topo_gate.profile.digest import canonical_json
 from topo_gate.profile.io import dump_profile
-from topo_gate.profile.validate import check_semantics
 from topo_gate.profile.schema import (
     PATTERNS,
     SCHEMA,
@@ -44,6 +43,7 @@ from topo_gate.profile.schema import (
     Tool,
     Trials,
 )
+from topo_gate.profile.validate import check_semantics
 from topo_gate.topology.capture import capture_from_dict, capture_to_dict, read_capture
 from topo_gate.topology.fingerprint import node_fingerprint
 from topo_gate.topology.model import Group, build_node

@@ -43,7 +43,7 @@ def profile_header(profile: Profile, *, path: str, digest_problem: str | None = 
     node = profile.node
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
-    grid.add_column()
+    grid.add_column(overflow="fold")
     grid.add_row("Profile", file_text(path))
     if node.provenance.get("synthetic") is True:
         grid.add_row("", Text("SYNTHETIC: made-up numbers, not measured on any node", style="bold yellow"))
@@ -74,7 +74,7 @@ def decision_table(entry: DecisionEntry) -> Table:
     table.add_column("Message size", no_wrap=True)
     table.add_column("Speedup (CI)", no_wrap=True)
     # The reason shares the backend's cell: a column of its own is unreadably narrow in 80 columns.
-    table.add_column("Backend and why", ratio=1)
+    table.add_column("Backend and why", ratio=1, overflow="fold")
     lower = 0
     for rule in entry.rules:
         cell = Text(rule.backend, style="dim" if rule.backend == NCCL else "bold green")
@@ -112,9 +112,9 @@ def diff_table(changes: Sequence[BackendChange], *, before: str, after: str) -> 
     """The size ranges whose backend changed between ``before`` and ``after``."""
     title = Text(f"Backend changes\n  before: {shown(before)}\n  after:  {shown(after)}")
     table = Table(title=title, title_justify="left")
-    table.add_column("TP / pattern / group class")
+    table.add_column("TP / pattern / group class", overflow="fold")
     table.add_column("Message size", no_wrap=True)
-    table.add_column("Before -> after")
+    table.add_column("Before -> after", overflow="fold")
     for change in changes:
         cell = Text(f"{change.before} -> ")
         cell.append(change.after, style="bold")

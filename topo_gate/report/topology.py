@@ -221,9 +221,9 @@ def _cell(node: Node, a: int, b: int) -> Text:
 
 def _tp_table(node: Node) -> Table:
     table = Table(title="Tensor-parallel groups (contiguous, as launchers place ranks)", title_justify="left")
-    table.add_column("TP")
-    table.add_column("groups: class")
-    table.add_column("probe measures")
+    table.add_column("TP", overflow="fold")
+    table.add_column("groups: class", overflow="fold")
+    table.add_column("probe measures", overflow="fold")
     for tp in range(1, len(node.gpus) + 1):
         unavailable = node.tp_unavailable(tp)
         if unavailable:
