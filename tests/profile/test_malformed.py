@@ -7,6 +7,7 @@ here into tmp_path.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from collections.abc import Callable
@@ -120,6 +121,13 @@ class TestMalformed:
         with pytest.raises(error_type) as raised:
             topo_gate.load_profile(case_path)
         assert fragment in str(raised.value)
+
+    def test_recommend_forces_nccl_with_the_reason(self, case_path, exit_code, error_type, fragment, capsys):
+        assert main(["recommend", str(case_path), "--tp", "2", "--launcher", "vllm", "--format", "json"]) == 0
+        out, err = capsys.readouterr()
+        plan = json.loads(out)
+        assert plan["fallback"] is True and fragment in plan["reason"]
+        assert err.startswith("topo-gate: vllm ") and "FALLBACK (nccl)" in err
 
     def test_gate_answers_nccl_with_the_reason(self, case_path, exit_code, error_type, fragment):
         decision = topo_gate.gate(case_path, tp=2, nbytes=1024)
