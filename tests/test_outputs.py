@@ -163,3 +163,12 @@ def test_evidence_names_never_collide_within_a_second(tmp_path: Path) -> None:
     names = [new_unique_path(tmp_path, "evidence-", ".json") for _ in range(50)]
     assert len(set(names)) == 50 and all(name.is_file() for name in names)
     assert all(name.name.startswith("evidence-") and f"-{os.getpid()}" in name.name for name in names)
+
+
+def test_an_evidence_path_that_cannot_be_written_is_refused_before_any_trial(tmp_path: Path, capsys) -> None:
+    fifo = tmp_path / "evidence.json"
+    os.mkfifo(fifo)
+    argv = ["probe", "--device", "cpu", "--tp", "2", "--hidden", "64", "--max-tokens", "1"]
+    assert main([*argv, "--out", str(tmp_path / "p.yaml"), "--evidence", str(fifo)]) == UNWRITABLE
+    assert "refusing to write: it is not a regular file" in _one_line(capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["evidence.json"]  # no trial ran, nothing written

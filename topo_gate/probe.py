@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from topo_gate._atomic import exclusive_output, new_unique_path
+from topo_gate._atomic import check_output_path, exclusive_output, new_unique_path
 from topo_gate._version import __version__
 from topo_gate.decide import DEFAULT_BOOTSTRAP, DEFAULT_CI_LEVEL, DEFAULT_MARGIN, decide, human_bytes
 from topo_gate.profile.digest import canonical_json
@@ -163,6 +163,8 @@ def probe(
     ``--out`` (``_atomic.exclusive_output``): a second probe onto the same file is refused at once.
     ``clock`` times the budget (a trial run starts only while budget remains; the first always does).
     """
+    if options.evidence_out is not None:
+        check_output_path(options.evidence_out)  # refuse a FIFO or a missing folder before the trials
     with exclusive_output(options.out):
         return _probe_holding_out(options, on_progress, on_note, clock)
 

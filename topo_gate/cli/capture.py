@@ -47,23 +47,13 @@ def command(file: str, note: str | None, timeout_s: float) -> None:
             "why": error.why,
             "answers": error.partial,
         }
-        _write(file, json.dumps(incomplete, indent=1) + "\n")
+        write_atomic(file, json.dumps(incomplete, indent=1) + "\n")
         raise fail(
             ExitCode.NVML_CRASH,
             f"{error}; the {len(error.partial)} answers before it are in {file} (incomplete)",
         ) from None
     if note:
         capture = replace(capture, note=note)
-    try:
-        save_capture(capture, file)
-    except OSError as error:
-        raise fail(ExitCode.UNREADABLE, f"{file}: cannot write: {error.strerror or error}") from None
+    save_capture(capture, file)  # a refused write is OutputRefused: one line, exit 8
     node = build_node(capture)
     click.echo(f"wrote {file}: {len(node.gpus)} GPU(s), interconnect {node.interconnect}", err=True)
-
-
-def _write(file: str, text: str) -> None:
-    try:
-        write_atomic(file, text)
-    except OSError as error:
-        raise fail(ExitCode.UNREADABLE, f"{file}: cannot write: {error.strerror or error}") from None

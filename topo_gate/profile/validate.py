@@ -1,7 +1,10 @@
-"""Checks of plain values that name the problem and where: ``rules[2].max_bytes: must be > 8388608``.
+"""Checks that name the problem and where: ``rules[2].max_bytes: must be > 8388608``.
 
-The schema dataclasses call these from ``__post_init__``, so an invalid ``Profile`` cannot be built,
-whether it comes from a file or from ``decide``. Each check raises ``ProfileInvalid`` with the field
+Two kinds: checks of plain values (below, first), and ``check_semantics``, which refuses a
+well-formed profile stating something no measurement can say.
+
+The schema dataclasses call the plain-value checks from ``__post_init__``, so an invalid ``Profile``
+cannot be built, from a file or from ``decide``. Each check raises ``ProfileInvalid`` with the field
 it was given; ``located()`` prefixes the outer path as the error travels up
 (``decisions[1]`` + ``rules[2].max_bytes``).
 """
