@@ -123,7 +123,15 @@ def test_ctrl_c_leaves_no_worker_behind(workdir: Path) -> None:
         "--rounds", "2", "--backends", "gloo", "--fault", "gloo=hang", "--timeout", "300",
         "--workdir", str(workdir), "--out", str(workdir / "evidence.json"),
     ]  # fmt: skip
-    runner = subprocess.Popen(command, env={**os.environ, **FAULTS_ON}, stderr=subprocess.PIPE, text=True)
+    # A shell starts background jobs with SIGINT ignored, and children inherit that: a suite run as
+    # `pytest &` would hand the runner a Ctrl-C it never sees. The runner gets the default, as in a terminal.
+    runner = subprocess.Popen(
+        command,
+        env={**os.environ, **FAULTS_ON},
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         beat = heartbeat_path(workdir / "allreduce" / "attempt-1", 1)
         deadline = time.monotonic() + 60
