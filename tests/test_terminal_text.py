@@ -69,3 +69,17 @@ def test_an_error_line_carries_no_raw_control_character(tmp_path: Path, capsys) 
 )
 def test_shown_escapes_exactly_the_control_characters(text: str, expected: str) -> None:
     assert shown(text) == expected
+
+
+def test_a_file_name_is_shown_escaped_in_every_line_about_it(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "300")  # one line per message: the name is not wrapped apart
+    named = tmp_path / "node\x1b]0;owned\x07.yaml"
+    named.write_bytes(EXAMPLE.read_bytes())
+    escaped = f"{tmp_path}/node\\x1b]0;owned\\x07.yaml"
+    assert main(["validate", str(named)]) == 0
+    assert main(["diff", str(named), str(EXAMPLE)]) == 0
+    assert main(["recommend", str(named), "--tp", "2", "--launcher", "vllm"]) == 0
+    out, err = capsys.readouterr()
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    assert out.startswith(f"OK {escaped}: schema v1.1")
+    assert f"{escaped} and " in out  # diff: "Same decisions: A and B ..."

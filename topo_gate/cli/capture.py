@@ -8,6 +8,7 @@ from dataclasses import replace
 import click
 
 from topo_gate._atomic import write_atomic
+from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.topology.capture import collect_isolated, save_capture
 from topo_gate.topology.errors import NvmlCrash, NvmlUnavailable
@@ -56,4 +57,4 @@ def command(file: str, note: str | None, timeout_s: float) -> None:
         capture = replace(capture, note=note)
     save_capture(capture, file)  # a refused write is OutputRefused: one line, exit 8
     node = build_node(capture)
-    click.echo(f"wrote {file}: {len(node.gpus)} GPU(s), interconnect {node.interconnect}", err=True)
+    click.echo(f"wrote {shown(file)}: {len(node.gpus)} GPU(s), interconnect {node.interconnect}", err=True)

@@ -10,6 +10,7 @@ from typing import Any
 import click
 import yaml
 
+from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan
 from topo_gate.launchers.common import PATTERNS
@@ -140,7 +141,7 @@ def command(
         strict_failure(plan)
     fmt = "json" if as_json else fmt
     status = f"FALLBACK ({fallback}): {plan.reason}" if plan.fallback else plan.reason
-    click.echo(f"topo-gate: {launcher} {plan.launcher_version_pinned}: {status}", err=True)
+    click.echo(f"topo-gate: {launcher} {plan.launcher_version_pinned}: {shown(status)}", err=True)
     if fmt == "args" and plan.config:
         click.echo(
             "topo-gate: TensorRT-LLM reads these from a YAML file: --format yaml > extra.yaml, then "

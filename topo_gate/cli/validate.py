@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from topo_gate._terminal import shown
 from topo_gate.cli._profile import load_or_fail, profile_argument
 from topo_gate.profile import ProfileError, dump_profile, load_profile
 
@@ -42,7 +43,7 @@ def command(profile: Path, reseal: bool) -> None:
     version = loaded.schema.rsplit("/", 1)[-1]
     fingerprint = loaded.node.fingerprint[:19]
     click.echo(
-        f"OK {profile}: schema {version}, {len(loaded.decisions)} decisions, fingerprint {fingerprint}..."
+        f"OK {shown(profile)}: schema {version}, {len(loaded.decisions)} decisions, fingerprint {fingerprint}..."
     )
 
 
@@ -55,4 +56,4 @@ def _reseal(path: Path) -> None:
         load_profile(path)
     except ProfileError:  # the digest is missing or stale
         dump_profile(profile, path)
-        click.echo(f"resealed {path}", err=True)
+        click.echo(f"resealed {shown(path)}", err=True)
