@@ -239,6 +239,12 @@ def _probe_or_fail(options: ProbeOptions, console: Console, *, show_progress: bo
         raise fail(ExitCode.USAGE, f"--budget: {error}") from None
     except TrialsFailed as error:
         raise fail(ExitCode.TRIALS_FAILED, str(error)) from None
+    except ProfileError as error:  # the loader's semantic checks refuse what the trials imply
+        raise fail(
+            ExitCode.NOT_OK,
+            f"the measurements imply a profile topo-gate would refuse ({error}); the evidence is kept "
+            "beside --out: re-derive with `topo-gate decide EVIDENCE` and please report it",
+        ) from None
 
 
 def _note_text(note: str) -> Text:
