@@ -66,8 +66,9 @@ Examples:
 Writes the evidence (raw samples) first, then the profile that points at it, both atomically.
 TP sizes larger than the node are skipped, with the reason in the profile.
 
-Exit codes: 0 ok, 2 usage (bad option, unknown model, budget too small, options that
-contradict each other), 3 unreadable capture or evidence, 4 no NVIDIA driver, 5 NVML crashed,
+Exit codes: 0 ok, 1 the measurements imply a profile the loader would refuse (the evidence is
+kept), 2 usage (bad option, unknown model, budget too small, options that contradict each
+other), 3 unreadable capture or evidence, 4 no NVIDIA driver, 5 NVML crashed,
 6 no trial could run, 8 output not written (not a regular file, folder missing or read-only,
 disk full, another probe writing the same --out), 130 interrupted.""",
 )
