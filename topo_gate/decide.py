@@ -52,6 +52,7 @@ from dataclasses import dataclass, field, replace
 from itertools import groupby
 from typing import Any
 
+from topo_gate.profile.figures import speedup_ci_text, speedup_text
 from topo_gate.profile.schema import BACKENDS, NCCL, Alternative, DecisionEntry, Rule
 from topo_gate.trials.plan import BASELINE_BACKEND
 from topo_gate.trials.stats import Speedup, bootstrap_speedups, median
@@ -500,14 +501,14 @@ def _fold_words(verdict: _Verdict, into: str, criteria: _Criteria) -> str:
     lone = verdict.folded_from
     assert lone is not None, "only a folded verdict is described as folded"
     return (
-        f"{human_bytes(verdict.nbytes)} folded in: {into} {_speedup_at(verdict, into, criteria):.2f}x there "
-        f"is within {criteria.margin:.0%} of the lone choice {lone} "
-        f"({_speedup_at(verdict, lone, criteria):.2f}x)"
+        f"{human_bytes(verdict.nbytes)} folded in: {into} {speedup_text(_speedup_at(verdict, into, criteria))} "
+        f"there is within {criteria.margin:.0%} of the lone choice {lone} "
+        f"({speedup_text(_speedup_at(verdict, lone, criteria))})"
     )
 
 
 def _ratio_words(speedup: Speedup) -> str:
-    return f"{speedup.ratio:.2f}x (CI {speedup.low:.2f}-{speedup.high:.2f})"
+    return speedup_ci_text(speedup.ratio, (speedup.low, speedup.high))
 
 
 def _span(verdicts: Sequence[_Verdict]) -> str:

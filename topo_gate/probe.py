@@ -21,12 +21,14 @@ import importlib.util
 import os
 import socket
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from topo_gate._atomic import check_output_path, exclusive_output, new_unique_path
 from topo_gate._version import __version__
 from topo_gate.decide import DEFAULT_BOOTSTRAP, DEFAULT_CI_LEVEL, DEFAULT_MARGIN, decide, human_bytes
 from topo_gate.profile.digest import canonical_json
@@ -41,6 +43,7 @@ from topo_gate.profile.schema import (
     Tool,
     Trials,
 )
+from topo_gate.profile.validate import check_semantics
 from topo_gate.topology.capture import capture_from_dict, capture_to_dict, read_capture
 from topo_gate.topology.fingerprint import node_fingerprint
 from topo_gate.topology.model import Group, build_node
@@ -89,7 +92,7 @@ class ProbeOptions:
     dtype: str = "bfloat16"
     patterns: tuple[str, ...] = PATTERNS
     device: str = "cuda"  # "cpu": the gloo harness, for CI and demos
-    evidence_out: Path | None = None  # default: evidence-<UTC time>.json beside the profile
+    evidence_out: Path | None = None  # default: evidence-<UTC time>-<pid>.json beside the profile
     capture: Path | None = None  # --from: plan from a recorded capture instead of NVML
     budget_s: float | None = None
     rounds: int = MIN_ROUNDS
@@ -161,12 +164,27 @@ def probe(
     *,
     on_progress: Callable[[ProbeProgress], None] | None = None,
     on_note: Callable[[str], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> ProbeResult:
     """Measure, decide and write. Raises the exceptions listed in the module docstring.
 
     ``on_note`` hears, before any trial starts, what a person should know up front: the estimated
-    duration, sizes dropped to fit the budget, FlashInfer's first-use compile.
+    duration, sizes dropped to fit the budget, FlashInfer's first-use compile. While it runs it holds
+    ``--out`` (``_atomic.exclusive_output``): a second probe onto the same file is refused at once.
+    ``clock`` times the budget (a trial run starts only while budget remains; the first always does).
     """
+    if options.evidence_out is not None:
+        check_output_path(options.evidence_out)  # refuse a FIFO or a missing folder before the trials
+    with exclusive_output(options.out):
+        return _probe_holding_out(options, on_progress, on_note, clock)
+
+
+def _probe_holding_out(
+    options: ProbeOptions,
+    on_progress: Callable[[ProbeProgress], None] | None,
+    on_note: Callable[[str], None] | None,
+    clock: Callable[[], float],
+) -> ProbeResult:
     facts = cpu_node(options.tps) if options.device == "cpu" else gpu_node(options.capture, options.command)
     plans, skipped = plan_trials(facts, options)
     plans, notes = fit_to_budget(plans, options.budget_s, options.device)
@@ -177,9 +195,22 @@ def probe(
         on_note(f"{len(plans)} trial runs, about {estimate / 60:.1f} min by the planner's estimate")
         for note in notes:
             on_note(note)
-    results = _run_all(plans, facts, options, jit_expected=jit_note is not None, on_progress=on_progress)
-
-    evidence_path = options.evidence_out or options.out.parent / f"evidence-{_utc_stamp(compact=True)}.json"
+    deadline = None if options.budget_s is None else clock() + options.budget_s
+    results = _run_all(
+        plans,
+        facts,
+        options,
+        jit_expected=jit_note is not None,
+        on_progress=on_progress,
+        deadline=(clock, deadline),
+    )
+    if len(results) < len(plans):
+        unrun = ", ".join(f"TP{p.tp} {p.group_class} {p.pattern}" for p in plans[len(results) :])
+        notes.append(
+            f"the {options.budget_s:g} s budget was spent after {len(results)} of {len(plans)} trial runs: "
+            f"{unrun} not measured (NCCL there)"
+        )
+    evidence_path = options.evidence_out or new_unique_path(options.out.parent, "evidence-", ".json")
     node_block = {**facts.block(), "software": _merged_software(facts.software, results)}
     evidence = evidence_from_results(
         results, node_block, _trials_block(plans, options), skipped, capture=facts.capture
@@ -280,13 +311,17 @@ def _run_all(
     *,
     jit_expected: bool,
     on_progress: Callable[[ProbeProgress], None] | None,
+    deadline: tuple[Callable[[], float], float | None] = (time.monotonic, None),
 ) -> list[PlanResult]:
     estimates = [planning.estimate_seconds(plan, options.device) for plan in plans]
     total = sum(estimates)
     results = []
     startup_s = JIT_STARTUP_TIMEOUT_S if jit_expected else DEFAULT_STARTUP_TIMEOUT_S
     with tempfile.TemporaryDirectory(prefix="topo-gate-probe-") as workdir:
+        clock, until = deadline
         for index, plan in enumerate(plans):
+            if index and until is not None and clock() >= until:
+                break  # --budget spent: what is not measured stays NCCL
             done_before = sum(estimates[:index])
             label = plan_label(plan)
 
@@ -445,6 +480,7 @@ def build_profile(
         skipped=tuple(Skipped(s["tp"], s["reason"]) for s in evidence.get("skipped", [])),
         evidence=evidence_ref,
     )
+    check_semantics(profile)  # what the loader would refuse is never shown or written
     return profile, notes + decided.notes
 
 
@@ -487,8 +523,8 @@ def _file_digest(path: Path) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _utc_stamp(*, compact: bool = False) -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ" if compact else "%Y-%m-%dT%H:%M:%SZ")
+def _utc_stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # -- FlashInfer's first-use compile ---------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -264,3 +265,41 @@ def test_unknown_model_is_a_usage_error(reporter, write_profile) -> None:
         write_profile(WINNING), reporter, "--model", "no-such-model", cmd=("-tp", "2")
     )
     assert child.returncode == 2 and "no-such-model" in err
+
+
+def _exec_trtllm(profile: Path, program: str, tmp_path: Path) -> tuple[subprocess.Popen, str, str]:
+    # TMPDIR: where the TensorRT-LLM options file would go, so the test sees whatever is left behind.
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir()
+    args = ("--profile", str(profile), "--tp", "2", "--launcher", "trtllm", "--node-fingerprint", FINGERPRINT)
+    return topo_gate_exec(*args, "--", program, "serve", env=env)
+
+
+def test_command_not_found_exits_127_and_leaves_nothing(write_profile, tmp_path) -> None:
+    child, out, err = _exec_trtllm(write_profile(WINNING), "no-such-launcher-anywhere", tmp_path)
+    assert child.returncode == 127 and out == ""
+    assert err == "topo-gate: error: cannot run 'no-such-launcher-anywhere': command not found\n"
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_a_file_without_the_execute_bit_exits_126(write_profile, tmp_path) -> None:
+    program = tmp_path / "launcher"
+    program.write_text("#!/bin/sh\necho never\n")
+    program.chmod(0o644)
+    child, out, err = _exec_trtllm(write_profile(WINNING), str(program), tmp_path)
+    assert child.returncode == 126 and out == ""
+    assert err == f"topo-gate: error: cannot run '{program}': {program} is not an executable file\n"
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_an_executable_the_kernel_cannot_run_exits_126_and_its_options_file_is_removed(
+    write_profile, tmp_path
+) -> None:
+    program = tmp_path / "launcher"
+    program.write_bytes(b"\x00\x01 not a program the kernel knows\n")  # no #!, no ELF header
+    program.chmod(0o755)
+    child, out, err = _exec_trtllm(write_profile(WINNING), str(program), tmp_path)
+    assert child.returncode == 126 and out == ""
+    assert f"topo-gate: + --extra_llm_api_options {tmp_path / 'tmp'}" in err
+    assert err.splitlines()[-1] == f"topo-gate: error: cannot run '{program}': Exec format error"
+    assert list((tmp_path / "tmp").iterdir()) == []  # the options file was written, then removed

@@ -86,12 +86,17 @@ def test_same_profile_is_used_on_its_node(launcher, write_profile) -> None:
     )
 
 
-def test_unverified_node_warns_and_strict_refuses(write_profile, monkeypatch) -> None:
+@pytest.mark.parametrize("launcher", sorted(PLANNERS))
+def test_unverified_node_is_nccl_unless_trusted_and_strict_refuses(
+    write_profile, monkeypatch, launcher: str
+) -> None:
     monkeypatch.delenv("TOPO_GATE_NODE_FINGERPRINT", raising=False)
     path = write_profile(WINNING)
-    relaxed = PLANNERS["vllm"](path, tp=2)
-    assert not relaxed.fallback and any("not verified" in note for note in relaxed.notes)
-    assert PLANNERS["vllm"](path, tp=2, strict=True).fallback
+    unverified = PLANNERS[launcher](path, tp=2)
+    assert unverified.fallback and "node not verified" in unverified.reason
+    trusted = PLANNERS[launcher](path, tp=2, trust_unverified_node=True)
+    assert not trusted.fallback and any("not verified" in note for note in trusted.notes)
+    assert PLANNERS[launcher](path, tp=2, strict=True, trust_unverified_node=True).fallback
 
 
 def test_nccl_plan_without_profile() -> None:

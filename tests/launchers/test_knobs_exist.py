@@ -18,7 +18,7 @@ from topo_gate.launchers.knobs import manifest
 from topo_gate.launchers.merge import split_flags
 from topo_gate.profile import BACKENDS
 
-FAST = [b for b in BACKENDS if b not in ("nccl", "gloo")]
+FAST = [b for b in BACKENDS if b not in ("nccl", "gloo", "gloo_ring")]
 
 
 #: NCCL's own env (read by NCCL, not by the launcher) that plans may set for baseline parity.

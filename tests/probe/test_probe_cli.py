@@ -180,3 +180,37 @@ def test_a_plan_that_fails_twice_writes_no_profile_and_a_replay_records_it_faile
     assert "FAILED plan: TP2 cpu-gloo allreduce_rmsnorm" in capsys.readouterr().out
     failed = {entry.pattern: entry.failed for entry in load_profile(out).decisions}
     assert failed["allreduce"] is None and "injected start-up failure" in failed["allreduce_rmsnorm"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--device", "cpu", "--tp", "2", "--hidden", "64"], "--from has no effect with --device cpu"),
+        (["--replay", str(CPU_EVIDENCE)], "--from has no effect with --replay"),
+    ],
+)
+def test_an_option_that_would_be_ignored_is_a_usage_error(extra, message, tmp_path, capsys):
+    bad_capture = tmp_path / "not-a-capture.json"
+    bad_capture.write_text("{")
+    out = tmp_path / "p.yaml"
+    assert main(["probe", *extra, "--from", str(bad_capture), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and not out.exists()
+
+
+def test_the_budget_holds_while_trials_run(tmp_path):
+    """A trial run starts only while budget remains: here the clock says it ran out during the first
+    run (whatever this machine's speed), so the second is left out, named in a note, and NCCL."""
+    from topo_gate.probe import ProbeOptions, cpu_node, fit_to_budget, plan_trials, probe
+
+    options = ProbeOptions(
+        out=tmp_path / "p.yaml", hidden=64, device="cpu", tps=(2,), max_tokens=1, budget_s=10_000.0
+    )
+    plans, _ = fit_to_budget(plan_trials(cpu_node(options.tps), options)[0], options.budget_s, "cpu")
+    assert len(plans) == 2  # allreduce and allreduce_rmsnorm, both within the planned budget
+    ticks = iter([0.0, 20_000.0])  # at the start; before the second run: past the budget
+    result = probe(options, clock=lambda: next(ticks))
+    (entry,) = result.profile.decisions
+    assert entry.pattern == plans[0].pattern
+    assert any("budget was spent after 1 of 2 trial runs" in note for note in result.notes)
+    assert any(f"TP2 cpu-gloo {plans[1].pattern} not measured (NCCL there)" in n for n in result.notes)

@@ -87,13 +87,21 @@ def test_measured_group_is_found_without_tp_groups(example_data, write_profile, 
 
 
 class TestNodeIdentity:
-    def test_unverified_node_is_a_warning(self, example_path):
+    def test_unverified_node_is_nccl(self, example_path, monkeypatch):
+        monkeypatch.delenv("TOPO_GATE_NODE_FINGERPRINT", raising=False)
         decision = topo_gate.gate(example_path, tp=2)
+        assert decision.backend == "nccl" and decision.fallback
+        assert decision.reason.startswith("node not verified against the profile's fingerprint")
+
+    def test_a_caller_may_trust_an_unverified_node_with_a_warning(self, example_path, monkeypatch):
+        monkeypatch.delenv("TOPO_GATE_NODE_FINGERPRINT", raising=False)
+        decision = topo_gate.gate(example_path, tp=2, trust_unverified_node=True)
         assert decision.backend == "trtllm_oneshot"
         assert any(w.startswith("node not verified") for w in decision.warnings)
 
-    def test_unverified_node_under_strict_is_nccl(self, example_path):
-        decision = topo_gate.gate(example_path, tp=2, strict=True)
+    def test_unverified_node_under_strict_is_nccl_even_when_trusted(self, example_path, monkeypatch):
+        monkeypatch.delenv("TOPO_GATE_NODE_FINGERPRINT", raising=False)
+        decision = topo_gate.gate(example_path, tp=2, strict=True, trust_unverified_node=True)
         assert decision.backend == "nccl" and decision.reason.startswith("strict: node not verified")
 
     def test_fingerprint_from_the_environment(self, example_path, fingerprint, monkeypatch):
@@ -175,30 +183,39 @@ class TestNeverRaises:
             ({"tp": 2, "gpus": 7}, "gpus must be a list of GPU indices, got 7"),
         ],
     )
-    def test_bad_arguments_are_nccl(self, example_path, kwargs, fragment):
-        decision = topo_gate.gate(example_path, **kwargs)
+    def test_bad_arguments_are_nccl(self, example_path, fingerprint, kwargs, fragment):
+        decision = topo_gate.gate(example_path, fingerprint=fingerprint, **kwargs)
         assert decision.backend == "nccl" and fragment in decision.reason
 
     def test_not_a_path_at_all(self):
         decision = topo_gate.gate(None, tp=2)  # type: ignore[arg-type]
         assert decision.backend == "nccl" and "no such file" in decision.reason
 
-    def test_a_bug_in_the_reader_is_nccl(self, example_path, monkeypatch):
+    def test_a_path_object_whose_fspath_raises_is_nccl(self):
+        class Hostile:
+            def __fspath__(self) -> str:
+                raise RuntimeError("no path for you")
+
+        decision = topo_gate.gate(Hostile(), tp=2)  # type: ignore[arg-type]
+        assert decision.backend == "nccl" and decision.fallback
+        assert "RuntimeError: no path for you" in decision.reason
+
+    def test_a_bug_in_the_reader_is_nccl(self, example_path, fingerprint, monkeypatch):
         def broken(software):
             raise RuntimeError("boom")
 
         monkeypatch.setattr(reader, "software_drift", broken)
-        decision = topo_gate.gate(example_path, tp=2)
+        decision = topo_gate.gate(example_path, tp=2, fingerprint=fingerprint)
         assert decision.backend == "nccl"
         assert decision.reason == "topo-gate reader failed (RuntimeError: boom); please report it"
 
-    def test_keyboard_interrupt_is_not_swallowed(self, example_path, monkeypatch):
+    def test_keyboard_interrupt_is_not_swallowed(self, example_path, fingerprint, monkeypatch):
         def interrupted(software):
             raise KeyboardInterrupt
 
         monkeypatch.setattr(reader, "software_drift", interrupted)
         with pytest.raises(KeyboardInterrupt):
-            topo_gate.gate(example_path, tp=2)
+            topo_gate.gate(example_path, tp=2, fingerprint=fingerprint)
 
 
 class TestProfileObjects:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from topo_gate._atomic import OutputRefused
 from topo_gate.profile import (
     SCHEMA,
     Alternative,
@@ -188,7 +189,7 @@ def test_a_failed_dump_leaves_the_old_file(example_path: Path, tmp_path: Path, m
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", crash)
-    with pytest.raises(OSError):
+    with pytest.raises(OutputRefused, match="p.yaml: cannot write: no space left on the device"):
         dump_profile(load_profile(example_path), target)
     assert target.read_text() == "old content\n"
     assert os.listdir(tmp_path) == ["p.yaml"]

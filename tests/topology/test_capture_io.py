@@ -112,7 +112,7 @@ def test_unreadable_bytes(tmp_path: Path, content: bytes, message: str) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(CaptureError, match="cannot read"):
+    with pytest.raises(CaptureError, match="no such file"):
         load_capture(tmp_path / "nope.json")
 
 

@@ -50,7 +50,7 @@ def test_topo_json_carries_everything(capsys) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (None, "cannot read"),
+        (None, "no such file"),
         (b"{", "not JSON"),
         (b'{"format": "topo-gate/capture/v9"}', "not a topo-gate capture"),
     ],

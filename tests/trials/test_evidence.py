@@ -6,12 +6,14 @@ Bad inputs are data files in data/evidence/ with their expected message in expec
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from gloo_helpers import gloo_plan
 
+from topo_gate.cli import main
 from topo_gate.trials.evidence import (
     WRITTEN_FORMAT,
     EvidenceError,
@@ -24,6 +26,7 @@ from topo_gate.trials.plan import Skipped
 from topo_gate.trials.runner import BackendOutcome, PlanResult
 
 DATA = Path(__file__).parent / "data" / "evidence"
+CAPTURES = Path(__file__).parents[1] / "fixtures" / "captures"
 EXPECTED = json.loads((DATA / "expected-errors.json").read_text())
 NODE = {"fingerprint": "sha256:" + "0" * 64, "hardware": {}, "software": {}, "provenance": {}}
 
@@ -44,7 +47,7 @@ def recorded_result() -> PlanResult:
 
 def test_evidence_round_trips_through_a_file(tmp_path: Path) -> None:
     result = recorded_result()
-    capture = {"format": "topo-gate/capture/v1", "gpus": []}
+    capture = json.loads((CAPTURES / "h200-x2.real.json").read_text(encoding="utf-8"))
     evidence = evidence_from_results(
         [result], NODE, trials_meta([result.plan]), [Skipped(4, "node has 2 usable GPUs")],
         capture=capture, created=datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc),
@@ -83,8 +86,36 @@ def test_a_minor_version_with_unknown_fields_is_read() -> None:
 
 
 @pytest.mark.parametrize(
-    ("make", "message"), [(lambda p: p, "is a folder"), (lambda p: p / "none.json", "no such file")]
+    ("make", "message"),
+    [(lambda p: p, "is a directory, not an evidence file"), (lambda p: p / "none.json", "no such file")],
 )
 def test_unreadable_paths_are_one_line_errors(tmp_path: Path, make, message: str) -> None:
     with pytest.raises(EvidenceError, match=message):
         load_evidence(make(tmp_path))
+
+
+@pytest.mark.parametrize("command", ["decide", "probe --replay"])
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_bad_evidence_is_the_input_error_exit_in_one_line(
+    name: str, command: str, tmp_path: Path, capsys
+) -> None:
+    """Malformed but parseable evidence included: exit 3, one line naming the file and the field."""
+    path = DATA / name
+    argv = [*command.split(), str(path), "--out", str(tmp_path / "p.yaml")]
+    assert main(argv) == 3
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith(f"topo-gate: error: {path}: ") and EXPECTED[name] in err
+    assert not (tmp_path / "p.yaml").exists()
+
+
+def test_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "evidence.json"
+    os.mkfifo(fifo)  # opening it for reading would block forever without O_NONBLOCK
+    with pytest.raises(EvidenceError, match="is not a regular file, not an evidence file"):
+        load_evidence(fifo)
+
+
+def test_a_device_is_never_read() -> None:
+    with pytest.raises(EvidenceError, match="/dev/zero: is not a regular file, not an evidence file"):
+        load_evidence("/dev/zero")

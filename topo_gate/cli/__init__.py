@@ -13,6 +13,8 @@ import sys
 
 import click
 
+from topo_gate._atomic import OutputRefused
+from topo_gate._terminal import shown
 from topo_gate._version import __version__
 from topo_gate.cli._errors import CliError, ExitCode, error_line
 
@@ -62,15 +64,16 @@ def _module_exists(module: str) -> bool:
     cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog="""\b
-Typical use:
-  topo-gate probe --tp 2,4,8 --model llama-3-70b --out node.yaml   # on a GPU node
+Typical use (probe on a GPU node):
+  topo-gate probe --tp 2,4,8 --model llama-3-70b --out node.yaml
   topo-gate show node.yaml
-  topo-gate exec --profile node.yaml --tp 4 -- vllm serve meta-llama/Llama-3.1-70B -tp 4
+  topo-gate exec --profile node.yaml --tp 4 -- vllm serve M -tp 4
   topo-gate report node.evidence.json --out report/                # figures, HTML, PR summary
 
-Exit codes: 0 ok, 1 not ok (invalid / mismatch), 2 usage, 3 unreadable input, 4 no NVIDIA driver,
-5 NVML crashed, 6 trials could not run, 7 software drift under --strict, 130 interrupted.
-Set TOPO_GATE_DEBUG=1 to see tracebacks.""",
+Exit codes: 0 ok, 1 not ok (invalid / mismatch), 2 usage, 3 unreadable input, 4 no NVIDIA
+driver, 5 NVML crashed, 6 trials could not run, 7 software drift under --strict, 8 output not
+written, 126/127 (exec) command not executable / not found, 130 interrupted. Set
+TOPO_GATE_DEBUG=1 to see tracebacks.""",
 )
 @click.version_option(__version__, prog_name="topo-gate")
 def cli() -> None:
@@ -88,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as error:
         click.echo(error_line(error.message), err=True)
         return int(error.code)
+    except OutputRefused as error:  # every writer's one failure: raised wherever a command writes
+        click.echo(f"topo-gate: error: {shown(error)}", err=True)
+        return int(ExitCode.UNWRITABLE)
     except click.exceptions.Abort:
         click.echo("topo-gate: interrupted", err=True)
         return int(ExitCode.INTERRUPTED)
@@ -100,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # noqa: BLE001 -- the CLI promises one line, never a traceback
         if os.environ.get("TOPO_GATE_DEBUG"):
             raise
-        click.echo(f"topo-gate: internal error: {type(error).__name__}: {error}", err=True)
+        message = shown(" ".join(str(error).split()))
+        click.echo(f"topo-gate: internal error: {type(error).__name__}: {message}", err=True)
         return int(ExitCode.NOT_OK)
     # click returns ctx.exit()'s code in non-standalone mode (e.g. --help, --version -> 0).
     return returned if isinstance(returned, int) else int(ExitCode.OK)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from topo_gate._terminal import shown
+
 
 class ExitCode(IntEnum):
     """Exit codes of every topo-gate command (README "Exit codes" mirrors this table)."""
@@ -16,6 +18,9 @@ class ExitCode(IntEnum):
     NVML_CRASH = 5  # NVML collection crashed or a GPU fell off the bus
     TRIALS_FAILED = 6  # trials could not run at all
     DRIFT = 7  # software drift under --strict
+    UNWRITABLE = 8  # an output not written: not a regular file, read-only or missing folder, disk full
+    CANNOT_EXECUTE = 126  # exec: CMD found but not executable (the shell's convention)
+    COMMAND_NOT_FOUND = 127  # exec: CMD not found (the shell's convention)
     INTERRUPTED = 130
 
 
@@ -29,8 +34,8 @@ class CliError(Exception):
 
 
 def error_line(message: str) -> str:
-    """How every error reaches stderr: ``topo-gate: error: <message>``."""
-    return f"topo-gate: error: {message}"
+    """How every error reaches stderr: ``topo-gate: error: <message>``, control characters escaped."""
+    return f"topo-gate: error: {shown(message)}"
 
 
 def fail(code: ExitCode, message: str) -> CliError:

@@ -8,6 +8,7 @@ from dataclasses import replace
 import click
 
 from topo_gate._atomic import write_atomic
+from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.topology.capture import collect_isolated, save_capture
 from topo_gate.topology.errors import NvmlCrash, NvmlUnavailable
@@ -21,8 +22,9 @@ Examples:
   topo-gate capture node.json
   topo-gate topo --from node.json      # replays it anywhere, no GPU needed
 
-Exit codes: 0 ok, 3 FILE not writable, 4 no NVIDIA driver, 5 NVML crashed (the answers gathered
-before the crash are still written to FILE, marked incomplete).""",
+Exit codes: 0 ok, 4 no NVIDIA driver, 5 NVML crashed (the answers gathered before the crash are
+still written to FILE, marked incomplete), 8 FILE not written (not a regular file, folder
+missing or read-only, disk full).""",
 )
 @click.argument("file", type=click.Path(dir_okay=False, writable=True))
 @click.option("--note", help="A line saying what this machine is, stored in the capture.")
@@ -46,23 +48,13 @@ def command(file: str, note: str | None, timeout_s: float) -> None:
             "why": error.why,
             "answers": error.partial,
         }
-        _write(file, json.dumps(incomplete, indent=1) + "\n")
+        write_atomic(file, json.dumps(incomplete, indent=1) + "\n")
         raise fail(
             ExitCode.NVML_CRASH,
             f"{error}; the {len(error.partial)} answers before it are in {file} (incomplete)",
         ) from None
     if note:
         capture = replace(capture, note=note)
-    try:
-        save_capture(capture, file)
-    except OSError as error:
-        raise fail(ExitCode.UNREADABLE, f"{file}: cannot write: {error.strerror or error}") from None
+    save_capture(capture, file)  # a refused write is OutputRefused: one line, exit 8
     node = build_node(capture)
-    click.echo(f"wrote {file}: {len(node.gpus)} GPU(s), interconnect {node.interconnect}", err=True)
-
-
-def _write(file: str, text: str) -> None:
-    try:
-        write_atomic(file, text)
-    except OSError as error:
-        raise fail(ExitCode.UNREADABLE, f"{file}: cannot write: {error.strerror or error}") from None
+    click.echo(f"wrote {shown(file)}: {len(node.gpus)} GPU(s), interconnect {node.interconnect}", err=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.cli._profile import load_or_fail, profile_argument
 from topo_gate.cli.topo import read_node_or_fail
@@ -19,10 +20,10 @@ MAX_SHOWN = 3  # hardware differences in the one-line error
     "check",
     epilog="""\b
 Examples:
-  topo-gate check node.yaml                       # before deploying a profile on a node
-  topo-gate check node.yaml --strict              # CI / startup gate: drift is an error too
+  topo-gate check node.yaml             # before deploying a profile on a node
+  topo-gate check node.yaml --strict    # startup gate: drift is an error too
   topo-gate check node.yaml --from h200.json --json
-\b
+
 Exit codes: 0 the node matches (drift only warned), 1 hardware differs, 3 unreadable profile or
 capture, 4 no NVIDIA driver (use --from), 5 NVML crashed, 7 software drift under --strict.""",
 )
@@ -49,9 +50,9 @@ def command(profile: Path, strict: bool, from_path: str | None, as_json: bool) -
     if as_json:
         click.echo(json.dumps(_as_json(verdict, code, reason), indent=1))
     elif code == ExitCode.OK:
-        click.echo(f"ok: {reason}")
+        click.echo(f"ok: {shown(reason)}")
         for line in verdict.drift:
-            click.echo(f"topo-gate: warning: software drift: {line}", err=True)
+            click.echo(f"topo-gate: warning: software drift: {shown(line)}", err=True)
     if code != ExitCode.OK:
         if as_json:  # the JSON already says why; only the exit code remains to be given
             click.get_current_context().exit(int(code))

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.probe import DecideSettings, preview, replay
+from topo_gate.profile.errors import ProfileError
 from topo_gate.report.summary import summary
 from topo_gate.topology.errors import CaptureError
 from topo_gate.trials.evidence import EvidenceError
@@ -19,11 +20,12 @@ from topo_gate.trials.evidence import EvidenceError
     "decide",
     epilog="""\b
 Examples:
-  topo-gate decide evidence.json                          # show what the evidence implies
+  topo-gate decide evidence.json    # show what the evidence implies
   topo-gate decide evidence.json --margin 0.10 --out strict.yaml
   topo-gate decide evidence.json --json | jq '.decisions[].rules'
-\b
-Without --out nothing is written. Exit codes: 0 ok, 2 usage, 3 unreadable evidence.""",
+
+Without --out nothing is written. Exit codes: 0 ok, 2 usage, 3 unreadable or malformed
+evidence, 8 --out not written.""",
 )
 @click.argument("evidence", type=click.Path(path_type=Path))
 @click.option(
@@ -57,6 +59,8 @@ def command(
         result = replay(evidence, out=out, settings=settings) if out else preview(evidence, settings=settings)
     except (EvidenceError, CaptureError) as error:
         raise fail(ExitCode.UNREADABLE, str(error)) from None
+    except ProfileError as error:  # evidence that parses but implies no valid profile
+        raise fail(ExitCode.UNREADABLE, f"{evidence}: the profile it implies is invalid: {error}") from None
     if as_json:
         click.echo(json.dumps({**result.profile.to_dict(), "notes": result.notes}, indent=1))
         return

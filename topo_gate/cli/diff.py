@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode
 from topo_gate.cli._profile import load_for_reading
 from topo_gate.profile.compare import BackendChange, diff_decisions
@@ -19,9 +20,8 @@ Examples:
   topo-gate diff old.yaml new.yaml
   topo-gate diff old.yaml new.yaml --json
 
-\b
-Exit codes: 0 same decisions; 1 some size range changed backend; 3 a profile cannot be read or is
-invalid. A digest mismatch is reported on stderr but does not stop the comparison.""",
+Exit codes: 0 same decisions; 1 some size range changed backend; 3 a profile cannot be read or
+is invalid. A digest mismatch is reported on stderr but does not stop the comparison.""",
 )
 @click.argument("before", type=click.Path(path_type=Path), metavar="A")
 @click.argument("after", type=click.Path(path_type=Path), metavar="B")
@@ -33,7 +33,7 @@ def command(before: Path, after: Path, as_json: bool) -> None:
     profile_b, problem_b = load_for_reading(after, invalid_code=ExitCode.UNREADABLE)
     for path, problem in ((before, problem_a), (after, problem_b)):
         if problem:
-            click.echo(f"topo-gate: warning: {path}: {problem}", err=True)
+            click.echo(f"topo-gate: warning: {shown(path)}: {shown(problem)}", err=True)
     changes = diff_decisions(profile_a, profile_b)
     same_node = profile_a.node.fingerprint == profile_b.node.fingerprint
     if as_json:
@@ -54,6 +54,7 @@ def command(before: Path, after: Path, as_json: bool) -> None:
 
 def _print_changes(changes: list[BackendChange], before: Path, after: Path, same_node: bool) -> None:
     from rich.console import Console
+    from rich.text import Text
 
     from topo_gate.report.tables import diff_table
 
@@ -63,6 +64,7 @@ def _print_changes(changes: list[BackendChange], before: Path, after: Path, same
             "[yellow]The profiles were measured on different node classes (fingerprints differ).[/]"
         )
     if not changes:
-        console.print(f"Same decisions: {before} and {after} choose the same backend at every size.")
+        same = f"Same decisions: {shown(before)} and {shown(after)} choose the same backend at every size."
+        console.print(Text(same))
         return
     console.print(diff_table(changes, before=str(before), after=str(after)))

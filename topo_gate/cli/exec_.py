@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 
@@ -32,7 +33,8 @@ _NODE_ERROR_CODES = {
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
     epilog="""\b
 Examples:
-  topo-gate exec --profile node.yaml --tp 4 -- python -m sglang.launch_server --model-path M --tp 4
+  topo-gate exec --profile node.yaml --tp 4 -- \\
+    python -m sglang.launch_server --model-path M --tp 4
   topo-gate exec --profile node.yaml --tp 2 -- vllm serve M -tp 2
   topo-gate exec --profile node.yaml --tp 8 -- trtllm-serve M --tp_size 8
   topo-gate exec --profile node.yaml --model llama-3-70b -- vllm serve M -tp 4
@@ -43,8 +45,9 @@ profile's fingerprint. No driver, a mismatch (node or TP) or an unusable profile
 with NCCL forced and the reason on stderr (--strict exits instead). A flag or env var you already
 set wins over the profile, with a warning. A one-line summary says how many size ranges run a
 measured winner (topo-gate recommend --explain shows them).
-Exit codes (before CMD starts): 1 mismatch/unusable under --strict, 2 usage, 3 unreadable --from,
-4 no driver under --strict, 5 NVML crashed under --strict, 7 software drift under --strict.""",
+Exit codes (before CMD starts): 1 mismatch/unusable under --strict, 2 usage, 3 unreadable
+--from, 4 no driver under --strict, 5 NVML crashed under --strict, 7 software drift under
+--strict, 8 options file not written, 126 CMD not executable, 127 CMD not found.""",
 )
 @click.option("--profile", "profile", required=True, type=click.Path(dir_okay=True), help="Gating profile.")
 @click.option("--launcher", type=click.Choice(list(LAUNCHERS)), help="Default: detected from CMD.")
@@ -76,6 +79,7 @@ def command(
         raise fail(
             ExitCode.USAGE, f"cannot tell the launcher from {cmd[0]!r}; pass --launcher {'|'.join(LAUNCHERS)}"
         )
+    _check_runnable(cmd[0])
     served_hidden(hidden, model)
     tp, tp_problem = _tp_size(tp, cmd, launcher)
     fingerprint = node_fingerprint
@@ -113,7 +117,8 @@ def command(
     try:
         exec_merged(merged, plan)
     except OSError as error:
-        raise fail(ExitCode.USAGE, f"cannot run {cmd[0]!r}: {error.strerror or error}") from None
+        code = ExitCode.COMMAND_NOT_FOUND if error.errno == errno.ENOENT else ExitCode.CANNOT_EXECUTE
+        raise fail(code, f"cannot run {cmd[0]!r}: {error.strerror or error}") from None
 
 
 def _tp_size(tp: int | None, cmd: tuple[str, ...], launcher: str) -> tuple[int, str | None]:
@@ -154,3 +159,19 @@ def _summary(
 
     rows = reading.explain(launcher, plan, profile, tp=tp, hidden=hidden, model=model)
     return summary(rows) if rows else None
+
+
+def _check_runnable(program: str) -> None:
+    """Exit 127 when ``program`` is not found and 126 when it is found but cannot be executed (the
+    shell's codes), before anything is read or written for it."""
+    if os.sep in program:
+        candidates = [program]
+    else:
+        folders = os.environ.get("PATH", os.defpath).split(os.pathsep)
+        candidates = [os.path.join(folder or os.curdir, program) for folder in folders]
+    found = [path for path in candidates if os.path.exists(path)]
+    if any(os.path.isfile(path) and os.access(path, os.X_OK) for path in found):
+        return
+    if found:
+        raise fail(ExitCode.CANNOT_EXECUTE, f"cannot run {program!r}: {found[0]} is not an executable file")
+    raise fail(ExitCode.COMMAND_NOT_FOUND, f"cannot run {program!r}: command not found")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.text import Text
 
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.models import UnknownModel, lookup_model
@@ -22,9 +23,11 @@ from topo_gate.probe import (
     probe,
     replay,
 )
+from topo_gate.profile.errors import ProfileError
 from topo_gate.profile.schema import PATTERNS
 from topo_gate.report.progress import ProbeProgressDisplay
 from topo_gate.report.summary import summary
+from topo_gate.report.text import file_text
 from topo_gate.topology.errors import CaptureError, NvmlCrash, NvmlUnavailable
 from topo_gate.trials.evidence import EvidenceError
 
@@ -54,14 +57,21 @@ def _patterns(ctx: click.Context, param: click.Parameter, value: str) -> tuple[s
     "probe",
     epilog="""\b
 Examples:
-  topo-gate probe --tp 2,4,8 --model llama-3-70b --out node.yaml    # on a GPU node
-  topo-gate probe --replay profiles/h200-x2/h7168-run1.evidence.json  # no GPU: replay real evidence
-  topo-gate probe --device cpu --tp 2 --hidden 1024 --max-tokens 64  # the gloo harness, for demos/CI
-\b
+  # on a GPU node
+  topo-gate probe --tp 2,4,8 --model llama-3-70b --out node.yaml
+  # no GPU: replay real evidence
+  topo-gate probe --replay profiles/h200-x2/h7168-run1.evidence.json
+  # the gloo harness, for demos and CI
+  topo-gate probe --device cpu --tp 2 --hidden 1024 --max-tokens 64
+
 Writes the evidence (raw samples) first, then the profile that points at it, both atomically.
 TP sizes larger than the node are skipped, with the reason in the profile.
-Exit codes: 0 ok, 2 usage (bad option, unknown model, budget too small), 3 unreadable capture or
-evidence, 4 no NVIDIA driver, 5 NVML crashed, 6 no trial could run, 130 interrupted.""",
+
+Exit codes: 0 ok, 1 the measurements imply a profile the loader would refuse (the evidence is
+kept), 2 usage (bad option, unknown model, budget too small, options that contradict each
+other), 3 unreadable capture or evidence, 4 no NVIDIA driver, 5 NVML crashed,
+6 no trial could run, 8 output not written (not a regular file, folder missing or read-only,
+disk full, another probe writing the same --out), 130 interrupted.""",
 )
 @click.option(
     "--tp", "tps", default="2,4,8", show_default=True, callback=_int_list, help="TP sizes to probe."
@@ -80,7 +90,7 @@ evidence, 4 no NVIDIA driver, 5 NVML crashed, 6 no trial could run, 130 interrup
     "--evidence",
     "evidence_out",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Where to write the evidence [default: evidence-<UTC time>.json beside --out].",
+    help="Where to write the evidence [default: evidence-<UTC time>-<pid>.json beside --out].",
 )
 @click.option(
     "--budget",
@@ -163,6 +173,7 @@ def command(
     """
     console = Console(stderr=as_json)
     settings = DecideSettings(margin=margin)
+    _refuse_ignored_capture(capture, device, replay_path)
     if replay_path is not None:
         result = _replay_or_fail(replay_path, out, settings)
     else:
@@ -197,6 +208,16 @@ def command(
         )
 
 
+def _refuse_ignored_capture(capture: Path | None, device: str, replay_path: Path | None) -> None:
+    # An option that would be silently ignored is a usage error: the user meant something by it.
+    if capture is None:
+        return
+    if replay_path is not None:
+        raise click.UsageError("--from has no effect with --replay (the evidence carries its own capture)")
+    if device == "cpu":
+        raise click.UsageError("--from has no effect with --device cpu (the gloo harness reads no GPU node)")
+
+
 def _hidden(hidden: int | None, model: str | None) -> int:
     if (hidden is None) == (model is None):
         raise click.UsageError("give exactly one of --hidden N or --model NAME (or --replay EVIDENCE)")
@@ -214,9 +235,7 @@ def _probe_or_fail(options: ProbeOptions, console: Console, *, show_progress: bo
         if not show_progress:
             return probe(options)
         with ProbeProgressDisplay(console) as display:
-            return probe(
-                options, on_progress=display, on_note=lambda note: console.print(f"[yellow]note:[/] {note}")
-            )
+            return probe(options, on_progress=display, on_note=lambda note: console.print(_note_text(note)))
     except NvmlUnavailable:
         raise fail(
             ExitCode.NO_DRIVER, f"no NVIDIA GPU/driver found on this machine; {_replay_hint()}"
@@ -231,6 +250,17 @@ def _probe_or_fail(options: ProbeOptions, console: Console, *, show_progress: bo
         raise fail(ExitCode.USAGE, f"--budget: {error}") from None
     except (TrialsFailed, PlanFailed) as error:
         raise fail(ExitCode.TRIALS_FAILED, str(error)) from None
+    except ProfileError as error:  # the loader's semantic checks refuse what the trials imply
+        raise fail(
+            ExitCode.NOT_OK,
+            f"the measurements imply a profile topo-gate would refuse ({error}); the evidence is kept "
+            "beside --out: re-derive with `topo-gate decide EVIDENCE` and please report it",
+        ) from None
+
+
+def _note_text(note: str) -> Text:
+    # Notes quote the node and the plan (GPU names, classes): text from outside, shown literally.
+    return Text("note: ", style="yellow").append_text(file_text(note))
 
 
 def _replay_or_fail(evidence: Path, out: Path, settings: DecideSettings) -> ProbeResult:
@@ -238,6 +268,8 @@ def _replay_or_fail(evidence: Path, out: Path, settings: DecideSettings) -> Prob
         return replay(evidence, out=out, settings=settings)
     except (EvidenceError, CaptureError) as error:
         raise fail(ExitCode.UNREADABLE, str(error)) from None
+    except ProfileError as error:  # evidence that parses but implies no valid profile
+        raise fail(ExitCode.UNREADABLE, f"{evidence}: the profile it implies is invalid: {error}") from None
 
 
 def _replay_hint() -> str:

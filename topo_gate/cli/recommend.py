@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import yaml
 
+from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan
 from topo_gate.launchers.common import PATTERNS
@@ -180,9 +181,12 @@ def render(plan: LaunchPlan, fmt: str, rows: Sequence[Row] | None = None) -> str
 Examples:
   topo-gate recommend node.yaml --tp 4 --launcher sglang
   topo-gate recommend node.yaml --tp 2 --launcher vllm --format env > vllm.env
-  topo-gate recommend node.yaml --tp 8 --launcher trtllm --format yaml > extra.yaml
-  topo-gate recommend profiles/ --node-fingerprint sha256:... --tp 2 --launcher vllm   # a profile set
-  topo-gate recommend node.yaml --tp 2 --launcher sglang --model deepseek-v3 --explain
+  topo-gate recommend node.yaml --tp 8 --launcher trtllm --format yaml \\
+    > extra.yaml
+  topo-gate recommend profiles/ --node-fingerprint sha256:... --tp 2 \\
+    --launcher vllm                                      # a profile set
+  topo-gate recommend node.yaml --tp 2 --launcher sglang \\
+    --model deepseek-v3 --explain
 
 --explain prints, per pattern and size range: what the profile measured (backend, speed-up over
 NCCL), what the launcher runs with the plan, what it runs by default, the verdict, and where the
@@ -233,9 +237,9 @@ def command(
     from topo_gate.launchers.explain import render as render_explain
 
     served_hidden(hidden, model)
-    # The node is not read here: recommend plans for a profile from anywhere. gate() takes
-    # --node-fingerprint, else TOPO_GATE_NODE_FINGERPRINT if set; otherwise the node is trusted unverified
-    # (and a profile set cannot pick a member).
+    # recommend plans for the profile's node class, not for this machine: the node is not read.
+    # gate() takes --node-fingerprint, else TOPO_GATE_NODE_FINGERPRINT if set (still checked);
+    # otherwise the node is trusted unverified and the plan says so (a profile set cannot pick a member).
     reading = ProfileReading(
         gpus=gpus,
         strict=strict,
@@ -248,7 +252,7 @@ def command(
         strict_failure(plan)
     fmt = "json" if as_json else fmt
     status = f"FALLBACK ({fallback}): {plan.reason}" if plan.fallback else plan.reason
-    click.echo(f"topo-gate: {launcher} {plan.launcher_version_pinned}: {status}", err=True)
+    click.echo(f"topo-gate: {launcher} {plan.launcher_version_pinned}: {shown(status)}", err=True)
     if fmt == "args" and plan.config:
         click.echo(
             "topo-gate: TensorRT-LLM reads these from a YAML file: --format yaml > extra.yaml, then "

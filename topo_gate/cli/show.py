@@ -18,9 +18,8 @@ Examples:
   topo-gate show node.yaml
   topo-gate show node.yaml --json | jq '.decisions[] | select(.tp == 4)'
 
-\b
-A profile whose digest does not match is shown with a warning (launchers ignore it).
-Exit codes: 0 shown; 1 invalid; 3 unreadable.""",
+A profile whose digest does not match is shown with a warning (launchers ignore it). Exit codes:
+0 shown; 1 invalid; 3 unreadable.""",
 )
 @profile_argument
 @click.option("--json", "as_json", is_flag=True, help="Print the decisions as JSON instead of tables.")

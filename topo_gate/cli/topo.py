@@ -44,8 +44,8 @@ def read_node_or_fail(from_path: str | None, timeout_s: float = 60) -> Node:
     "topo",
     epilog="""\b
 Examples:
-  topo-gate topo                                   # this node, through NVML
-  topo-gate topo --from h200-x2.json               # a recorded node, exactly as on that machine
+  topo-gate topo                        # this node, through NVML
+  topo-gate topo --from h200-x2.json    # a recorded node, as on that machine
   topo-gate topo --json | jq .interconnect
 
 Exit codes: 0 ok, 3 unreadable capture, 4 no NVIDIA driver, 5 NVML crashed.""",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from topo_gate._terminal import shown
 from topo_gate.cli._errors import CliError, ExitCode, error_line, fail
 from topo_gate.cli._profile import load_or_fail
 from topo_gate.profile import ProfileError, dump_profile, load_profile
@@ -23,15 +24,19 @@ Examples:
   topo-gate validate profiles/*.yaml        # several: each is checked and reported
   topo-gate validate profiles/               # a profile set: one member per node fingerprint
 
+Exit codes: 0 valid; 1 invalid (including what no measurement can say: a fast path slower than
+NCCL, a CI not containing its speed-up, a CPU backend in a GPU profile), digest mismatch or
+schema too new; 3 unreadable (missing, over 16 MiB, not UTF-8, not YAML); 8
+--reseal could not write. Errors are one line naming the field:
+
 \b
+  topo-gate: error: node.yaml: decisions[0].rules[1].max_bytes:
+  must be > 458752 (rules must be ordered)
+
 A directory is checked as a profile set (what `exec --profile DIR` reads): every *.yaml/*.yml
 member valid, and no two members for one fingerprint (a duplicate or a conflict makes the reader
-answer NCCL for that node class).
-Exit codes: 0 valid; 1 invalid, digest mismatch, schema too new, or a set with a duplicate,
-conflict or invalid member; 3 unreadable (missing, over 16 MiB, not UTF-8, not YAML, a directory
-that cannot be listed). With several paths, the highest of theirs.
-Errors are one line per path, naming the field:
-  topo-gate: error: node.yaml: decisions[0].rules[1].max_bytes: must be > 458752 (rules must be ordered)""",
+answer NCCL for that node class): exit 1; 3 when it cannot be listed. With several paths, the exit
+code is the highest of theirs.""",
 )
 # Existence is checked by the loader, so a missing file exits 3, not 2.
 @click.argument("profiles", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="PROFILE...")
@@ -69,7 +74,7 @@ def _validate(profile: Path, reseal: bool, as_json: bool) -> None:
     version = loaded.schema.rsplit("/", 1)[-1]
     fingerprint = loaded.node.fingerprint[:19]
     click.echo(
-        f"OK {profile}: schema {version}, {len(loaded.decisions)} decisions, fingerprint {fingerprint}..."
+        f"OK {shown(profile)}: schema {version}, {len(loaded.decisions)} decisions, fingerprint {fingerprint}..."
     )
 
 
@@ -82,7 +87,7 @@ def _reseal(path: Path) -> None:
         load_profile(path)
     except ProfileError:  # the digest is missing or stale
         dump_profile(profile, path)
-        click.echo(f"resealed {path}", err=True)
+        click.echo(f"resealed {shown(path)}", err=True)
 
 
 def _validate_set(directory: Path, as_json: bool) -> None:
@@ -99,8 +104,8 @@ def _validate_set(directory: Path, as_json: bool) -> None:
                 if member.fingerprint
                 else "INVALID"
             )
-            click.echo(f"  {member.name}: {state}")
+            click.echo(f"  {shown(member.name)}: {state}")
     if not report.ok:
         raise fail(ExitCode.NOT_OK, f"{directory}: {'; '.join(report.problems)}")
     if not as_json:
-        click.echo(f"OK {directory}: profile set of {len(report.members)}, one per fingerprint")
+        click.echo(f"OK {shown(directory)}: profile set of {len(report.members)}, one per fingerprint")

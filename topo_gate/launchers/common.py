@@ -9,7 +9,6 @@ launcher left alone may auto-enable a backend that loses on this node. Only
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -100,7 +99,7 @@ def read_profile(
     trust_unverified_node: bool = False,
 ) -> Reading:
     """Ask the reader for the requested patterns (the others read as NCCL everywhere); never raises
-    (the reader does not, and loading is guarded)."""
+    (the reader does not, and loading is guarded). ``trust_unverified_node``: see ``gate()``."""
     from topo_gate.profile.io import load_profile
     from topo_gate.profile.profile_set import choose_member, is_profile_set
     from topo_gate.profile.reader import FINGERPRINT_ENV, gate
@@ -120,13 +119,6 @@ def read_profile(
     rules: dict[str, tuple[Rule, ...]] = {}
     warnings: list[str] = list(set_notes)
     group_class = None
-    # The hardened reader takes this keyword (NCCL for an unverified node unless trusted); a reader
-    # without it verifies nothing more and needs none.
-    trust = (
-        {"trust_unverified_node": True}
-        if trust_unverified_node and "trust_unverified_node" in inspect.signature(gate).parameters
-        else {}
-    )
     unknown = sorted(set(patterns) - set(PATTERNS))
     if unknown or not patterns:
         reason = f"unknown pattern(s) {unknown}" if unknown else "no pattern requested"
@@ -137,7 +129,13 @@ def read_profile(
             warnings.append(f"{pattern} not requested (--pattern): every path serving it stays off")
             continue
         decision = gate(
-            profile, tp=tp, pattern=pattern, gpus=gpus, strict=strict, fingerprint=fingerprint, **trust
+            profile,
+            tp=tp,
+            pattern=pattern,
+            gpus=gpus,
+            strict=strict,
+            fingerprint=fingerprint,
+            trust_unverified_node=trust_unverified_node,
         )
         warnings.extend(w for w in decision.warnings if w not in warnings)
         if decision.fallback:

@@ -4,6 +4,7 @@ topo-gate's PID, signals and exit status, as a process manager (systemd, Kuberne
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -13,6 +14,7 @@ from typing import NoReturn
 import yaml
 
 from topo_gate._atomic import write_atomic
+from topo_gate._terminal import shown
 from topo_gate.launchers.common import LaunchPlan
 from topo_gate.launchers.merge import Merged, merge
 from topo_gate.launchers.trtllm import OPTIONS_FLAG
@@ -68,17 +70,27 @@ def _with_options_file(merged: Merged, config: Mapping[str, object]) -> Merged:
     else:
         argv[at] = f"{OPTIONS_FLAG}={path}" if argv[at].startswith(OPTIONS_FLAG + "=") else path
     added = (*merged.added, f"{OPTIONS_FLAG} {path} ({', '.join(f'{k}: {v}' for k, v in config.items())})")
-    return replace(merged, argv=tuple(argv), added=added, warnings=tuple(warnings))
+    return replace(
+        merged, argv=tuple(argv), added=added, warnings=tuple(warnings), temp_dirs=(*merged.temp_dirs, folder)
+    )
 
 
 def exec_merged(merged: Merged, plan: LaunchPlan) -> NoReturn:
-    """Say on stderr what was added and why, then replace this process with the launcher."""
+    """Say on stderr what was added and why, then replace this process with the launcher.
+
+    If the launcher cannot be started (``OSError``), the files written for it are removed first.
+    """
     say = sys.stderr.write
     header = f"topo-gate: {plan.launcher} {plan.launcher_version_pinned}"
-    say(f"{header}: {'FALLBACK ' + plan.reason if plan.fallback else plan.reason}\n")
+    say(f"{header}: {shown('FALLBACK ' + plan.reason if plan.fallback else plan.reason)}\n")
     for item in merged.added:
-        say(f"topo-gate: + {item}\n")
+        say(f"topo-gate: + {shown(item)}\n")
     for warning in merged.warnings:
-        say(f"topo-gate: warning: {warning}\n")
+        say(f"topo-gate: warning: {shown(warning)}\n")
     sys.stderr.flush()
-    os.execvpe(merged.argv[0], list(merged.argv), dict(merged.env))
+    try:
+        os.execvpe(merged.argv[0], list(merged.argv), dict(merged.env))
+    except OSError:
+        for folder in merged.temp_dirs:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise

@@ -40,6 +40,7 @@ class Merged:
     env: Mapping[str, str]
     added: tuple[str, ...]
     warnings: tuple[str, ...]
+    temp_dirs: tuple[str, ...] = ()  # written for the command; removed if it cannot be started
 
 
 def split_flags(args: Sequence[str], launcher: str) -> list[tuple[str, str | None]]:

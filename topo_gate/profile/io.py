@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import stat
 
+from topo_gate._inputs import InputError, RegularFile
 from topo_gate.profile.digest import DIGEST_KEY, compute_digest
 from topo_gate.profile.errors import ProfileDigestMismatch, ProfileInvalid, ProfileUnreadable
 from topo_gate.profile.schema import Profile
-from topo_gate.profile.validate import expect_plain_data
+from topo_gate.profile.validate import check_semantics, expect_plain_data
 from topo_gate.profile.yaml_format import parse_yaml, to_yaml
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
@@ -20,40 +20,25 @@ MAX_PROFILE_BYTES = 16 * 1024 * 1024
 
 
 class ProfileFile:
-    """An open profile file, identified by ``fstat`` of the open handle.
+    """An open profile file (``_inputs.RegularFile``: regular files only, an open that never blocks).
 
-    Only regular files are accepted, and the open never blocks: a FIFO or device path fails at once
-    instead of hanging a launcher. ``identity`` lets a cache tell an unchanged file from a replaced one
-    without a race between checking and reading.
+    ``identity`` lets a cache tell an unchanged file from a replaced one without a race between
+    checking and reading.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        except FileNotFoundError:
-            raise ProfileUnreadable("no such file") from None
-        except OSError as error:
-            raise ProfileUnreadable(f"cannot open: {error.strerror or error}") from None
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):
-            os.close(fd)
-            kind = "a directory" if stat.S_ISDIR(status.st_mode) else "not a regular file"
-            raise ProfileUnreadable(f"is {kind}, not a profile file")
-        self._handle = os.fdopen(fd, "rb")
-        self.identity = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+            self._file = RegularFile(path, "a profile file")
+        except InputError as error:
+            raise ProfileUnreadable(str(error)) from None
+        self.identity = self._file.identity
 
     def read_text(self) -> str:
         """The text, refusing more than 16 MiB (read no further) and non-UTF-8 bytes."""
         try:
-            payload = self._handle.read(MAX_PROFILE_BYTES + 1)
-        except OSError as error:
-            raise ProfileUnreadable(f"cannot read: {error.strerror or error}") from None
-        if len(payload) > MAX_PROFILE_BYTES:
-            raise ProfileUnreadable(f"larger than {MAX_PROFILE_BYTES // (1024 * 1024)} MiB; not a profile")
-        try:
-            return payload.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise ProfileUnreadable(f"not UTF-8 text (byte {error.start}: {error.reason})") from None
+            return self._file.read_text(MAX_PROFILE_BYTES)
+        except InputError as error:
+            raise ProfileUnreadable(str(error)) from None
 
     def read_head(self, size: int) -> bytes:
         """At most the first ``size`` bytes, undecoded (a profile set's index reads only these)."""
@@ -66,7 +51,7 @@ class ProfileFile:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._handle.close()
+        self._file.__exit__(*exc_info)
 
 
 def profile_from_text(text: str, *, verify_digest: bool = True) -> Profile:
@@ -77,6 +62,8 @@ def profile_from_text(text: str, *, verify_digest: bool = True) -> Profile:
     expect_plain_data(data, "")
     if verify_digest:
         _verify_digest(data)
+    # After the digest: a tampered file is reported as tampered, whatever the edit says.
+    check_semantics(profile)
     return profile
 
 
@@ -110,7 +97,12 @@ def profile_to_yaml(profile: Profile) -> str:
 
 
 def dump_profile(profile: Profile, path: str | os.PathLike[str]) -> Path:
-    """Seal ``profile`` with its digest and write it atomically (a reader never sees half a file)."""
+    """Seal ``profile`` with its digest and write it atomically (a reader never sees half a file).
+
+    A profile the loader would refuse (``check_semantics``) is never written: ``ProfileInvalid``.
+    """
     from topo_gate._atomic import write_atomic  # here: tempfile costs launchers 3 ms and they never write
+
+    check_semantics(profile)
 
     return write_atomic(path, profile_to_yaml(profile.with_digest()))

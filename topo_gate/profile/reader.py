@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from topo_gate.profile.digest import compute_digest
 from topo_gate.profile.drift import software_drift
 from topo_gate.profile.errors import ProfileError
+from topo_gate.profile.figures import speedup_ci_text
 from topo_gate.profile.io import ProfileFile, profile_from_text
 from topo_gate.profile.profile_set import choose_member, is_profile_set
 from topo_gate.profile.schema import NCCL, PATTERNS, Profile, Rule
+from topo_gate.profile.validate import check_semantics
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
 if TYPE_CHECKING:
@@ -26,7 +28,9 @@ if TYPE_CHECKING:
 
 FINGERPRINT_ENV = "TOPO_GATE_NODE_FINGERPRINT"
 _UNVERIFIED = (
-    "node not verified against the profile's fingerprint (use `topo-gate exec` or pass fingerprint=)"
+    "node not verified against the profile's fingerprint (use `topo-gate exec`, pass fingerprint= or "
+    f"set {FINGERPRINT_ENV}; a caller planning for the profile's node class passes "
+    "trust_unverified_node=True)"
 )
 
 
@@ -70,27 +74,33 @@ def gate(
     gpus: Sequence[int] | None = None,
     strict: bool = False,
     fingerprint: str | None = None,
+    trust_unverified_node: bool = False,
 ) -> Decision:
     """Which all-reduce backend to use; NCCL unless the profile measured something faster here.
 
     ``profile``: a path, a ``Profile``, or a directory of profiles (a set: the one member whose
-    fingerprint is this node's decides; none or several is NCCL). ``nbytes=None`` asks for the
-    smallest messages (decode). ``gpus=None`` means the launcher's default group
-    ``[0, ..., tp-1]``. ``fingerprint`` is this node's (default: env ``TOPO_GATE_NODE_FINGERPRINT``,
-    set by ``topo-gate exec``); without one the answer carries a warning, and under ``strict=True``
-    is NCCL. Software drift (driver, NCCL, torch,
-    FlashInfer) is a warning, NCCL under ``strict``. Never raises.
+    fingerprint is this node's decides; none or several is NCCL). ``nbytes=None`` asks for the smallest messages (decode).
+    ``gpus=None`` means the launcher's default group ``[0, ..., tp-1]``. ``fingerprint`` is this
+    node's (default: env ``TOPO_GATE_NODE_FINGERPRINT``, set by ``topo-gate exec``); it must equal
+    the profile's. Without one the node is not verified and the answer is NCCL, reason "node not
+    verified ...", unless ``trust_unverified_node=True`` (for a caller that plans for the profile's
+    node class rather than for this node): then the profile decides, with a warning, except under
+    ``strict=True``. Software drift (driver, NCCL, torch, FlashInfer) is a warning, NCCL under
+    ``strict``. Never raises.
     """
-    path = None if isinstance(profile, Profile) else _path_text(profile)
+    path: str | None = None
     warnings: list[str] = []
     try:
-        return _decide(profile, path, tp, nbytes, pattern, gpus, strict, fingerprint, warnings)
+        path = None if isinstance(profile, Profile) else _path_text(profile)
+        return _decide(
+            profile, path, tp, nbytes, pattern, gpus, strict, fingerprint, trust_unverified_node, warnings
+        )
     except _Fallback as stop:
         return _nccl(str(stop), warnings, tp, pattern, path)
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
     except BaseException as error:  # noqa: BLE001 -- the launcher must never crash on our account
-        reason = f"topo-gate reader failed ({type(error).__name__}: {error}); please report it"
+        reason = f"topo-gate reader failed ({type(error).__name__}: {_words(error)}); please report it"
         return _nccl(reason, warnings, tp, pattern, path)
 
 
@@ -103,13 +113,14 @@ def _decide(
     gpus: Sequence[int] | None,
     strict: bool,
     fingerprint: str | None,
+    trust_unverified_node: bool,
     warnings: list[str],
 ) -> Decision:
     tp, nbytes, pattern = _checked_arguments(tp, nbytes, pattern)
     if path is not None and is_profile_set(path):
         path = _set_member(path, fingerprint)
     profile = _admitted_profile(source, path)
-    _check_node(profile, strict, fingerprint, warnings)
+    _check_node(profile, strict, fingerprint, trust_unverified_node, warnings)
     group = list(range(tp)) if gpus is None else _checked_gpus(gpus, tp)
     group_class = _group_class(profile, tp, group)
     entry = profile.find(tp, pattern, group_class)
@@ -161,6 +172,10 @@ def _admitted_profile(source: ProfileSource, path: str | None) -> Profile:
                 "profile object: digest: missing or does not match its content "
                 "(seal it with Profile.with_digest(), or pass the file's path)"
             )
+        try:
+            check_semantics(source)
+        except ProfileError as error:
+            raise _Fallback(f"profile object unusable: {error}") from None
         return source
     try:
         return _CACHE.load(path)
@@ -179,9 +194,13 @@ def _set_member(directory: str, fingerprint: str | None) -> str:
     return chosen.path
 
 
-def _check_node(profile: Profile, strict: bool, fingerprint: str | None, warnings: list[str]) -> None:
+def _check_node(
+    profile: Profile, strict: bool, fingerprint: str | None, trusted: bool, warnings: list[str]
+) -> None:
     here = fingerprint if fingerprint is not None else os.environ.get(FINGERPRINT_ENV)
     if here is None:
+        if not trusted:
+            raise _Fallback(_UNVERIFIED)
         warnings.append(_UNVERIFIED)
         if strict:
             raise _Fallback(f"strict: {_UNVERIFIED}")
@@ -215,8 +234,7 @@ def _group_class(profile: Profile, tp: int, group: list[int]) -> str:
 def _rule_words(rule: Rule) -> str:
     if rule.backend == NCCL:
         return "nccl: no faster backend measured at this size"
-    low, high = rule.ci or (rule.speedup, rule.speedup)
-    return f"{rule.backend} measured {rule.speedup}x faster than nccl (CI {low}-{high})"
+    return f"{rule.backend} measured {speedup_ci_text(rule.speedup, rule.ci)} faster than nccl"
 
 
 def _nccl(reason: str, warnings: list[str], tp: object, pattern: object, path: str | None) -> Decision:
@@ -231,7 +249,14 @@ def _nccl(reason: str, warnings: list[str], tp: object, pattern: object, path: s
     )
 
 
-def _path_text(profile: str | os.PathLike[str]) -> str:
+def _words(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:  # noqa: BLE001 -- an exception whose own str() fails must not escape gate()
+        return "(no message)"
+
+
+def _path_text(profile: object) -> str:
     try:
         return os.fsdecode(os.fspath(profile))
     except TypeError:

@@ -1,7 +1,10 @@
-"""Checks of plain values that name the problem and where: ``rules[2].max_bytes: must be > 8388608``.
+"""Checks that name the problem and where: ``rules[2].max_bytes: must be > 8388608``.
 
-The schema dataclasses call these from ``__post_init__``, so an invalid ``Profile`` cannot be built,
-whether it comes from a file or from ``decide``. Each check raises ``ProfileInvalid`` with the field
+Two kinds: checks of plain values (below, first), and ``check_semantics``, which refuses a
+well-formed profile stating something no measurement can say.
+
+The schema dataclasses call the plain-value checks from ``__post_init__``, so an invalid ``Profile``
+cannot be built, from a file or from ``decide``. Each check raises ``ProfileInvalid`` with the field
 it was given; ``located()`` prefixes the outer path as the error travels up
 (``decisions[1]`` + ``rules[2].max_bytes``).
 """
@@ -13,6 +16,7 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
+from topo_gate._inputs import MAX_DEPTH, MAX_INT
 from topo_gate.profile.errors import ProfileError, ProfileInvalid, ProfileSchemaTooNew
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
@@ -24,8 +28,6 @@ SCHEMA_MAJOR = 1
 # "topo-gate/profile/v1" or "topo-gate/profile/v1.N": a minor bump only adds optional fields.
 _SCHEMA_RE = re.compile(r"topo-gate/profile/v(\d+)(?:\.(\d+))?")
 _DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
-# Real profiles nest about six levels deep; the cap keeps hostile free-form data from recursing far.
-MAX_DEPTH = 32
 
 
 @contextmanager
@@ -41,8 +43,12 @@ def describe(value: object) -> str:
     """A short, safe description of a value for an error message: ``list``, ``str 'abc'``."""
     if value is None:
         return "null"
-    if isinstance(value, (bool, int, float)):
-        return f"{type(value).__name__} {value!r}"
+    if isinstance(value, bool):
+        return f"bool {value!r}"
+    if isinstance(value, int):
+        return f"int {_int_words(value)}"
+    if isinstance(value, float):
+        return f"float {value!r}"
     if isinstance(value, str):
         shown = value if len(value) <= 40 else value[:37] + "..."
         return f"str {shown!r}"
@@ -88,8 +94,15 @@ def expect_int(value: object, field: str, *, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ProfileInvalid(f"must be an integer, found {describe(value)}", field)
     if value < minimum:
-        raise ProfileInvalid(f"must be >= {minimum}, found {value}", field)
+        raise ProfileInvalid(f"must be >= {minimum}, found {_int_words(value)}", field)
+    if value > MAX_INT:
+        raise ProfileInvalid(f"must be < 2**63, found {_int_words(value)}", field)
     return value
+
+
+def _int_words(value: int) -> str:
+    # str() of an integer with thousands of digits raises ValueError; its size is what matters.
+    return str(value) if value.bit_length() <= 64 else f"an integer of {value.bit_length()} bits"
 
 
 def expect_str(value: object, field: str) -> str:
@@ -127,7 +140,11 @@ def expect_plain_data(value: object, field: str, depth: int = 0) -> None:
     """JSON data only: str keys, finite floats, no bytes/sets/dates (the digest hashes it as JSON)."""
     if depth > MAX_DEPTH:
         raise ProfileInvalid(f"nested deeper than {MAX_DEPTH} levels", field)
-    if value is None or isinstance(value, (str, bool, int)):
+    if value is None or isinstance(value, (str, bool)):
+        return
+    if isinstance(value, int):
+        if not -MAX_INT <= value <= MAX_INT:
+            raise ProfileInvalid(f"integer out of range, found {_int_words(value)}", field)
         return
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -144,3 +161,72 @@ def expect_plain_data(value: object, field: str, depth: int = 0) -> None:
             expect_plain_data(item, f"{field}.{key}" if field else key, depth + 1)
         return
     raise ProfileInvalid(f"must be plain JSON data, found {describe(value)}", field)
+
+
+# -- what a profile means, beyond its shape -----------------------------------------------------------
+
+NCCL = "nccl"
+#: The CPU test harness's backends: only a CPU-harness profile (``hardware.device: cpu``) may name them,
+#: and it may name no GPU backend but the final NCCL rung.
+CPU_BACKENDS = ("gloo", "gloo_ring")
+CPU_BASELINE = "gloo"
+
+
+def check_semantics(profile: Any) -> None:
+    """Refuse a well-formed profile that states something impossible; ``ProfileInvalid`` names where.
+
+    The shape checks (``schema.py``) cannot see these, and a resealed hand edit passes the digest:
+    a fast-path rung slower than NCCL, a CI that does not contain its speed-up, an NCCL rung with a
+    speed-up, a CPU backend in a GPU profile (or the reverse), a profile that decides nothing.
+    ``validate`` and the launcher reader both run this, so neither follows such a profile.
+    """
+    if not profile.decisions and not profile.skipped:
+        raise ProfileInvalid("no decisions and no skipped TP sizes: the profile decides nothing", "decisions")
+    cpu = profile.node.hardware.get("device") == "cpu"
+    for index, entry in enumerate(profile.decisions):
+        with located(f"decisions[{index}]"):
+            for rule_index, rule in enumerate(entry.rules):
+                with located(f"rules[{rule_index}]"):
+                    _check_rule(rule, cpu=cpu)
+
+
+def _check_rule(rule: Any, *, cpu: bool) -> None:
+    _check_backend_kind(rule.backend, "backend", cpu=cpu)
+    if rule.backend == NCCL:
+        for name in ("speedup", "ci"):
+            if getattr(rule, name) is not None:
+                raise ProfileInvalid("an nccl rule is the baseline: it has no speedup or ci", name)
+        return
+    baseline = cpu and rule.backend == CPU_BASELINE
+    _check_speedup(rule.speedup, rule.ci, "", baseline=baseline)
+    for index, alternative in enumerate(rule.alternatives):
+        where = f"alternatives[{index}]"
+        _check_backend_kind(alternative.backend, f"{where}.backend", cpu=cpu)
+        _check_speedup(alternative.speedup, alternative.ci, where, baseline=False)
+
+
+def _check_backend_kind(backend: str, field: str, *, cpu: bool) -> None:
+    if backend == NCCL:
+        return
+    if not cpu and backend in CPU_BACKENDS:
+        raise ProfileInvalid(f"{backend} is a CPU test-harness backend; this is a GPU profile", field)
+    if cpu and backend not in CPU_BACKENDS:
+        raise ProfileInvalid(f"{backend} is a GPU backend; this is a CPU-harness profile", field)
+
+
+def _check_speedup(speedup: float, ci: tuple[float, float], where: str, *, baseline: bool) -> None:
+    def at(name: str) -> str:
+        return f"{where}.{name}" if where else name
+
+    if baseline:
+        if speedup != 1.0 or tuple(ci) != (1.0, 1.0):
+            raise ProfileInvalid("the baseline against itself is exactly 1.0 (ci [1.0, 1.0])", at("speedup"))
+        return
+    if speedup < 1.0:
+        raise ProfileInvalid(
+            f"{speedup} is slower than the baseline: a rule names only a backend measured faster",
+            at("speedup"),
+        )
+    low, high = ci
+    if not low <= speedup <= high:
+        raise ProfileInvalid(f"[{low}, {high}] does not contain the speedup {speedup}", at("ci"))

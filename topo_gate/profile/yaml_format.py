@@ -24,8 +24,8 @@ from yaml.composer import Composer, ComposerError
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.resolver import Resolver
 
+from topo_gate._inputs import MAX_DEPTH, long_integer_words
 from topo_gate.profile.errors import ProfileUnreadable
-from topo_gate.profile.validate import MAX_DEPTH
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
 if TYPE_CHECKING:
@@ -139,6 +139,8 @@ def parse_yaml(text: str, loader: type[_ProfileRules] = ProfileLoader) -> Any:
         raise ProfileUnreadable(f"not valid YAML: {where}{error.problem or error.context}{context}") from None
     except yaml.YAMLError as error:
         raise ProfileUnreadable(f"not valid YAML: {error}") from None
+    except ValueError as error:  # an integer with more digits than Python converts (thousands)
+        raise ProfileUnreadable(f"not valid YAML: {long_integer_words(text) or error}") from None
     if data is None:
         raise ProfileUnreadable("empty: no YAML document in the file")
     return data

@@ -13,9 +13,12 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
+from topo_gate._terminal import shown
 from topo_gate.decide import human_bytes
+from topo_gate.profile.figures import ci_text, speedup_text
 from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
 from topo_gate.report.tables import alternatives_words
+from topo_gate.report.text import file_text
 from topo_gate.trials.plan import BASELINE_BACKEND
 
 
@@ -32,39 +35,41 @@ WIDE_ENOUGH_FOR_REASONS = 120  # columns; below this the reasons would wrap a wo
 
 
 def decisions_table(profile: Profile, *, with_reasons: bool = True) -> Table:
-    """One row per rule; chosen fast paths stand out; each row says why (when there is room)."""
+    """One row per rule; chosen fast paths stand out; each row says why (when there is room).
+
+    Without reasons it fits 80 columns: TP, group and pattern share one stacked cell, and the
+    speed-up sits above its CI. No cell is ever cut short with an ellipsis; text folds instead.
+    """
     table = Table(title="Decisions", title_justify="left", show_lines=False, expand=False)
-    table.add_column("TP", justify="right")
-    table.add_column("group")
-    table.add_column("pattern")
+    table.add_column("TP / group / pattern", overflow="fold")
     table.add_column("message size", no_wrap=True)
     table.add_column("backend", no_wrap=True)
-    table.add_column("speedup (CI)", justify="right")
+    table.add_column("speedup (CI)", justify="right", no_wrap=True)
     if with_reasons:
         table.add_column("why", overflow="fold", ratio=1)
     for entry in profile.decisions:
         _add_entry(table, entry, with_reasons)
         table.add_section()
     for skipped in profile.skipped:
-        row = [str(skipped.tp), "-", "-", "all sizes", NCCL, ""]
-        table.add_row(*row, *([f"skipped: {skipped.reason}"] if with_reasons else []))
+        row = [f"TP {skipped.tp}", "all sizes", NCCL, ""]
+        table.add_row(*row, *([Text(f"skipped: {shown(skipped.reason)}")] if with_reasons else []))
     return table
 
 
 def _add_entry(table: Table, entry: DecisionEntry, with_reasons: bool) -> None:
     lower = 0
     for index, rule in enumerate(entry.rules):
-        first = index == 0
+        where = file_text(f"TP {entry.tp} {entry.group_class}").append(
+            f"\nGPUs {list(entry.group)}\n{entry.pattern}"
+        )
         backend = Text(rule.backend, style="bold green" if rule.backend != NCCL else "")
         speedup = _speedup_cell(rule)
         table.add_row(
-            str(entry.tp) if first else "",
-            f"{entry.group_class} {list(entry.group)}" if first else "",
-            entry.pattern if first else "",
+            where if index == 0 else "",
             size_range(lower, rule),
             backend,
             speedup,
-            *([_why(rule)] if with_reasons else []),
+            *([file_text(_why(rule))] if with_reasons else []),
         )
         lower = rule.max_bytes or lower
 
@@ -76,10 +81,12 @@ def _why(rule: Rule) -> str:
 
 def _speedup_cell(rule: Rule) -> str:
     """The isolated speedup (CI), and the in-context one beneath it when measured."""
-    if rule.speedup is None or rule.ci is None:
+    if rule.speedup is None:
         return ""
-    text = f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})"
-    return text if rule.in_context is None else f"{text}\nin context {rule.in_context:.2f}x"
+    text = speedup_text(rule.speedup)
+    if rule.ci is not None:
+        text += f"\n(CI {ci_text(rule.ci)})"
+    return text if rule.in_context is None else f"{text}\nin context {speedup_text(rule.in_context)}"
 
 
 @dataclass(frozen=True)
@@ -137,8 +144,8 @@ def _footer(summary: Summary, wide: bool) -> list[RenderableType]:
     if not wide:
         parts.append(Text("(a wider terminal shows why each range was chosen)", style="dim"))
     if summary.profile_path:
-        parts.append(Text(f"profile:  {summary.profile_path}"))
+        parts.append(Text(f"profile:  {shown(summary.profile_path)}"))
     if summary.evidence_path:
-        parts.append(Text(f"evidence: {summary.evidence_path}"))
-    parts.extend(Text(f"note: {note}", style="yellow") for note in summary.notes)
+        parts.append(Text(f"evidence: {shown(summary.evidence_path)}"))
+    parts.extend(Text(f"note: {shown(note)}", style="yellow") for note in summary.notes)
     return parts

@@ -12,8 +12,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from topo_gate._terminal import shown
 from topo_gate.profile.compare import BackendChange
+from topo_gate.profile.figures import speedup_ci_text, speedup_text
 from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
+from topo_gate.report.text import file_text
 
 _UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
 
@@ -40,44 +43,49 @@ def profile_header(profile: Profile, *, path: str, digest_problem: str | None = 
     node = profile.node
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
-    grid.add_column()
-    grid.add_row("Profile", path)
+    grid.add_column(overflow="fold")
+    grid.add_row("Profile", file_text(path))
     if node.provenance.get("synthetic") is True:
         grid.add_row("", Text("SYNTHETIC: made-up numbers, not measured on any node", style="bold yellow"))
     if digest_problem:
         grid.add_row(
-            "Digest", Text(f"{digest_problem} -- launchers will ignore this profile", style="bold red")
+            "Digest",
+            Text(f"{shown(digest_problem)} -- launchers will ignore this profile", style="bold red"),
         )
-    grid.add_row("Node", _node_words(node.hardware))
-    grid.add_row("Fingerprint", node.fingerprint)
-    grid.add_row("Software", _software_words(node.software))
-    grid.add_row("Created", f"{profile.created} by {profile.tool.name} {profile.tool.version}")
+    grid.add_row("Node", file_text(_node_words(node.hardware)))
+    grid.add_row("Fingerprint", Text(node.fingerprint, overflow="fold"))
+    grid.add_row("Software", file_text(_software_words(node.software)))
+    created = f"{profile.created} by {profile.tool.name} {profile.tool.version}"
+    grid.add_row("Created", file_text(created))
     trials = profile.trials
-    grid.add_row("Trials", f"{trials.dtype}, hidden {trials.hidden}, TP {', '.join(map(str, trials.tp))}")
+    trials_words = f"{trials.dtype}, hidden {trials.hidden}, TP {', '.join(map(str, trials.tp))}"
+    grid.add_row("Trials", file_text(trials_words))
     for skipped in profile.skipped:
-        grid.add_row("Not measured", f"TP {skipped.tp}: {skipped.reason} (NCCL)")
+        grid.add_row("Not measured", Text(f"TP {skipped.tp}: {shown(skipped.reason)} (NCCL)"))
     return grid
 
 
 def decision_table(entry: DecisionEntry) -> Table:
     """One (tp, pattern, group class): size range | speedup (CI) | backend, with its reason beneath."""
-    title = f"TP {entry.tp} / {entry.pattern} / {entry.group_class} (measured on GPUs {list(entry.group)})"
+    title = file_text(
+        f"TP {entry.tp} / {entry.pattern} / {entry.group_class} (measured on GPUs {list(entry.group)})"
+    )
     if entry.failed is not None:
-        title += f"\n  FAILED: {entry.failed} (NCCL here is not a measurement)"
+        title += file_text(f"\n  FAILED: {entry.failed} (NCCL here is not a measurement)")
     table = Table(title=title, title_justify="left", show_lines=True)
     table.add_column("Message size", no_wrap=True)
     table.add_column("Speedup (CI)", no_wrap=True)
     table.add_column("In context", no_wrap=True)
     # The reason shares the backend's cell: a column of its own is unreadably narrow in 80 columns.
-    table.add_column("Backend and why", ratio=1)
+    table.add_column("Backend and why", ratio=1, overflow="fold")
     lower = 0
     for rule in entry.rules:
         cell = Text(rule.backend, style="dim" if rule.backend == NCCL else "bold green")
         if rule.alternatives:
             cell.append(f"\n{alternatives_words(rule)}", style="green")
         if rule.reason:
-            cell.append(f"\n{rule.reason}", style="default")
-        in_context = "" if rule.in_context is None else f"{rule.in_context:g}x"
+            cell.append(f"\n{shown(rule.reason)}", style="default")
+        in_context = "" if rule.in_context is None else speedup_text(rule.in_context)
         table.add_row(size_range(lower, rule.max_bytes), _speedup_words(rule), in_context, cell)
         lower = rule.max_bytes or lower
     return table
@@ -87,15 +95,12 @@ def alternatives_words(rule: Rule) -> str:
     """``also faster than nccl across the range: vllm_custom 1.52x`` (schema v1.1); "" when none."""
     if not rule.alternatives:
         return ""
-    listed = ", ".join(f"{a.backend} {a.speedup:g}x" for a in rule.alternatives)
+    listed = ", ".join(f"{a.backend} {speedup_text(a.speedup)}" for a in rule.alternatives)
     return f"also faster than {NCCL} across the range: {listed}"
 
 
 def _speedup_words(rule: Rule) -> str:
-    if rule.speedup is None:
-        return ""
-    ci = "" if rule.ci is None else f" ({rule.ci[0]:g}-{rule.ci[1]:g})"
-    return f"{rule.speedup:g}x{ci}"
+    return "" if rule.speedup is None else speedup_ci_text(rule.speedup, rule.ci)
 
 
 def profile_view(profile: Profile, *, path: str, digest_problem: str | None = None) -> RenderableType:
@@ -109,17 +114,18 @@ def profile_view(profile: Profile, *, path: str, digest_problem: str | None = No
 
 def diff_table(changes: Sequence[BackendChange], *, before: str, after: str) -> Table:
     """The size ranges whose backend changed between ``before`` and ``after``."""
-    table = Table(title=f"Backend changes\n  before: {before}\n  after:  {after}", title_justify="left")
-    table.add_column("TP / pattern / group class")
+    title = Text(f"Backend changes\n  before: {shown(before)}\n  after:  {shown(after)}")
+    table = Table(title=title, title_justify="left")
+    table.add_column("TP / pattern / group class", overflow="fold")
     table.add_column("Message size", no_wrap=True)
-    table.add_column("Before -> after")
+    table.add_column("Before -> after", overflow="fold")
     for change in changes:
         cell = Text(f"{change.before} -> ")
         cell.append(change.after, style="bold")
         if change.note:
-            cell.append(f"\n({change.note})", style="dim")
+            cell.append(f"\n({shown(change.note)})", style="dim")
         table.add_row(
-            f"TP {change.tp} / {change.pattern} / {change.group_class}",
+            Text(f"TP {change.tp} / {change.pattern} / {shown(change.group_class)}"),
             size_range(change.min_bytes, change.max_bytes),
             cell,
         )

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from topo_gate._terminal import shown
+from topo_gate.report.text import file_text
 from topo_gate.topology.answers import Unknown
 from topo_gate.topology.capture import capture_to_dict
 from topo_gate.topology.classify import P2P_CAPABILITIES
@@ -83,7 +86,7 @@ def render_node(node: Node, source: str | None, console: Console) -> None:
     if not node.gpus:
         console.print("No GPUs.")
         return
-    console.print(_gpu_table(node))
+    console.print(_GpuTables(node))
     console.print(_matrix(node))
     console.print(_tp_table(node))
     for index, reason in node.excluded:
@@ -97,7 +100,7 @@ def render_node(node: Node, source: str | None, console: Console) -> None:
 
 def _header(node: Node, source: str | None) -> Group:
     capture = node.capture
-    models = sorted({gpu.name or "unknown model" for gpu in node.gpus})
+    models = sorted({shown(gpu.name or "unknown model") for gpu in node.gpus})
     title = Text.assemble(
         (f"{len(node.gpus)}x {', '.join(models) or 'no GPU'}", "bold"),
         "  interconnect ",
@@ -107,7 +110,7 @@ def _header(node: Node, source: str | None) -> Group:
     software = node.software_dict()
     lines = [
         title,
-        Text(
+        file_text(
             f"driver {software['driver'] or 'unknown'}, CUDA driver {software['cuda_driver'] or 'unknown'}, "
             f"fabric: {node.fabric.get('why')}",
             style="dim",
@@ -116,50 +119,70 @@ def _header(node: Node, source: str | None) -> Group:
     ]
     if source:
         where = f"from capture {source} ({capture.hostname or 'unknown host'}, {capture.created})"
-        lines.append(Text(where + (" -- SYNTHETIC" if capture.synthetic else ""), style="dim"))
+        lines.append(Text(shown(where) + (" -- SYNTHETIC" if capture.synthetic else ""), style="dim"))
     if capture.note:
-        lines.append(Text(capture.note, style="italic dim"))
+        lines.append(Text(shown(capture.note), style="italic dim"))
     return Group(*lines)
 
 
-def _gpu_table(node: Node) -> Table:
+class _GpuTables:
+    """The GPU facts as one table where the terminal is wide enough, else as two narrower ones.
+
+    Every column keeps its values whole (no ellipsis): a bus id or a PCIe width cut to ``ge…`` is
+    worse than no table. At 80 columns the facts are split into "what the GPU is" and "where it
+    sits"; below what even that needs, cells fold onto more lines rather than lose characters.
+    """
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        whole = _gpu_table(self.node, _GPU_COLUMNS)
+        natural = Measurement.get(console, options.update_width(10_000), whole).maximum
+        if natural <= options.max_width:
+            yield whole
+            return
+        yield _gpu_table(self.node, _GPU_WHAT, title="GPUs (NVML order = PCI bus order)")
+        yield _gpu_table(self.node, _GPU_WHERE, title="GPUs: PCIe and CPU placement")
+
+
+_GPU_WHAT = ("GPU", "model", "SM", "memory", "NVLinks", "MIG")
+_GPU_WHERE = ("GPU", "PCIe now / max", "NUMA", "CPU affinity", "bus id")
+_GPU_COLUMNS = (*_GPU_WHAT, *_GPU_WHERE[1:])
+
+
+def _gpu_table(
+    node: Node, columns: tuple[str, ...], title: str = "GPUs (NVML order = PCI bus order)"
+) -> Table:
     # One model on the node (the usual case) is named in the header, not on every row.
     show_model = len({gpu.name for gpu in node.gpus}) > 1
-    table = Table(title="GPUs (NVML order = PCI bus order)", title_justify="left")
-    columns = [
-        "GPU",
-        "model",
-        "SM",
-        "memory",
-        "PCIe now / max",
-        "NVLinks",
-        "NUMA",
-        "CPU affinity",
-        "MIG",
-        "bus id",
-    ]
-    for column in columns:
-        if column != "model" or show_model:
-            table.add_column(column, no_wrap=column in ("bus id", "CPU affinity", "memory"))
+    shown_columns = [column for column in columns if column != "model" or show_model]
+    table = Table(title=title, title_justify="left")
+    for column in shown_columns:
+        table.add_column(column, overflow="fold")
     for gpu in node.gpus:
-        a = gpu.answers
-        versions = sorted({link.version for link in gpu.links if link.active and link.version})
-        nvlinks = f"{gpu.active_nvlinks}" + (f" (v{', '.join(versions)})" if versions else "")
-        cells = [
-            str(gpu.index),
-            gpu.name or "?",
-            gpu.sm or "?",
-            f"{gpu.memory_gib} GiB" if gpu.memory_gib is not None else "?",
-            f"gen{_show(a.pcie_gen_current)} x{_show(a.pcie_width_current)} / "
-            f"gen{_show(a.pcie_gen_max)} x{_show(a.pcie_width_max)}",
-            nvlinks,
-            _show(a.numa_node),
-            _show(a.cpu_affinity),
-            {True: f"on ({len(a.mig_devices)})", False: "off", None: "?"}[gpu.mig_enabled],
-            gpu.bus_id or "?",
-        ]
-        table.add_row(*(cells if show_model else cells[:1] + cells[2:]))
+        cells = _gpu_cells(gpu)
+        table.add_row(*(cells[column] for column in shown_columns))
     return table
+
+
+def _gpu_cells(gpu: Any) -> dict[str, str | Text]:
+    a = gpu.answers
+    versions = sorted({link.version for link in gpu.links if link.active and link.version})
+    nvlinks = f"{gpu.active_nvlinks}" + (f" (v{', '.join(versions)})" if versions else "")
+    return {
+        "GPU": str(gpu.index),
+        "model": file_text(gpu.name or "?"),
+        "SM": file_text(gpu.sm or "?"),
+        "memory": f"{gpu.memory_gib} GiB" if gpu.memory_gib is not None else "?",
+        "NVLinks": nvlinks,
+        "MIG": {True: f"on ({len(a.mig_devices)})", False: "off", None: "?"}[gpu.mig_enabled],
+        "PCIe now / max": f"gen{_show(a.pcie_gen_current)} x{_show(a.pcie_width_current)} / "
+        f"gen{_show(a.pcie_gen_max)} x{_show(a.pcie_width_max)}",
+        "NUMA": _show(a.numa_node),
+        "CPU affinity": file_text(_show(a.cpu_affinity)),
+        "bus id": file_text(gpu.bus_id or "?"),
+    }
 
 
 def _matrix(node: Node) -> Table:
@@ -198,9 +221,9 @@ def _cell(node: Node, a: int, b: int) -> Text:
 
 def _tp_table(node: Node) -> Table:
     table = Table(title="Tensor-parallel groups (contiguous, as launchers place ranks)", title_justify="left")
-    table.add_column("TP")
-    table.add_column("groups: class")
-    table.add_column("probe measures")
+    table.add_column("TP", overflow="fold")
+    table.add_column("groups: class", overflow="fold")
+    table.add_column("probe measures", overflow="fold")
     for tp in range(1, len(node.gpus) + 1):
         unavailable = node.tp_unavailable(tp)
         if unavailable:
@@ -257,8 +280,8 @@ def _unknown_facts(node: Node) -> list[str]:
 
 
 def _show(answer: Any) -> str:
-    shown = value(answer)
-    return "?" if shown is None else str(shown)
+    known = value(answer)
+    return "?" if known is None else str(known)
 
 
 def _gpus(gpus: tuple[int, ...]) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from topo_gate._atomic import write_atomic
+from topo_gate._inputs import InputError, parse_json, read_text
 from topo_gate.topology.answers import (
     Capture,
     FabricAnswers,
@@ -74,20 +75,13 @@ def _readable_json(value: Any, indent: str = "") -> str:
 
 
 def load_capture(path: str | os.PathLike[str]) -> Capture:
-    """Read a capture file; any problem is a one-line ``CaptureError`` naming the file and the spot."""
+    """Read a capture file through the guarded input reader (regular file, size and depth caps); any
+    problem is a one-line ``CaptureError`` naming the file and the spot."""
     where = str(path)
     try:
-        raw = Path(path).read_bytes()
-    except OSError as error:
-        raise CaptureError(f"{where}: cannot read: {error.strerror or error}") from None
-    if len(raw) > _MAX_BYTES:
-        raise CaptureError(f"{where}: {len(raw)} bytes is too large for a capture")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise CaptureError(f"{where}: not UTF-8 text") from None
-    except json.JSONDecodeError as error:
-        raise CaptureError(f"{where}: not JSON: {error.msg} at line {error.lineno}") from None
+        data = parse_json(read_text(path, limit=_MAX_BYTES, what="a capture file"))
+    except InputError as error:
+        raise CaptureError(f"{where}: {error}") from None
     return capture_from_dict(data, where)
 
 
@@ -205,9 +199,8 @@ def capture_from_dict(data: Any, where: str = "capture") -> Capture:
     )
     if [gpu.index for gpu in gpus] != list(range(len(gpus))):
         raise CaptureError(f"{where}: gpus: indices must be 0..{len(gpus) - 1} in order")
-    tool = obj.get("tool")
-    if not isinstance(tool, dict):
-        tool = {}
+    _check_pairs(pairs, where)
+    tool = obj.get("tool") if isinstance(obj.get("tool"), dict) else {}
     return Capture(
         system=SystemAnswers(
             **root.answers(system, {"driver": "str", "cuda_driver": "int", "nvml": "str"}, "system")
@@ -222,6 +215,18 @@ def capture_from_dict(data: Any, where: str = "capture") -> Capture:
         synthetic=bool(obj.get("synthetic", False)),
         note=obj.get("note") if isinstance(obj.get("note"), str) else None,
     )
+
+
+def _check_pairs(pairs: tuple[PairAnswers, ...], where: str) -> None:
+    seen: set[tuple[int, int]] = set()
+    for index, pair in enumerate(pairs):
+        if pair.a == pair.b:
+            raise CaptureError(
+                f"{where}: pairs[{index}]: a GPU is not a pair with itself (a == b == {pair.a})"
+            )
+        if (pair.a, pair.b) in seen:
+            raise CaptureError(f"{where}: pairs[{index}]: GPUs ({pair.a}, {pair.b}) are listed twice")
+        seen.add((pair.a, pair.b))
 
 
 def _gpu_from_dict(root: _Reader, gpu: dict[str, Any], at: str) -> GpuAnswers:

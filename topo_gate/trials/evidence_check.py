@@ -1,0 +1,163 @@
+"""What an evidence document must hold for ``decide`` and the profile builder to use it.
+
+Evidence is an input like any other (``probe --replay``, ``decide``): a hand edit or a corrupted file
+must stop here with one line naming the field (``runs[0].results[3].nbytes: must be an integer``),
+never deeper in the pipeline as a TypeError. ``evidence_problem`` returns that line, or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from topo_gate.profile.errors import ProfileError
+from topo_gate.profile.schema import PATTERNS, Node
+from topo_gate.profile.validate import describe
+
+EVIDENCE_FORMAT = "topo-gate/evidence/v1"
+STATUSES = ("ok", "wrong", "unavailable", "failed", "timeout")
+RUN_KEYS = ("tp", "group", "group_class", "pattern", "backends", "results")
+RESULT_KEYS = ("backend", "tokens", "nbytes", "status", "samples_us", "per_rank_us", "skew_us")
+
+
+class _Problem(Exception):
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}" if field else problem)
+
+
+def evidence_problem(evidence: Any) -> str | None:
+    """The first thing in ``evidence`` that the tools after it could not use, as one line; or None."""
+    try:
+        _check(evidence)
+    except _Problem as problem:
+        return str(problem)
+    return None
+
+
+def _check(evidence: Any) -> None:
+    if not isinstance(evidence, Mapping):
+        raise _Problem("", "not a JSON object")
+    fmt = evidence.get("format")
+    if not isinstance(fmt, str) or not fmt.startswith("topo-gate/evidence/"):
+        raise _Problem("", f"not topo-gate evidence (format {_shown(fmt)})")
+    if fmt != EVIDENCE_FORMAT and not fmt.startswith(EVIDENCE_FORMAT + "."):
+        raise _Problem("", f"unsupported evidence format {fmt!r} (this topo-gate reads {EVIDENCE_FORMAT})")
+    for key, kind in (("node", Mapping), ("trials", Mapping), ("skipped", list), ("runs", list)):
+        if not isinstance(evidence.get(key), kind):
+            raise _Problem("", f"missing or malformed {key!r}")
+    for index, run in enumerate(evidence["runs"]):
+        _check_run(run, f"runs[{index}]")
+    for index, skipped in enumerate(evidence["skipped"]):
+        where = f"skipped[{index}]"
+        _int(_key(skipped, "tp", where), f"{where}.tp", minimum=1)
+        _text(_key(skipped, "reason", where), f"{where}.reason")
+    _check_trials(evidence["trials"])
+    _check_node(evidence["node"])
+
+
+def _check_node(node: Mapping[str, Any]) -> None:
+    # The recorded block must make a valid profile node; a capture, when present, is checked (and the
+    # hardware rebuilt from it) by the loader, which knows the topology layer.
+    block = {key: node.get(key) for key in ("fingerprint", "hardware", "software")}
+    block["provenance"] = node.get("provenance") or {}
+    try:
+        Node.from_dict(block)
+    except ProfileError as error:
+        raise _Problem("", f"node.{error}") from None
+    capture = node.get("capture")
+    if capture is not None and not isinstance(capture, Mapping):
+        raise _Problem("node.capture", f"must be an object or null, found {describe(capture)}")
+
+
+def _check_trials(trials: Mapping[str, Any]) -> None:
+    _text(_key(trials, "dtype", "trials"), "trials.dtype")
+    _int(_key(trials, "hidden", "trials"), "trials.hidden", minimum=1)
+    for index, tp in enumerate(_list(_key(trials, "tp", "trials"), "trials.tp")):
+        _int(tp, f"trials.tp[{index}]", minimum=1)
+    for index, pattern in enumerate(_list(_key(trials, "patterns", "trials"), "trials.patterns")):
+        _choice(pattern, f"trials.patterns[{index}]", PATTERNS)
+    method = trials.get("method", {})
+    if not isinstance(method, Mapping):
+        raise _Problem("trials.method", f"must be an object, found {describe(method)}")
+    device = trials.get("device", "cuda")
+    _choice(device, "trials.device", ("cuda", "cpu"))
+
+
+def _check_run(run: Any, where: str) -> None:
+    if not isinstance(run, Mapping) or any(key not in run for key in RUN_KEYS):
+        raise _Problem(where, f"needs {', '.join(RUN_KEYS)}")
+    tp = _int(run["tp"], f"{where}.tp", minimum=1)
+    group = _list(run["group"], f"{where}.group")
+    for index, gpu in enumerate(group):
+        _int(gpu, f"{where}.group[{index}]", minimum=0)
+    if len(group) != tp or len(set(group)) != tp:
+        raise _Problem(f"{where}.group", f"must list {tp} distinct GPUs, found {group}")
+    _text(run["group_class"], f"{where}.group_class")
+    _choice(run["pattern"], f"{where}.pattern", PATTERNS)
+    if not isinstance(run["backends"], (Mapping, list)):
+        raise _Problem(f"{where}.backends", f"must be an object, found {describe(run['backends'])}")
+    for index, result in enumerate(_list(run["results"], f"{where}.results")):
+        _check_result(result, f"{where}.results[{index}]")
+
+
+def _check_result(result: Any, where: str) -> None:
+    if not isinstance(result, Mapping) or any(key not in result for key in RESULT_KEYS):
+        raise _Problem(where, f"needs {', '.join(RESULT_KEYS)}")
+    _text(result["backend"], f"{where}.backend")
+    _int(result["tokens"], f"{where}.tokens", minimum=1)
+    _int(result["nbytes"], f"{where}.nbytes", minimum=1)
+    if result["status"] not in STATUSES:
+        raise _Problem(where, f"status {_shown(result['status'])} is not one of {', '.join(STATUSES)}")
+    samples = result["samples_us"]
+    if not isinstance(samples, list) or not all(_is_positive_number(s) for s in samples):
+        raise _Problem(where, "samples_us must be a list of positive numbers")
+    if result["status"] == "ok" and not samples:
+        raise _Problem(where, "status ok without samples")
+    reason = result.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise _Problem(f"{where}.reason", f"must be a string or null, found {describe(reason)}")
+    error = result.get("max_abs_err")
+    if error is not None and (isinstance(error, bool) or not isinstance(error, (int, float))):
+        raise _Problem(f"{where}.max_abs_err", f"must be a number or null, found {describe(error)}")
+
+
+def _key(data: Any, key: str, where: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise _Problem(where, f"must be an object, found {describe(data)}")
+    if key not in data:
+        raise _Problem(f"{where}.{key}", "missing")
+    return data[key]
+
+
+def _int(value: Any, where: str, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Problem(where, f"must be an integer, found {describe(value)}")
+    if value < minimum:
+        raise _Problem(where, f"must be >= {minimum}, found {value}")
+    return value
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _Problem(where, f"must be a non-empty string, found {describe(value)}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _Problem(where, f"must be a list, found {describe(value)}")
+    return value
+
+
+def _choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise _Problem(where, f"must be one of {', '.join(choices)}, found {describe(value)}")
+    return value
+
+
+def _shown(value: Any) -> str:
+    return repr(value) if isinstance(value, str) and len(value) <= 40 else describe(value)
+
+
+def _is_positive_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
