@@ -2,7 +2,7 @@
 # The GPU runs behind profiles/h200-x2/ and profiles/h200-x1/, in one command per machine, so they can
 # be repeated: `bash scripts/gpu_validation.sh x2` on 2x H200 (two back-to-back probes through
 # benchmarks/probe_wall.py), `... x2-tests` there (the GPU tests and one probe), `... x1` on 1x H200. Expects the
-# offline FlashInfer bundle under .gpu/ (see /work/shared/gpu/README.md) and writes everything under
+# offline FlashInfer bundle under .gpu/ (see ../shared/gpu/README.md) and writes everything under
 # $OUT/run, packed as $OUT/results.tgz, with a summary table last.
 set -u
 mode=${1:?usage: gpu_validation.sh x2|x2-tests|x1}

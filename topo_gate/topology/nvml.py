@@ -2,7 +2,7 @@
 
 Every query goes through ``_Session.ask``, which returns the value or an ``Unknown`` naming why NVML
 gave none -- never raises for an NVML error, so one unsupported query cannot hide the others. The
-traps below were all met on real machines (see ``/work/shared/reference``):
+traps below were all met on real machines (see ``../shared/reference`` beside the repository):
 
 - ``NVML_P2P_CAPS_INDEX_READ`` is the tuple ``(0,)`` in every binding release: pass the integer.
 - ``NVML_NVLINK_MAX_LINKS`` is 36 in 13.x and 18 in 12.x, and asking past a GPU's last link raises:
