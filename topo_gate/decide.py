@@ -201,7 +201,8 @@ def transition_us(result: Mapping[str, Any]) -> float:
     after = result.get("after_larger_us") or []
     if not after or not result["samples_us"]:
         return 0.0
-    return max(0.0, (median(after) - median(result["samples_us"])) * result["graph_calls"])
+    calls: int = result["graph_calls"]
+    return max(0.0, (median(after) - median(result["samples_us"])) * calls)
 
 
 def _penalised(result: Mapping[str, Any]) -> list[float]:
