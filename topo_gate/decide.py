@@ -61,6 +61,7 @@ DEFAULT_MARGIN = 0.05
 #: model's two all-reduces per layer. Deeper models amortise it better, so this errs towards NCCL.
 STEP_CALLS = 64
 COMPOSITE_SUFFIX = "+rmsnorm"  # trials.plan.COMPOSITE_SUFFIX
+GEMM = "gemm"  # the layer graphs' GEMM alone (trials.worker.context.GEMM)
 DEFAULT_CI_LEVEL = 0.95
 DEFAULT_BOOTSTRAP = 2000
 
@@ -310,17 +311,13 @@ def _confirm_in_context(
     if (
         verdict.backend == criteria.baseline
         or not layers
-        or "gemm" not in layers
+        or GEMM not in layers
         or criteria.baseline not in layers
     ):
         return verdict
-    gemm = median(layers["gemm"])
-    base_cost = median(layers[criteria.baseline]) - gemm
-    in_context = {
-        name: base_cost / max(median(samples) - gemm, 0.01)
-        for name, samples in layers.items()
-        if name not in ("gemm", criteria.baseline)
-    }
+    in_context = in_context_speedups(
+        {name: median(samples) for name, samples in layers.items()}, baseline=criteria.baseline
+    )
     threshold = 1 + criteria.margin
     if in_context.get(verdict.backend, 0.0) >= threshold:
         return replace(verdict, in_context=in_context)
@@ -337,6 +334,21 @@ def _confirm_in_context(
         verdict, backend=criteria.baseline, in_context=in_context,
         demoted=f"{why} (GEMM -> all-reduce graph), below the {criteria.margin:.0%} margin: {criteria.baseline}",
     )  # fmt: skip
+
+
+def in_context_speedups(medians_us: Mapping[str, float], *, baseline: str) -> dict[str, float]:
+    """Rule 7's speed-up of each backend at one size, from the median per-call latencies of the
+    layer-like graphs (``gemm``: the GEMM alone): (baseline layer - GEMM) / (backend layer - GEMM).
+    Empty unless both the GEMM and the baseline were timed there."""
+    if GEMM not in medians_us or baseline not in medians_us:
+        return {}
+    gemm = medians_us[GEMM]
+    base_cost = medians_us[baseline] - gemm
+    return {
+        name: base_cost / max(value - gemm, 0.01)
+        for name, value in medians_us.items()
+        if name not in (GEMM, baseline)
+    }
 
 
 def rules_from_verdicts(
