@@ -206,7 +206,8 @@ def transition_us(result: Mapping[str, Any]) -> float:
     return max(0.0, (median(after) - median(result["samples_us"])) * calls)
 
 
-def _penalised(result: Mapping[str, Any]) -> list[float]:
+def charged_samples(result: Mapping[str, Any]) -> list[float]:
+    """Rule 5: the result's samples with its transition cost spread over ``STEP_CALLS`` calls added."""
     extra = transition_us(result) / STEP_CALLS
     return [sample + extra for sample in result["samples_us"]]
 
@@ -236,12 +237,12 @@ def _judge_size(
         usable = result["status"] == "ok" and result["samples_us"]
         if name.endswith(COMPOSITE_SUFFIX):
             if usable:
-                composites[name] = _penalised(result)
+                composites[name] = charged_samples(result)
             continue
         if name not in BACKENDS:
             excluded[name] = "not a backend profile schema v1 knows"
         elif usable:
-            candidates[name] = _penalised(result)
+            candidates[name] = charged_samples(result)
             if transition_us(result) > 0:
                 transitions[name] = transition_us(result)
         else:
