@@ -129,3 +129,31 @@ def test_a_backend_the_schema_does_not_know_is_never_chosen(write_fleet, tmp_pat
     ).profile
     assert "warp_drive" not in [b for _, b, _ in ladder(merged)]
     assert ladder(merged) == ladder(expected)
+
+
+def test_a_choice_one_node_demotes_in_context_is_kept_off_for_the_class(write_fleet, tmp_path):
+    """Rule 7 per node: pcie_ipc saves nothing in n1's layer graphs at the smallest size."""
+    smallest = 14336
+    demoted = twin(1)
+    context = demoted["runs"][0]["context"]
+    nccl_layer = next(c for c in context if c["backend"] == "nccl" and c["nbytes"] == smallest)
+    for entry in context:
+        if entry["backend"] == "pcie_ipc" and entry["nbytes"] == smallest:
+            entry["samples_us"] = list(nccl_layer["samples_us"])
+    both = merge_fleet(load_fleet(write_fleet([twin(0), demoted])), out=tmp_path / "p.yaml", settings=FAST)
+    first = load_fleet(write_fleet([twin(0)], folder="one"))
+    alone = merge_fleet(first, out=tmp_path / "a.yaml", settings=FAST).profile
+    assert alone.decisions[0].rule_for(smallest)[1].backend == "pcie_ipc"
+    _, rule = both.profile.decisions[0].rule_for(smallest)
+    assert rule.backend != "pcie_ipc"
+    assert "on node n1: pcie_ipc only 1.00x in context" in rule.reason
+
+
+def test_a_plan_that_failed_on_one_node_is_a_failed_entry_for_the_class(write_fleet, tmp_path):
+    failed = twin(1)
+    failed["runs"][1]["error"] = "workers exited: rank 1 crashed"
+    merged = merge_fleet(load_fleet(write_fleet([twin(0), failed])), out=tmp_path / "p.yaml", settings=FAST)
+    fused = next(d for d in merged.profile.decisions if d.pattern == "allreduce_rmsnorm")
+    assert fused.failed == "workers exited: rank 1 crashed"
+    assert [rule.backend for rule in fused.rules] == ["nccl"]
+    assert any("plan FAILED on n1" in note for note in merged.notes)
