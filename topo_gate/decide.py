@@ -62,6 +62,7 @@ DEFAULT_MARGIN = 0.05
 #: model's two all-reduces per layer. Deeper models amortise it better, so this errs towards NCCL.
 STEP_CALLS = 64
 COMPOSITE_SUFFIX = "+rmsnorm"  # trials.plan.COMPOSITE_SUFFIX
+GEMM = "gemm"  # the layer graphs' GEMM alone (trials.worker.context.GEMM)
 DEFAULT_CI_LEVEL = 0.95
 DEFAULT_BOOTSTRAP = 2000
 
@@ -83,8 +84,8 @@ class _Criteria:
 
 
 @dataclass(frozen=True)
-class _Verdict:
-    """The choice at one measured size, and what it rests on."""
+class SizeVerdict:
+    """The choice at one measured size (rules 1, 5, 6 and 7), and what it rests on."""
 
     nbytes: int
     backend: str
@@ -97,6 +98,13 @@ class _Verdict:
     in_context: Mapping[str, float] = field(default_factory=dict)  # rule 7: speedup per backend
     demoted: str | None = None  # rule 7: what in context demoted, in words
     eligible: tuple[str, ...] = ()  # every backend that cleared rules 1, 5 and 6 here, fastest first
+
+    def confirmed(self, margin: float) -> tuple[str, ...]:
+        """The eligible backends that rule 7 lets stand here: each one saved the margin in context
+        too, wherever the layer graphs were timed; fastest first."""
+        if not self.in_context:
+            return self.eligible
+        return tuple(name for name in self.eligible if self.in_context.get(name, 0.0) >= 1 + margin)
 
 
 def decide(
@@ -122,24 +130,13 @@ def decide(
             continue
         if run.get("error"):
             notes.append(f"{where}: the plan FAILED ({run['error']}): nothing was measured")
-            decisions[key] = _failed_entry(run)
+            decisions[key] = failed_entry(run)
             continue
         notes.extend(_ignored_backend_notes(run["results"], where))
         notes.extend(_wrong_answer_notes(run["results"], where, criteria.baseline))
-        contexts = _context_by_size(run.get("context", []))
-        verdicts = [
-            _confirm_in_context(
-                _judge_size(
-                    nbytes,
-                    by_backend,
-                    criteria,
-                    rng=random.Random(f"{seed}/{run['tp']}/{list(run['group'])}/{run['pattern']}/{nbytes}"),
-                ),
-                contexts.get(nbytes),
-                criteria,
-            )
-            for nbytes, by_backend in _results_by_size(run["results"])
-        ]
+        verdicts = size_verdicts(
+            run, baseline=criteria.baseline, margin=margin, ci_level=ci_level, bootstrap=bootstrap, seed=seed
+        )
         decisions[key] = DecisionEntry(
             tp=run["tp"],
             group=tuple(run["group"]),
@@ -150,7 +147,37 @@ def decide(
     return DecideResult(decisions=list(decisions.values()), notes=notes)
 
 
-def _failed_entry(run: Mapping[str, Any]) -> DecisionEntry:
+def size_verdicts(
+    run: Mapping[str, Any],
+    *,
+    baseline: str,
+    margin: float = DEFAULT_MARGIN,
+    ci_level: float = DEFAULT_CI_LEVEL,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
+) -> list[SizeVerdict]:
+    """Each measured size of one run (not a failed one) judged by rules 1, 5, 6 and 7, smallest first.
+
+    Each size's bootstrap is seeded from ``seed`` and the size's identity, so the same run judged
+    here for ``fleet merge`` gets the verdicts ``decide`` gives it."""
+    criteria = _Criteria(baseline, margin, ci_level, bootstrap)
+    contexts = _context_by_size(run.get("context", []))
+    return [
+        _confirm_in_context(
+            _judge_size(
+                nbytes,
+                by_backend,
+                criteria,
+                rng=random.Random(f"{seed}/{run['tp']}/{list(run['group'])}/{run['pattern']}/{nbytes}"),
+            ),
+            contexts.get(nbytes),
+            criteria,
+        )
+        for nbytes, by_backend in _results_by_size(run["results"])
+    ]
+
+
+def failed_entry(run: Mapping[str, Any]) -> DecisionEntry:
     reason = f"plan failed, nothing measured: {run['error']}; NCCL because nothing was measured, not because it won"
     return DecisionEntry(
         tp=run["tp"],
@@ -176,10 +203,12 @@ def transition_us(result: Mapping[str, Any]) -> float:
     after = result.get("after_larger_us") or []
     if not after or not result["samples_us"]:
         return 0.0
-    return max(0.0, (median(after) - median(result["samples_us"])) * result["graph_calls"])
+    calls: int = result["graph_calls"]
+    return max(0.0, (median(after) - median(result["samples_us"])) * calls)
 
 
-def _penalised(result: Mapping[str, Any]) -> list[float]:
+def charged_samples(result: Mapping[str, Any]) -> list[float]:
+    """Rule 5: the result's samples with its transition cost spread over ``STEP_CALLS`` calls added."""
     extra = transition_us(result) / STEP_CALLS
     return [sample + extra for sample in result["samples_us"]]
 
@@ -195,11 +224,11 @@ def _results_by_size(
 
 def _judge_size(
     nbytes: int, by_backend: Mapping[str, Mapping[str, Any]], criteria: _Criteria, *, rng: random.Random
-) -> _Verdict:
+) -> SizeVerdict:
     baseline = by_backend.get(criteria.baseline)
     if baseline is None or baseline["status"] != "ok" or not baseline["samples_us"]:
         problem = "not measured" if baseline is None else _status_words(baseline)
-        return _Verdict(nbytes, criteria.baseline, {}, baseline_problem=problem)
+        return SizeVerdict(nbytes, criteria.baseline, {}, baseline_problem=problem)
     candidates, composites = {}, {}
     excluded = {}
     transitions = {}
@@ -209,12 +238,12 @@ def _judge_size(
         usable = result["status"] == "ok" and result["samples_us"]
         if name.endswith(COMPOSITE_SUFFIX):
             if usable:
-                composites[name] = _penalised(result)
+                composites[name] = charged_samples(result)
             continue
         if name not in BACKENDS:
             excluded[name] = "not a backend profile schema v1 knows"
         elif usable:
-            candidates[name] = _penalised(result)
+            candidates[name] = charged_samples(result)
             if transition_us(result) > 0:
                 transitions[name] = transition_us(result)
         else:
@@ -238,14 +267,14 @@ def _verdict(
     criteria: _Criteria,
     *,
     clear: set[str] | None = None,
-) -> _Verdict:
+) -> SizeVerdict:
     """The fastest of ``clear`` (default: every candidate that clears the bar), or the baseline."""
     if clear is None:
         clear = {name for name, s in speedups.items() if _clears(s, criteria)}
     # Sorted over (ratio, name): the fastest first, and a deterministic pick between exact ties.
     ranked = sorted(((speedups[name].ratio, name) for name in clear), reverse=True)
     chosen = ranked[0][1] if ranked else criteria.baseline
-    return _Verdict(nbytes, chosen, speedups, excluded, eligible=tuple(name for _, name in ranked))
+    return SizeVerdict(nbytes, chosen, speedups, excluded, eligible=tuple(name for _, name in ranked))
 
 
 def _beat_composites(
@@ -278,23 +307,19 @@ def _beat_composites(
 
 
 def _confirm_in_context(
-    verdict: _Verdict, layers: Mapping[str, list[float]] | None, criteria: _Criteria
-) -> _Verdict:
+    verdict: SizeVerdict, layers: Mapping[str, list[float]] | None, criteria: _Criteria
+) -> SizeVerdict:
     """Rule 7: the choice must save the margin in the layer-like graph too, else the next one."""
     if (
         verdict.backend == criteria.baseline
         or not layers
-        or "gemm" not in layers
+        or GEMM not in layers
         or criteria.baseline not in layers
     ):
         return verdict
-    gemm = median(layers["gemm"])
-    base_cost = median(layers[criteria.baseline]) - gemm
-    in_context = {
-        name: base_cost / max(median(samples) - gemm, 0.01)
-        for name, samples in layers.items()
-        if name not in ("gemm", criteria.baseline)
-    }
+    in_context = in_context_speedups(
+        {name: median(samples) for name, samples in layers.items()}, baseline=criteria.baseline
+    )
     threshold = 1 + criteria.margin
     if in_context.get(verdict.backend, 0.0) >= threshold:
         return replace(verdict, in_context=in_context)
@@ -313,33 +338,35 @@ def _confirm_in_context(
     )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class SizeSpeedups:
-    """Speedups over the baseline at one size, computed elsewhere (``fleet merge``: per backend, its
-    weakest node), with why other candidates or the baseline itself could not be compared there."""
+def in_context_speedups(medians_us: Mapping[str, float], *, baseline: str) -> dict[str, float]:
+    """Rule 7's speed-up of each backend at one size, from the median per-call latencies of the
+    layer-like graphs (``gemm``: the GEMM alone): (baseline layer - GEMM) / (backend layer - GEMM).
+    Empty unless both the GEMM and the baseline were timed there."""
+    if GEMM not in medians_us or baseline not in medians_us:
+        return {}
+    gemm = medians_us[GEMM]
+    base_cost = medians_us[baseline] - gemm
+    return {
+        name: base_cost / max(value - gemm, 0.01)
+        for name, value in medians_us.items()
+        if name not in (GEMM, baseline)
+    }
 
-    nbytes: int
-    speedups: Mapping[str, Speedup]
-    excluded: Mapping[str, str] = field(default_factory=dict)
-    baseline_problem: str | None = None
 
-
-def rules_from_speedups(
-    cells: Iterable[SizeSpeedups],
+def rules_from_verdicts(
+    verdicts: Sequence[SizeVerdict],
     *,
     baseline: str = NCCL,
     margin: float = DEFAULT_MARGIN,
     ci_level: float = DEFAULT_CI_LEVEL,
 ) -> tuple[Rule, ...]:
-    """The rule ladder from per-size speedups, by exactly ``decide``'s bar, folding and merging."""
+    """The rule ladder from per-size verdicts (rules 2-4): folding, merging, alternatives.
+
+    ``fleet merge`` builds each size's verdict from its nodes' ``size_verdicts`` and hands them here,
+    so a fleet's ladder is made exactly as one node's is."""
     criteria = _Criteria(baseline, margin, ci_level, resamples=0)
-    verdicts = [
-        _verdict(cell.nbytes, cell.speedups, cell.excluded, criteria)
-        if cell.baseline_problem is None
-        else _Verdict(cell.nbytes, baseline, {}, baseline_problem=cell.baseline_problem)
-        for cell in sorted(cells, key=lambda cell: cell.nbytes)
-    ]
-    return tuple(_rules(_fold_lone_buckets(verdicts, criteria), criteria))
+    ordered = sorted(verdicts, key=lambda verdict: verdict.nbytes)
+    return tuple(_rules(_fold_lone_buckets(ordered, criteria), criteria))
 
 
 def _clears(speedup: Speedup, criteria: _Criteria) -> bool:
@@ -348,7 +375,7 @@ def _clears(speedup: Speedup, criteria: _Criteria) -> bool:
     return speedup.ratio >= threshold and speedup.low >= threshold
 
 
-def _fold_lone_buckets(verdicts: Sequence[_Verdict], criteria: _Criteria) -> list[_Verdict]:
+def _fold_lone_buckets(verdicts: Sequence[SizeVerdict], criteria: _Criteria) -> list[SizeVerdict]:
     """Fold each lone size that differs from two equal neighbours into them, when within the margin.
 
     Judged against the unfolded choices, so the result does not depend on scan direction.
@@ -362,7 +389,7 @@ def _fold_lone_buckets(verdicts: Sequence[_Verdict], criteria: _Criteria) -> lis
     return folded
 
 
-def _within_margin(verdict: _Verdict, neighbour: str, criteria: _Criteria) -> bool:
+def _within_margin(verdict: SizeVerdict, neighbour: str, criteria: _Criteria) -> bool:
     if verdict.baseline_problem is not None:
         return False  # nothing was measured against the baseline here: no basis for any comparison
     neighbour_speedup = _speedup_at(verdict, neighbour, criteria)
@@ -373,14 +400,14 @@ def _within_margin(verdict: _Verdict, neighbour: str, criteria: _Criteria) -> bo
     return own_speedup is not None and neighbour_speedup * (1 + criteria.margin) >= own_speedup
 
 
-def _speedup_at(verdict: _Verdict, backend: str, criteria: _Criteria) -> float | None:
+def _speedup_at(verdict: SizeVerdict, backend: str, criteria: _Criteria) -> float | None:
     if backend == criteria.baseline:
         return 1.0
     speedup = verdict.speedups.get(backend)
     return None if speedup is None else speedup.ratio
 
 
-def _rules(verdicts: Sequence[_Verdict], criteria: _Criteria) -> list[Rule]:
+def _rules(verdicts: Sequence[SizeVerdict], criteria: _Criteria) -> list[Rule]:
     if not verdicts:
         return [Rule(max_bytes=None, backend=NCCL, reason="no trial results for this group")]
     rules = []
@@ -398,7 +425,7 @@ def _rules(verdicts: Sequence[_Verdict], criteria: _Criteria) -> list[Rule]:
     return rules
 
 
-def _baseline_rule(members: list[_Verdict], criteria: _Criteria) -> Rule:
+def _baseline_rule(members: list[SizeVerdict], criteria: _Criteria) -> Rule:
     reason = _baseline_reason(members, criteria)
     if criteria.baseline == NCCL:
         return Rule(max_bytes=members[-1].nbytes, backend=NCCL, reason=reason)
@@ -409,7 +436,7 @@ def _baseline_rule(members: list[_Verdict], criteria: _Criteria) -> Rule:
     )
 
 
-def _backend_rule(backend: str, members: list[_Verdict], criteria: _Criteria) -> Rule:
+def _backend_rule(backend: str, members: list[SizeVerdict], criteria: _Criteria) -> Rule:
     # The rule states its weakest size: the speedup a launcher can count on across the whole range.
     weakest = min(members, key=lambda verdict: verdict.speedups[backend].ratio)
     speedup = weakest.speedups[backend]
@@ -444,19 +471,15 @@ def _backend_rule(backend: str, members: list[_Verdict], criteria: _Criteria) ->
     )
 
 
-def _alternatives(backend: str, members: list[_Verdict], criteria: _Criteria) -> tuple[Alternative, ...]:
+def _alternatives(backend: str, members: list[SizeVerdict], criteria: _Criteria) -> tuple[Alternative, ...]:
     """The other backends that cleared the bar at every size of the range (a folded size counts as
     measured: its own verdict decides), each with its weakest speedup there; fastest first."""
-    names = set.intersection(*(set(verdict.eligible) for verdict in members)) - {
+    # Confirmed in context too, wherever the layer graphs were timed (rule 7).
+    names = set.intersection(*(set(verdict.confirmed(criteria.margin)) for verdict in members)) - {
         backend,
         criteria.baseline,
         NCCL,
     }
-    # Confirmed in context too, wherever the layer graphs were timed (rule 7).
-    names = {
-        name for name in names
-        if all(not v.in_context or v.in_context.get(name, 0.0) >= 1 + criteria.margin for v in members)
-    }  # fmt: skip
     weakest = {name: min((v.speedups[name] for v in members), key=lambda s: s.ratio) for name in names}
     ranked = sorted(weakest.items(), key=lambda item: (-round(item[1].ratio, 3), item[0]))
     return tuple(
@@ -465,7 +488,7 @@ def _alternatives(backend: str, members: list[_Verdict], criteria: _Criteria) ->
     )
 
 
-def _baseline_reason(members: list[_Verdict], criteria: _Criteria) -> str:
+def _baseline_reason(members: list[SizeVerdict], criteria: _Criteria) -> str:
     parts = []
     compared = [v for v in members if v.baseline_problem is None and v.folded_from is None]
     contenders = [(s.ratio, name, v.nbytes, s) for v in compared for name, s in sorted(v.speedups.items())]
@@ -492,12 +515,12 @@ def _baseline_reason(members: list[_Verdict], criteria: _Criteria) -> str:
     return "; ".join(parts)
 
 
-def _exclusion_words(verdicts: Sequence[_Verdict]) -> str:
+def _exclusion_words(verdicts: Sequence[SizeVerdict]) -> str:
     reasons = sorted({f"{name}: {why}" for v in verdicts for name, why in v.excluded.items()})
     return f" ({'; '.join(reasons)})" if reasons else ""
 
 
-def _fold_words(verdict: _Verdict, into: str, criteria: _Criteria) -> str:
+def _fold_words(verdict: SizeVerdict, into: str, criteria: _Criteria) -> str:
     lone = verdict.folded_from
     assert lone is not None, "only a folded verdict is described as folded"
     return (
@@ -511,7 +534,7 @@ def _ratio_words(speedup: Speedup) -> str:
     return speedup_ci_text(speedup.ratio, (speedup.low, speedup.high))
 
 
-def _span(verdicts: Sequence[_Verdict]) -> str:
+def _span(verdicts: Sequence[SizeVerdict]) -> str:
     first, last = human_bytes(verdicts[0].nbytes), human_bytes(verdicts[-1].nbytes)
     return first if len(verdicts) == 1 else f"{first}-{last} ({len(verdicts)} sizes)"
 

@@ -37,10 +37,10 @@ def test_one_node_merged_alone_is_what_decide_says():
 
 
 def test_a_backend_that_loses_on_one_node_is_used_on_none(write_fleet, tmp_path):
-    """trtllm_oneshot wins on two twins but is slower than NCCL on the third: no rule may use it."""
+    """trtllm_oneshot_vllm wins on two twins but is slower than NCCL on the third: no rule may use it."""
     slow = twin(2)
     for result in slow["runs"][0]["results"]:
-        if result["backend"] == "trtllm_oneshot":
+        if result["backend"] == "trtllm_oneshot_vllm":
             result["samples_us"] = [s * 1.6 for s in result["samples_us"]]
     paths = write_fleet([twin(0), twin(1), slow])
     alone = [
@@ -50,9 +50,9 @@ def test_a_backend_that_loses_on_one_node_is_used_on_none(write_fleet, tmp_path)
         )
     ]
     merged = merge_fleet(load_fleet(paths), out=tmp_path / "p.yaml", settings=FAST).profile
-    assert "trtllm_oneshot" in alone
+    assert "trtllm_oneshot_vllm" in alone
     backends = [b for _, b, _ in ladder(merged)]
-    assert "trtllm_oneshot" not in backends
+    assert "trtllm_oneshot_vllm" not in backends
     assert "pcie_ipc" in backends and "vllm_custom" in backends  # the others still hold on every node
 
 
@@ -112,11 +112,48 @@ def test_a_fleet_record_must_count_its_nodes():
 
 
 def test_a_backend_the_schema_does_not_know_is_never_chosen(write_fleet, tmp_path):
-    nodes = [twin(0), twin(1)]
-    for evidence in nodes:
-        for result in evidence["runs"][0]["results"]:
-            if result["backend"] == "pcie_ipc":
-                result["backend"] = "warp_drive"  # as a newer topo-gate's evidence might name one
-    merged = merge_fleet(load_fleet(write_fleet(nodes)), out=tmp_path / "p.yaml", settings=FAST).profile
-    backends = [b for _, b, _ in ladder(merged)]
-    assert "warp_drive" not in backends and backends[0] == "trtllm_oneshot"
+    """Results under a name the schema does not know count as not measured: the ladder is the one
+    of the same nodes without that backend at all."""
+    renamed, without = [twin(0), twin(1)], [twin(0), twin(1)]
+    for evidence in renamed:
+        for entry in evidence["runs"][0]["results"] + evidence["runs"][0]["context"]:
+            if entry["backend"] == "pcie_ipc":
+                entry["backend"] = "warp_drive"  # as a newer topo-gate's evidence might name one
+    for evidence in without:
+        run = evidence["runs"][0]
+        run["results"] = [r for r in run["results"] if r["backend"] != "pcie_ipc"]
+        run["context"] = [c for c in run["context"] if c["backend"] != "pcie_ipc"]
+    merged = merge_fleet(load_fleet(write_fleet(renamed)), out=tmp_path / "p.yaml", settings=FAST).profile
+    expected = merge_fleet(
+        load_fleet(write_fleet(without, folder="without")), out=tmp_path / "q.yaml", settings=FAST
+    ).profile
+    assert "warp_drive" not in [b for _, b, _ in ladder(merged)]
+    assert ladder(merged) == ladder(expected)
+
+
+def test_a_choice_one_node_demotes_in_context_is_kept_off_for_the_class(write_fleet, tmp_path):
+    """Rule 7 per node: pcie_ipc saves nothing in n1's layer graphs at the smallest size."""
+    smallest = 14336
+    demoted = twin(1)
+    context = demoted["runs"][0]["context"]
+    nccl_layer = next(c for c in context if c["backend"] == "nccl" and c["nbytes"] == smallest)
+    for entry in context:
+        if entry["backend"] == "pcie_ipc" and entry["nbytes"] == smallest:
+            entry["samples_us"] = list(nccl_layer["samples_us"])
+    both = merge_fleet(load_fleet(write_fleet([twin(0), demoted])), out=tmp_path / "p.yaml", settings=FAST)
+    first = load_fleet(write_fleet([twin(0)], folder="one"))
+    alone = merge_fleet(first, out=tmp_path / "a.yaml", settings=FAST).profile
+    assert alone.decisions[0].rule_for(smallest)[1].backend == "pcie_ipc"
+    _, rule = both.profile.decisions[0].rule_for(smallest)
+    assert rule.backend != "pcie_ipc"
+    assert "on node n1: pcie_ipc only 1.00x in context" in rule.reason
+
+
+def test_a_plan_that_failed_on_one_node_is_a_failed_entry_for_the_class(write_fleet, tmp_path):
+    failed = twin(1)
+    failed["runs"][1]["error"] = "workers exited: rank 1 crashed"
+    merged = merge_fleet(load_fleet(write_fleet([twin(0), failed])), out=tmp_path / "p.yaml", settings=FAST)
+    fused = next(d for d in merged.profile.decisions if d.pattern == "allreduce_rmsnorm")
+    assert fused.failed == "workers exited: rank 1 crashed"
+    assert [rule.backend for rule in fused.rules] == ["nccl"]
+    assert any("plan FAILED on n1" in note for note in merged.notes)

@@ -30,6 +30,13 @@ def fingerprint_of(path: Path) -> str:
     return load_profile(path).node.fingerprint
 
 
+def tamper(member: Path) -> None:
+    """Change the first rule's stated speedup in place, leaving the digest as it was."""
+    text = member.read_text()
+    line = next(line for line in text.splitlines() if line.strip().startswith("speedup: "))
+    member.write_text(text.replace(line, line.split(":")[0] + ": 9.999", 1))
+
+
 @pytest.fixture
 def fleet_set(tmp_path: Path) -> Path:
     """Three node classes, one profile each, as a deployment repo would keep them."""
@@ -78,7 +85,7 @@ def test_two_members_for_one_node_is_nccl_even_when_they_agree(fleet_set):
 
 def test_a_tampered_member_is_found_by_its_fingerprint_then_refused(fleet_set):
     member = fleet_set / "h200-x2.yaml"
-    member.write_text(member.read_text().replace("speedup: 2.305", "speedup: 9.305"))
+    tamper(member)
     decision = topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint_of(H200_X2))
     assert decision.fallback
     assert f"profile {member} unusable: digest:" in decision.reason
@@ -175,11 +182,24 @@ class TestValidateSet:
         assert code == 1 and err.count("\n") == 1
         assert "duplicate: b.yaml, h200-x2.yaml choose the same backends at the same sizes" in err
 
-    def test_two_runs_with_the_same_choices_are_duplicates(self, capsys):
-        """The two bundled 2x H200 runs: same ladders, slightly different measured numbers."""
+    def test_two_runs_with_the_same_choices_are_duplicates(self, capsys, tmp_path):
+        """Two runs with the same ladders and slightly different measured numbers."""
+        again = json.loads(json.dumps(load_profile(H200_X2).to_dict()))
+        for decision in again["decisions"]:
+            for rule in decision["rules"]:
+                if rule.get("speedup") is not None:
+                    rule["speedup"] = round(rule["speedup"] * 0.99, 3)
+        shutil.copy(H200_X2, tmp_path / "run1.yaml")
+        dump_profile(Profile.from_dict(again), tmp_path / "run2.yaml")
+        code, _, err = run(capsys, "validate", str(tmp_path))
+        assert code == 1
+        assert "duplicate: run1.yaml, run2.yaml choose the same backends" in err
+
+    def test_the_two_bundled_runs_are_a_conflict(self, capsys):
+        """The bundled 2x H200 runs agree on 27 of 28 sizes but not on 224 KiB: not duplicates."""
         code, _, err = run(capsys, "validate", str(PROFILES / "h200-x2"))
         assert code == 1
-        assert "duplicate: h7168-run1.yaml, h7168-run2.yaml choose the same backends" in err
+        assert "conflict: h7168-run1.yaml, h7168-run2.yaml decide differently for fingerprint" in err
 
     def test_a_conflict_is_named(self, capsys, fleet_set):
         other = load_profile(H200_X2.with_name("h7168-run2.yaml"))
@@ -211,7 +231,7 @@ def test_a_kept_answer_is_dropped_when_the_set_changes(fleet_set):
     (fleet_set / "second.yaml").unlink()
     assert not topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint).fallback
     chosen = fleet_set / "h200-x2.yaml"
-    chosen.write_text(chosen.read_text().replace("speedup: 2.305", "speedup: 9.305"))  # in place
+    tamper(chosen)  # in place
     assert "digest" in topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint).reason
 
 

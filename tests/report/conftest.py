@@ -21,10 +21,15 @@ def both_runs() -> list[Source]:
 def both_specs(both_runs: list[Source]) -> dict[str, FigureSpec]:
     """The figure specs of both runs by name (the bootstrap behind the speed-ups takes a second)."""
     specs, notes = figure_specs(both_runs)
-    assert notes == []  # the bundled evidence has no in-context or transition measurements
+    assert notes == []  # every in-context and transition measurement of the bundled evidence is read
     return {spec.name: spec for spec in specs}
 
 
 @pytest.fixture(scope="session")
 def run1_evidence() -> dict:
     return json.loads(RUN1.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def both_evidence(run1_evidence: dict) -> list[dict]:
+    return [run1_evidence, json.loads(RUN2.read_text(encoding="utf-8"))]

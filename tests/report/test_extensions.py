@@ -1,138 +1,138 @@
-"""In-context and size-transition figures appear when the evidence has those measurements.
-
-The bundled H200 evidence has neither, so these tests extend a copy of it by hand: the added numbers
-are made up from the recorded samples (scaled), marked as such in the file, and never written as
-measured anywhere.
-"""
+"""In-context and size-transition figures come from the evidence's own ``context`` entries and
+``after_larger_us`` samples, computed as ``decide`` uses them (the bundled 2x H200 runs have both)."""
 
 from __future__ import annotations
 
 import copy
 import json
+from statistics import median
 
 import pytest
 
+from topo_gate.decide import STEP_CALLS, transition_us
 from topo_gate.probe import DecideSettings
 from topo_gate.report.figures import CONTEXT, TRANSITION, figure_specs
 from topo_gate.report.render import render_png
 from topo_gate.report.sources import load_sources
 
-KiB, MiB = 1024, 1024 * 1024
-HAND_MADE = (
-    "HAND-MADE for tests: in_context and transitions are scaled copies of recorded samples, not measured"
-)
-
-
-def _cell(run: dict, backend: str, nbytes: int) -> dict:
-    return next(r for r in run["results"] if r["backend"] == backend and r["nbytes"] == nbytes)
-
-
-def _scaled(cell: dict, factor: float) -> dict:
-    return {**cell, "samples_us": [s * factor for s in cell["samples_us"]], "per_rank_us": []}
-
-
-def _extended(evidence: dict) -> dict:
-    extended = copy.deepcopy(evidence)
-    extended["node"]["provenance"]["note"] = HAND_MADE
-    run = extended["runs"][0]  # TP2 allreduce
-    sizes = (14 * KiB, 7 * MiB)
-    context = [_scaled(_cell(run, "nccl", n), 1.0) for n in sizes]
-    context += [_scaled(_cell(run, "trtllm_oneshot", n), 1.2) for n in sizes]  # the win shrinks in context
-    context.append({**_cell(run, "pcie_ipc", 14 * KiB), "status": "failed", "reason": "hand-made failure"})
-    run["in_context"] = {"description": "hand-made: GEMM before each all-reduce", "results": context}
-    steady = _cell(run, "trtllm_oneshot", 14 * KiB)["samples_us"]
-    run["transitions"] = [
-        {
-            "backend": "trtllm_oneshot",
-            "from_nbytes": 56 * MiB,
-            "to_nbytes": 14 * KiB,
-            "status": "ok",
-            "reason": None,
-            "samples_us": [s * 3 for s in steady],
-        },
-        {
-            "backend": "vllm_custom",
-            "from_nbytes": 56 * MiB,
-            "to_nbytes": 14 * KiB,
-            "status": "timeout",
-            "reason": "hand-made timeout",
-            "samples_us": [],
-        },
-    ]
-    return extended
-
 
 @pytest.fixture(scope="module")
-def extended_specs(tmp_path_factory, run1_evidence):
-    path = tmp_path_factory.mktemp("ext") / "hand-made.evidence.json"
-    path.write_text(json.dumps(_extended(run1_evidence)), encoding="utf-8")
+def run1_specs(tmp_path_factory, run1_evidence):
+    path = tmp_path_factory.mktemp("ext") / "run1.evidence.json"
+    path.write_text(json.dumps(run1_evidence), encoding="utf-8")
     sources = load_sources([path], DecideSettings(bootstrap=200))
-    return figure_specs(sources)
+    return sources[0], *figure_specs(sources)
 
 
-def test_extended_evidence_adds_a_context_and_a_transition_figure(extended_specs) -> None:
-    specs, notes = extended_specs
+def test_each_pattern_gets_a_context_and_a_transition_figure(run1_specs) -> None:
+    _, specs, notes = run1_specs
     assert notes == []
     assert [spec.name for spec in specs] == [
-        "latency-tp2-nvswitch-allreduce",
-        "speedup-tp2-nvswitch-allreduce",
-        "context-tp2-nvswitch-allreduce",
-        "transition-tp2-nvswitch-allreduce",
-        "latency-tp2-nvswitch-allreduce_rmsnorm",
-        "speedup-tp2-nvswitch-allreduce_rmsnorm",
+        f"{kind}-tp2-nvswitch-{pattern}"
+        for pattern in ("allreduce", "allreduce_rmsnorm")
+        for kind in ("latency", "speedup", "context", "transition")
     ]
 
 
-def test_context_figure_puts_the_in_context_speedup_beside_the_isolated_one(extended_specs) -> None:
-    spec = next(s for s in extended_specs[0] if s.kind == CONTEXT)
-    in_context = {ln.backend: ln for ln in spec.lines if ln.variant == "in context"}
-    isolated = {ln.backend: ln for ln in spec.lines if ln.variant == "isolated"}
-    assert set(in_context) == {"trtllm_oneshot"}
-    assert set(isolated) == {"trtllm_oneshot"}  # only the backends measured in context, to compare
-    for point in in_context["trtllm_oneshot"].points:
-        alone = next(p for p in isolated["trtllm_oneshot"].points if p.nbytes == point.nbytes)
-        assert point.value == pytest.approx(alone.value / 1.2)
-    assert [(m.backend, m.status, m.reason) for m in spec.marks] == [
-        ("pcie_ipc", "failed", "hand-made failure")
-    ]
-    assert "context: hand-made: GEMM before each all-reduce" in spec.notes
+@pytest.mark.parametrize("index", [0, 1])
+def test_context_points_are_decides_in_context_speedups(run1_specs, run1_evidence, index) -> None:
+    """Recomputed here from the raw layer samples: (NCCL layer - GEMM) / (backend layer - GEMM)."""
+    run = run1_evidence["runs"][index]
+    layers: dict[int, dict[str, float]] = {}
+    for entry in run["context"]:
+        if entry["samples_us"]:
+            layers.setdefault(entry["nbytes"], {})[entry["backend"]] = median(entry["samples_us"])
+    expected = {
+        (name, nbytes): (at["nccl"] - at["gemm"]) / (value - at["gemm"])
+        for nbytes, at in layers.items()
+        if "gemm" in at and "nccl" in at
+        for name, value in at.items()
+        if name not in ("gemm", "nccl")
+    }
+    spec = next(s for s in run1_specs[1] if s.kind == CONTEXT and s.key[2] == run["pattern"])
+    plotted = {
+        (line.backend, p.nbytes): p.value
+        for line in spec.lines
+        if line.variant == "in context"
+        for p in line.points
+    }
+    assert plotted == pytest.approx(expected)
+    isolated = {line.backend for line in spec.lines if line.variant == "isolated"}
+    assert isolated and isolated <= {backend for backend, _ in plotted}
 
 
-def test_transition_figure_plots_the_slowdown_and_marks_what_did_not_run(extended_specs) -> None:
-    spec = next(s for s in extended_specs[0] if s.kind == TRANSITION)
-    (line,) = spec.lines
-    assert line.backend == "trtllm_oneshot" and not line.connect
-    assert [(p.nbytes, round(p.value, 6)) for p in line.points] == [(14 * KiB, 3.0)]
-    assert [(m.backend, m.status, m.reason) for m in spec.marks] == [
-        ("vllm_custom", "timeout", "hand-made timeout")
-    ]
-    assert [ref.value for ref in spec.ref_lines] == [1.0]
-    assert spec.notes[0] == "trtllm_oneshot 56 MiB -> 14 KiB: 3.00x steady"
+def test_each_rules_in_context_figure_is_its_weakest_plotted_point(run1_specs) -> None:
+    """The decided profile's ``in_context`` is the lowest in-context point of its backend in its range."""
+    source, specs, _ = run1_specs
+    checked = 0
+    for entry in source.profile.decisions:
+        spec = next(s for s in specs if s.kind == CONTEXT and s.key[2] == entry.pattern)
+        lower = 0
+        for rule in entry.rules:
+            if rule.in_context is not None:
+                points = [
+                    p.value
+                    for line in spec.lines
+                    if line.variant == "in context" and line.backend == rule.backend
+                    for p in line.points
+                    if lower < p.nbytes <= (rule.max_bytes or p.nbytes)
+                ]
+                assert round(min(points), 3) == rule.in_context
+                checked += 1
+            lower = rule.max_bytes or lower
+    assert checked >= 2  # both patterns have a rule confirmed in context
+
+
+def test_transition_points_are_the_recorded_replays_after_the_largest_size(run1_specs, run1_evidence) -> None:
+    run = run1_evidence["runs"][0]
+    spec = next(s for s in run1_specs[1] if s.kind == TRANSITION and s.key[2] == run["pattern"])
+    plotted = {(line.backend, p.nbytes): p.value for line in spec.lines for p in line.points}
+    assert all(not line.connect for line in spec.lines)
+    with_after = [r for r in run["results"] if r.get("after_larger_us")]
+    assert plotted == pytest.approx(
+        {
+            (r["backend"], r["nbytes"]): median(r["after_larger_us"]) / median(r["samples_us"])
+            for r in with_after
+        }
+    )
+    first = min(with_after, key=lambda r: (r["backend"], r["nbytes"]))
+    cost = transition_us(first)
+    assert spec.notes[0].startswith(f"{first['backend']} ")
+    assert f"+{cost:.1f} us per replay (charged {cost / STEP_CALLS:.2f} us/call)" in spec.notes[0]
 
 
 def test_unreadable_extension_is_a_note_and_the_rest_still_renders(tmp_path, run1_evidence) -> None:
     garbled = copy.deepcopy(run1_evidence)
-    garbled["runs"][0]["in_context"] = {"results": "not a list"}
-    garbled["runs"][0]["transitions"] = [{"backend": "nccl"}, "nonsense"]
+    garbled["runs"][0]["context"] = [{"backend": "nccl"}]  # no size, no samples
+    for result in garbled["runs"][0]["results"][:40]:
+        if result.get("after_larger_us"):
+            result["after_larger_us"] = [-1.0]  # not a latency
+    for run in garbled["runs"][1:]:
+        run.pop("context")
+        for result in run["results"]:
+            result.pop("after_larger_us", None)
     path = tmp_path / "garbled.evidence.json"
     path.write_text(json.dumps(garbled), encoding="utf-8")
     specs, notes = figure_specs(load_sources([path], DecideSettings(bootstrap=200)))
-    assert {spec.kind for spec in specs} == {"latency", "speedup"}
-    assert len(specs) == 4
-    assert any("in_context is not a list of result cells" in note for note in notes)
-    assert any("2 transitions entries not understood" in note for note in notes)
+    assert [spec.kind for spec in specs if spec.key[2] == "allreduce_rmsnorm"] == ["latency", "speedup"]
+    assert any("context is not a list of layer-graph entries" in note for note in notes)
+    assert any("after_larger_us entries not understood" in note for note in notes)
 
 
 def test_a_backend_name_this_schema_does_not_know_gets_a_latency_line_only(tmp_path, run1_evidence) -> None:
     newer = copy.deepcopy(run1_evidence)
     fused = newer["runs"][1]  # TP2 allreduce_rmsnorm
-    comparator = [
-        {**cell, "backend": "vllm_custom+rmsnorm"} for cell in fused["results"] if cell["backend"] == "nccl"
-    ]
+    comparator = [{**cell, "backend": "warp_drive"} for cell in fused["results"] if cell["backend"] == "nccl"]
     fused["results"] += comparator
     path = tmp_path / "newer.evidence.json"
     path.write_text(json.dumps(newer), encoding="utf-8")
     specs = {s.name: s for s in figure_specs(load_sources([path], DecideSettings(bootstrap=200)))[0]}
-    assert "vllm_custom+rmsnorm" in specs["latency-tp2-nvswitch-allreduce_rmsnorm"].backends
-    assert "vllm_custom+rmsnorm" not in specs["speedup-tp2-nvswitch-allreduce_rmsnorm"].backends
+    assert "warp_drive" in specs["latency-tp2-nvswitch-allreduce_rmsnorm"].backends
+    assert "warp_drive" not in specs["speedup-tp2-nvswitch-allreduce_rmsnorm"].backends
     assert render_png(specs["latency-tp2-nvswitch-allreduce_rmsnorm"]).startswith(b"\x89PNG")
+
+
+def test_context_and_transition_figures_render(run1_specs) -> None:
+    for spec in run1_specs[1]:
+        if spec.kind in (CONTEXT, TRANSITION):
+            assert render_png(spec).startswith(b"\x89PNG")

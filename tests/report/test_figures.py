@@ -12,108 +12,120 @@ from hypothesis import given
 from hypothesis import strategies as st
 from report_inputs import PROFILE1
 
-from topo_gate.profile import load_profile
+from topo_gate.profile import BACKENDS, load_profile
+from topo_gate.report.changes import ranges
 from topo_gate.report.figures import LATENCY, SPEEDUP, figure_specs
+from topo_gate.report.render import backend_colour
 from topo_gate.report.series import median_interval
 
 KiB, MiB = 1024, 1024 * 1024
-
-# What profiles/h200-x2/README.md says both runs decided (TP2, hidden 7168).
-EXPECTED_RANGES = {
-    "allreduce": [
-        (0, 28 * KiB, "pcie_ipc"),
-        (28 * KiB, 7 * MiB, "trtllm_oneshot"),
-        (7 * MiB, 28 * MiB, "vllm_custom"),
-        (28 * MiB, None, "nccl"),
-    ],
-    "allreduce_rmsnorm": [(0, 28 * MiB, "trtllm_fused_oneshot"), (28 * MiB, None, "nccl")],
-}
-ALLREDUCE_BACKENDS = [
-    "nccl",
-    "pcie_ipc",
-    "symm_mem_oneshot",
-    "symm_mem_twoshot",
-    "trtllm_oneshot",
-    "trtllm_twoshot",
-    "vllm_custom",
-]
-FUSED_BACKENDS = ["nccl", "trtllm_fused_oneshot", "trtllm_fused_twoshot"]
+SOURCES = ("h7168-run1", "h7168-run2")
 
 
-def test_two_figures_per_pattern_with_fixed_names(both_specs) -> None:
+def measured_ok(evidence: dict, pattern: str) -> dict[str, list[int]]:
+    """Per backend, the sizes it measured ok in ``pattern``'s run: what its latency line plots."""
+    run = next(r for r in evidence["runs"] if r["pattern"] == pattern)
+    sizes: dict[str, list[int]] = {}
+    for result in run["results"]:
+        if result["status"] == "ok" and result["samples_us"]:
+            sizes.setdefault(result["backend"], []).append(result["nbytes"])
+    return {backend: sorted(found) for backend, found in sorted(sizes.items())}
+
+
+def test_four_figures_per_pattern_with_fixed_names(both_specs) -> None:
+    """The bundled runs have in-context graphs and transitions: context and transition figures too."""
     assert list(both_specs) == [
-        "latency-tp2-nvswitch-allreduce",
-        "speedup-tp2-nvswitch-allreduce",
-        "latency-tp2-nvswitch-allreduce_rmsnorm",
-        "speedup-tp2-nvswitch-allreduce_rmsnorm",
+        f"{kind}-tp2-nvswitch-{pattern}"
+        for pattern in ("allreduce", "allreduce_rmsnorm")
+        for kind in ("latency", "speedup", "context", "transition")
     ]
 
 
-def test_latency_figures_show_every_backend_of_both_runs_nccl_emphasised(both_specs) -> None:
-    specs = both_specs
-    for name, backends in (
-        ("latency-tp2-nvswitch-allreduce", ALLREDUCE_BACKENDS),
-        ("latency-tp2-nvswitch-allreduce_rmsnorm", FUSED_BACKENDS),
-    ):
-        spec = specs[name]
-        assert spec.backends == backends
-        assert spec.sources == ["h7168-run1", "h7168-run2"]
+def test_latency_figures_show_every_backend_of_both_runs_nccl_emphasised(both_specs, both_evidence) -> None:
+    for pattern in ("allreduce", "allreduce_rmsnorm"):
+        spec = both_specs[f"latency-tp2-nvswitch-{pattern}"]
+        per_run = [measured_ok(evidence, pattern) for evidence in both_evidence]
+        assert spec.backends == sorted(set().union(*per_run))
+        assert spec.sources == list(SOURCES)
         assert {(line.backend, line.source) for line in spec.lines} == {
-            (b, s) for b in backends for s in ("h7168-run1", "h7168-run2")
+            (backend, source) for source, sizes in zip(SOURCES, per_run, strict=True) for backend in sizes
         }
         assert {line.backend for line in spec.lines if line.emphasis} == {"nccl"}
         for line in spec.lines:
-            assert line.source_index == (0 if line.source == "h7168-run1" else 1)
+            index = SOURCES.index(line.source)
+            assert line.source_index == index
             assert all(p.low <= p.value <= p.high for p in line.points)
-            # 14 sizes, 14 KiB .. 112 MiB; two-shot is not admitted at 1 and 2 tokens (tokens <= TP).
-            assert len(line.points) == (
-                12 if line.backend.startswith("trtllm") and line.backend.endswith("twoshot") else 14
-            )
-            assert [p.nbytes for p in line.points] == sorted(p.nbytes for p in line.points)
+            assert [p.nbytes for p in line.points] == per_run[index][line.backend]
 
 
-def test_shaded_ranges_are_the_decided_rules_labelled_with_backend_and_speedup(both_specs) -> None:
-    specs = both_specs
+def test_shaded_ranges_are_the_decided_rules_labelled_with_backend_and_speedup(both_runs, both_specs) -> None:
     committed = load_profile(PROFILE1)
-    for pattern, expected in EXPECTED_RANGES.items():
-        rules = committed.find(2, pattern, "nvswitch").rules
+    second = both_runs[1].profile
+    for pattern in ("allreduce", "allreduce_rmsnorm"):
+        entry = committed.find(2, pattern, "nvswitch")
+        expected = [(lower, rule.max_bytes, rule.backend) for lower, rule in ranges(entry)]
+        same = [(r.max_bytes, r.backend) for r in second.find(2, pattern, "nvswitch").rules] == [
+            (r.max_bytes, r.backend) for r in entry.rules
+        ]
         for kind in (LATENCY, SPEEDUP):
-            spec = specs[f"{kind}-tp2-nvswitch-{pattern}"]
+            spec = both_specs[f"{kind}-tp2-nvswitch-{pattern}"]
             assert [(s.min_bytes, s.max_bytes, s.backend) for s in spec.shades] == expected
             assert spec.shades_from == "h7168-run1"
-            for shade, rule in zip(spec.shades, rules, strict=True):
+            for shade, rule in zip(spec.shades, entry.rules, strict=True):
                 assert shade.label.startswith(shade.backend)
                 if rule.speedup is not None:
                     assert shade.label == f"{rule.backend} {rule.speedup:.2f}x"
-            assert "h7168-run2 decided the same" in spec.notes[0]
+            if same:
+                assert "h7168-run2 decided the same" in spec.notes[0]
+            else:
+                assert spec.notes[0].startswith("h7168-run2 decided differently: ")
+
+
+def test_the_runs_differ_only_where_the_bundled_readme_says(both_runs) -> None:
+    """27 of 28 buckets agree; at 224 KiB run 1 chose trtllm_oneshot_sglang, run 2 trtllm_oneshot_vllm."""
+    differ = [
+        (entry.pattern, nbytes)
+        for entry in both_runs[0].profile.decisions
+        for nbytes in (14 * KiB * 2**i for i in range(14))
+        if entry.rule_for(nbytes)[1].backend
+        != both_runs[1].profile.find(2, entry.pattern, "nvswitch").rule_for(nbytes)[1].backend
+    ]
+    assert differ == [("allreduce", 224 * KiB)]
 
 
 def test_speedup_figure_agrees_with_the_decision_at_each_rules_weakest_size(both_runs, both_specs) -> None:
-    spec = both_specs["speedup-tp2-nvswitch-allreduce"]
-    assert "nccl" not in spec.backends
-    assert [ref.value for ref in spec.ref_lines] == [1.0, 1.05]
-    rules = both_runs[0].profile.find(2, "allreduce", "nvswitch").rules
-    lower = 0
-    for rule in rules:
-        if rule.backend != "nccl":
-            (line,) = [ln for ln in spec.lines if ln.backend == rule.backend and ln.source == "h7168-run1"]
-            inside = [p for p in line.points if lower < p.nbytes <= rule.max_bytes]
-            weakest = min(inside, key=lambda p: p.value)
-            assert round(weakest.value, 3) == rule.speedup
-            assert (round(weakest.low, 3), round(weakest.high, 3)) == rule.ci
-        lower = rule.max_bytes or lower
+    """Speed-ups are decide's own, size transitions charged: each rule states its weakest point."""
+    for pattern in ("allreduce", "allreduce_rmsnorm"):
+        spec = both_specs[f"speedup-tp2-nvswitch-{pattern}"]
+        assert "nccl" not in spec.backends
+        assert [ref.value for ref in spec.ref_lines] == [1.0, 1.05]
+        lower = 0
+        for rule in both_runs[0].profile.find(2, pattern, "nvswitch").rules:
+            if rule.backend != "nccl":
+                (line,) = [
+                    ln for ln in spec.lines if ln.backend == rule.backend and ln.source == "h7168-run1"
+                ]
+                inside = [p for p in line.points if lower < p.nbytes <= rule.max_bytes]
+                weakest = min(inside, key=lambda p: p.value)
+                assert round(weakest.value, 3) == rule.speedup
+                assert (round(weakest.low, 3), round(weakest.high, 3)) == rule.ci
+            lower = rule.max_bytes or lower
 
 
-def test_speedup_figure_marks_the_refused_cells_with_why(both_specs) -> None:
-    specs = both_specs
-    for pattern, twoshot in (("allreduce", "trtllm_twoshot"), ("allreduce_rmsnorm", "trtllm_fused_twoshot")):
-        spec = specs[f"speedup-tp2-nvswitch-{pattern}"]
-        assert {(m.backend, m.nbytes, m.status) for m in spec.marks} == {
-            (twoshot, 14 * KiB, "unavailable"),
-            (twoshot, 28 * KiB, "unavailable"),
+def test_speedup_figure_marks_the_refused_cells_with_why(both_specs, both_evidence) -> None:
+    for pattern in ("allreduce", "allreduce_rmsnorm"):
+        spec = both_specs[f"speedup-tp2-nvswitch-{pattern}"]
+        refused = {
+            (source, r["backend"], r["nbytes"], r["status"], r["reason"])
+            for source, evidence in zip(SOURCES, both_evidence, strict=True)
+            for run in evidence["runs"]
+            if run["pattern"] == pattern
+            for r in run["results"]
+            if r["status"] != "ok"
         }
-        assert all("two-shot needs tokens > TP" in m.reason for m in spec.marks)
-        assert any(note.startswith(f"{twoshot} unavailable at 14 KiB: two-shot") for note in spec.notes)
+        assert {(m.source, m.backend, m.nbytes, m.status, m.reason) for m in spec.marks} == refused
+        twoshot = "trtllm_twoshot" if pattern == "allreduce" else "trtllm_fused_twoshot"
+        assert f"{twoshot} unavailable at 14 KiB: two-shot needs tokens > TP (tokens 1, TP 2)" in spec.notes
 
 
 def test_latency_point_is_the_median_of_the_recorded_samples(both_specs, run1_evidence) -> None:
@@ -147,3 +159,8 @@ def test_inputs_from_different_node_classes_are_called_out(both_runs) -> None:
     assert notes == [
         "the inputs come from 2 node classes (hardware fingerprints differ): overlaid lines compare different hardware"
     ]
+
+
+def test_every_known_backend_has_a_colour_of_its_own() -> None:
+    colours = [backend_colour(name) for name in BACKENDS]
+    assert len(set(colours)) == len(BACKENDS) - 1  # nccl and gloo share black: each is the baseline

@@ -15,6 +15,7 @@ import pytest
 from report_inputs import PROFILE1, RUN1, RUN2
 
 from topo_gate.cli import main
+from topo_gate.decide import human_bytes
 from topo_gate.probe import DecideSettings, replay
 from topo_gate.profile import load_profile
 from topo_gate.profile.io import dump_profile
@@ -22,12 +23,14 @@ from topo_gate.report.figures import figure_specs
 from topo_gate.report.render import render_png
 from topo_gate.report.sources import load_sources
 
-FIGURES = [
-    "latency-tp2-nvswitch-allreduce.png",
-    "latency-tp2-nvswitch-allreduce_rmsnorm.png",
-    "speedup-tp2-nvswitch-allreduce.png",
-    "speedup-tp2-nvswitch-allreduce_rmsnorm.png",
-]
+# The bundled runs carry in-context graphs and transitions: four figures per pattern.
+FIGURES = sorted(
+    f"{kind}-tp2-nvswitch-{pattern}.png"
+    for pattern in ("allreduce", "allreduce_rmsnorm")
+    for kind in ("latency", "speedup", "context", "transition")
+)
+PROFILES = [load_profile(PROFILE1), load_profile(PROFILE1.with_name("h7168-run2.yaml"))]
+FIRST_RULE = PROFILES[0].find(2, "allreduce", "nvswitch").rules[0]  # pcie_ipc at the smallest sizes
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 WITHOUT_MATPLOTLIB = (
     "import sys; sys.modules['matplotlib'] = None  # import matplotlib now raises ImportError\n"
@@ -59,9 +62,11 @@ def test_report_html_is_self_contained_and_embeds_every_figure(both_runs_report:
     assert {base64.b64decode(data) for data in embedded} == pngs
     assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:)?//", page)  # nothing fetched
     assert "url(" not in page and "@import" not in page and "<script" not in page
-    # The decision tables, with reasons; identical ladders of the two runs share one table.
-    assert page.count("<h3>Decisions: h7168-run1, h7168-run2 (the same ranges and backends)</h3>") == 2
-    assert '&lt;= 28 KiB</td><td class="backend">pcie_ipc</td>' in page
+    # The decision tables, with reasons; identical ladders of the two runs share one table (the fused
+    # pattern), different ones get one each (allreduce: the runs differ at 224 KiB).
+    assert page.count("<h3>Decisions: h7168-run1, h7168-run2 (the same ranges and backends)</h3>") == 1
+    assert "<h3>Decisions: h7168-run1</h3>" in page and "<h3>Decisions: h7168-run2</h3>" in page
+    assert f'&lt;= {human_bytes(FIRST_RULE.max_bytes)}</td><td class="backend">pcie_ipc</td>' in page
     assert "pcie_ipc beat nccl by &gt;= 5% with its 95% CI clear" in page
 
 
@@ -69,8 +74,9 @@ def test_summary_md_lists_every_decision_of_both_runs_and_links_the_figures(both
     summary = (both_runs_report / "summary.md").read_text(encoding="utf-8")
     rows = [line for line in summary.splitlines() if line.startswith("| h7168-run")]
     decision_rows = [row for row in rows if "| allreduce" in row]
-    assert len(decision_rows) == 2 * (4 + 2)  # per run: 4 allreduce rules, 2 allreduce_rmsnorm rules
-    assert any("| <= 28 KiB | `pcie_ipc` | 2.31x" in row for row in decision_rows)
+    assert len(decision_rows) == sum(len(entry.rules) for profile in PROFILES for entry in profile.decisions)
+    first = f"| <= {human_bytes(FIRST_RULE.max_bytes)} | `pcie_ipc` | {FIRST_RULE.speedup:.2f}x"
+    assert any(first in row for row in decision_rows)
     for name in FIGURES:
         assert f"(figures/{name})" in summary
 
@@ -101,12 +107,19 @@ def test_values_from_files_are_escaped_and_baseline_changes_are_summarised(tmp_p
     assert "<img" not in summary and "&lt;img src=x onerror=alert(1)>" in summary
     assert f"## Changes against the baseline `{baseline}`" in summary
     assert "| torch | 2.10.0 | 2.11.0+cu130 |" in summary
-    # At a 50% margin trtllm_oneshot (1.48x at 7 MiB) and vllm_custom (1.07x) lost their upper sizes.
-    assert "| TP2 / allreduce / nvswitch | > 3.5 MiB, <= 7 MiB | nccl -> **trtllm_oneshot** |" in summary
+    # At a 50% margin trtllm_oneshot_sglang (1.47x at 7 MiB) and vllm_custom (1.07x) lost their upper
+    # sizes, and no fused backend cleared 1.5x over the plain fast path + norm.
+    assert (
+        "| TP2 / allreduce / nvswitch | > 3.5 MiB, <= 7 MiB | nccl -> **trtllm_oneshot_sglang** |" in summary
+    )
     assert "| TP2 / allreduce / nvswitch | > 7 MiB, <= 28 MiB | nccl -> **vllm_custom** |" in summary
     assert (
-        "| TP2 / allreduce / nvswitch | `trtllm_oneshot` | > 28 KiB, <= 3.5 MiB -> > 28 KiB, <= 7 MiB "
-        "| 1.85x -> 1.48x |"
+        "| TP2 / allreduce_rmsnorm / nvswitch | > 112 KiB, <= 7 MiB | nccl -> **trtllm_fused_oneshot_vllm** |"
+        in summary
+    )
+    assert (
+        "| TP2 / allreduce / nvswitch | `trtllm_oneshot_sglang` | > 896 KiB, <= 3.5 MiB -> > 896 KiB, <= 7 MiB "
+        "| 1.99x -> 1.47x |"
     ) in summary
     assert "Changes against the baseline" in page and "2.10.0 -&gt; 2.11.0+cu130" in page
 
@@ -125,7 +138,7 @@ def test_a_profile_without_its_evidence_still_gets_its_decisions(tmp_path: Path,
     out = tmp_path / "r"
     assert main(["report", str(alone), "--out", str(out), "--format", "md"]) == 0
     summary = (out / "summary.md").read_text(encoding="utf-8")
-    assert "| <= 28 KiB | `pcie_ipc` |" in summary
+    assert f"| <= {human_bytes(FIRST_RULE.max_bytes)} | `pcie_ipc` |" in summary
     assert "its evidence h7168-run1.evidence.json is not there: decisions only, no curves" in summary
     assert "decisions only, no curves" in capsys.readouterr().err
 

@@ -1,12 +1,15 @@
 """``fleet merge``: one profile for a node class whose every rule held on every node measured.
 
-Method: **the per-node bar.** At each (TP, pattern, group class, size), each node's evidence is
-judged exactly as ``decide`` judges one node: a backend's speedup over the baseline is the ratio of
-medians, its 95% CI a paired bootstrap over that node's rounds, seeded as ``decide`` seeds it (so one
-node merged alone gives ``decide``'s profile). A backend is a candidate at a size only when it
-cleared the bar (median and CI low end >= 1 + margin) on *every* node; its speedup there is its
-weakest node's (lowest ratio, lowest CI bounds). Folding lone sizes, merging ranges and choosing
-alternatives then run on those weakest-node numbers, through ``decide``'s own code.
+Method: **the per-node bar.** Each node's run is judged exactly as ``decide`` judges one node
+(``decide.size_verdicts``: the bar with its paired bootstrap seeded as ``decide`` seeds it, size
+transitions charged, fused backends against the ``+rmsnorm`` composites, in-context confirmation).
+At each (TP, pattern, group class, size) a backend stays eligible only where it is eligible after all
+of that on *every* node; its speedup there is its weakest node's (lowest ratio, lowest CI bounds),
+its in-context speedup the lowest and its transition cost the highest any node measured. The fastest
+such backend (by its weakest speedup) is the size's choice; folding lone sizes, merging ranges and
+choosing alternatives then run through ``decide``'s own code (``decide.rules_from_verdicts``), so
+one node merged alone gives ``decide``'s profile. A plan that failed on any node makes the entry a
+failed one, NCCL for the class.
 
 Why not a hierarchical bootstrap (resample nodes, then rounds within each)? It estimates the speedup
 on a *typical* node of the class, and a typical node is not every node: with the handful of nodes a
@@ -21,7 +24,6 @@ on NCCL for the whole class. The price is conservatism as nodes are added (each 
 from __future__ import annotations
 
 import os
-import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -29,11 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from topo_gate._version import __version__
-from topo_gate.decide import SizeSpeedups, human_bytes, rules_from_speedups
+from topo_gate.decide import SizeVerdict, failed_entry, human_bytes, rules_from_verdicts, size_verdicts
 from topo_gate.fleet.evidence_set import NodeEvidence
 from topo_gate.probe import DecideSettings, replayed_node
 from topo_gate.profile.schema import (
-    BACKENDS,
     SCHEMA,
     DecisionEntry,
     EvidenceRef,
@@ -46,7 +47,7 @@ from topo_gate.profile.schema import (
     Trials,
 )
 from topo_gate.trials.plan import BASELINE_BACKEND
-from topo_gate.trials.stats import Speedup, bootstrap_speedups
+from topo_gate.trials.stats import Speedup
 
 METHOD = (
     "per-node bar: a backend replaces the baseline at a size only where it cleared the margin, "
@@ -79,12 +80,30 @@ def merge_fleet(
             )
             continue
         node_runs = [by_key[key] for by_key in runs]
-        cells = [
-            _cell(nbytes, nodes, node_runs, baseline, settings)
-            for nbytes in sorted({r["nbytes"] for run in node_runs for r in run["results"]})
+        failed = [node.name for node, run in zip(nodes, node_runs, strict=True) if run.get("error")]
+        if failed:
+            notes.append(
+                f"TP{key[0]} {key[1]} ({key[2]}): the plan FAILED on {', '.join(failed)}: NCCL for the class"
+            )
+            decisions.append(failed_entry(next(run for run in node_runs if run.get("error"))))
+            continue
+        judged = [
+            {v.nbytes: v for v in size_verdicts(run, baseline=baseline, margin=settings.margin,
+                                                  ci_level=settings.ci_level, bootstrap=settings.bootstrap,
+                                                  seed=settings.seed)}
+            for run in node_runs
+        ]  # fmt: skip
+        verdicts = [
+            _merged_verdict(
+                nbytes,
+                [(node.name, by_size.get(nbytes)) for node, by_size in zip(nodes, judged, strict=True)],
+                baseline,
+                settings.margin,
+            )
+            for nbytes in sorted(set().union(*judged))
         ]
-        rules = rules_from_speedups(
-            cells, baseline=baseline, margin=settings.margin, ci_level=settings.ci_level
+        rules = rules_from_verdicts(
+            verdicts, baseline=baseline, margin=settings.margin, ci_level=settings.ci_level
         )
         prefix = f"on each of {len(nodes)} nodes (weakest node per size): "
         decisions.append(
@@ -125,44 +144,52 @@ def _runs_by_key(node: NodeEvidence) -> dict[_Key, Mapping[str, Any]]:
     return by_key
 
 
-def _cell(
-    nbytes: int,
-    nodes: Sequence[NodeEvidence],
-    node_runs: Sequence[Mapping[str, Any]],
-    baseline: str,
-    settings: DecideSettings,
-) -> SizeSpeedups:
-    per_node: list[dict[str, Speedup]] = []
+def _merged_verdict(
+    nbytes: int, verdicts: Sequence[tuple[str, SizeVerdict | None]], baseline: str, margin: float
+) -> SizeVerdict:
+    """One size's verdict for the class from each node's own (``None``: the node has no such size)."""
+    for name, verdict in verdicts:
+        if verdict is None or verdict.baseline_problem is not None:
+            problem = "not measured" if verdict is None else verdict.baseline_problem
+            return SizeVerdict(nbytes, baseline, {}, baseline_problem=f"{problem} on node {name}")
+    judged = [(name, verdict) for name, verdict in verdicts if verdict is not None]
+    one = len(judged) == 1
+
+    def on(name: str, words: str) -> str:  # a single node's words stay decide's words
+        return words if one else f"on node {name}: {words}"
+
+    measured = set.intersection(*(set(v.speedups) for _, v in judged))
     excluded: dict[str, str] = {}
-    for node, run in zip(nodes, node_runs, strict=True):
-        results = {r["backend"]: r for r in run["results"] if r["nbytes"] == nbytes}
-        base = results.get(baseline)
-        if base is None or base["status"] != "ok" or not base["samples_us"]:
-            state = "not measured" if base is None else base["status"]
-            return SizeSpeedups(nbytes, {}, baseline_problem=f"{state} on node {node.name}")
-        candidates = {}
-        for name, result in sorted(results.items()):
-            if name == baseline:
-                continue
-            if name not in BACKENDS:
-                excluded.setdefault(name, "not a backend profile schema v1 knows")
-            elif result["status"] == "ok" and result["samples_us"]:
-                candidates[name] = result["samples_us"]
-            else:
-                excluded.setdefault(name, f"{result['status']} on node {node.name}")
-        # Seeded as decide() seeds it, so a node's verdict here is its verdict alone.
-        rng = random.Random(f"{settings.seed}/{run['tp']}/{list(run['group'])}/{run['pattern']}/{nbytes}")
-        per_node.append(
-            bootstrap_speedups(
-                base["samples_us"], candidates, level=settings.ci_level, resamples=settings.bootstrap, rng=rng
-            )
-        )
-    everywhere = set.intersection(*(set(speedups) for speedups in per_node)) - set(excluded)
-    for name in set().union(*per_node) - everywhere:
-        absent = [node.name for node, s in zip(nodes, per_node, strict=True) if name not in s]
-        excluded.setdefault(name, f"not measured on node {', '.join(absent)}")
-    weakest = {name: _weakest([s[name] for s in per_node]) for name in sorted(everywhere)}
-    return SizeSpeedups(nbytes, weakest, excluded)
+    for name, verdict in judged:
+        for backend, why in verdict.excluded.items():
+            excluded.setdefault(backend, on(name, why))
+        for backend in sorted(set(verdict.speedups) - measured):
+            absent = [n for n, v in judged if backend not in v.speedups]
+            excluded.setdefault(backend, f"not measured on node {', '.join(absent)}")
+    speedups = {backend: _weakest([v.speedups[backend] for _, v in judged]) for backend in sorted(measured)}
+    everywhere = set.intersection(*(set(v.confirmed(margin)) for _, v in judged))
+    # The fastest first, and a deterministic pick between exact ties, as decide ranks them.
+    ranked = tuple(name for _, name in sorted(((speedups[b].ratio, b) for b in everywhere), reverse=True))
+    in_context: dict[str, float] = {}
+    transitions: dict[str, float] = {}
+    for _, verdict in judged:
+        for backend, value in verdict.in_context.items():
+            in_context[backend] = min(value, in_context.get(backend, value))
+        for backend, value in verdict.transitions_us.items():
+            transitions[backend] = max(value, transitions.get(backend, value))
+    fusion_off = [on(name, v.fusion_off) for name, v in judged if v.fusion_off is not None]
+    demoted = [on(name, v.demoted) for name, v in judged if v.demoted is not None]
+    return SizeVerdict(
+        nbytes,
+        ranked[0] if ranked else baseline,
+        speedups,
+        excluded,
+        transitions_us=transitions,
+        fusion_off="; ".join(fusion_off) or None,
+        in_context=in_context,
+        demoted="; ".join(demoted) or None,
+        eligible=ranked,
+    )
 
 
 def _weakest(speedups: Sequence[Speedup]) -> Speedup:

@@ -8,9 +8,13 @@ of its per-round latencies (status ok only). Across the nodes that measured the 
 MAD is the median absolute deviation; 1.4826 * MAD estimates the standard deviation of normal data
 without letting the outlier itself widen it (Iglewicz & Hoaglin's modified z-score, whose usual cut
 is 3.5). The floor keeps identical nodes from alarming when the MAD is tiny: 1.5% of the median is
-about the run-to-run spread measured on one node (``profiles/h200-x2``, run 1 vs run 2 over 136
-cells: p99 1.4%, max 3.6% difference of cell medians), so with the default threshold 3.5 a cell is
-flagged when it is more than ~5% away from the fleet and clearly outside its spread.
+about the run-to-run spread of cell medians measured on one node (``profiles/h200-x2``, run 1 vs
+run 2), so with the default threshold 3.5 a cell is flagged when it is more than ~5% away from the
+fleet and clearly outside its spread.
+
+A cell that stopped early (``stopped_early``: the runner stops a backend not faster than the
+baseline after a few rounds) is not scored: one slow round moves a median of five, and such a
+backend loses at that size anyway. A failure there is still an error.
 
 Verdicts (a closed set, most severe first): ``error`` (a backend failed, was wrong or unavailable on
 this node at a cell where most other nodes measured it), ``slower`` (a cell above +threshold),
@@ -133,7 +137,8 @@ def find_outliers(
     thin_cells = 0
     for cell in sorted(set().union(*tables.values())):
         statuses = {name: table[cell] for name, table in tables.items() if cell in table}
-        # A cell has a median exactly when it ran ok (load_evidence refuses "ok" without samples).
+        # A cell has a median exactly when it ran ok and did not stop early (load_evidence refuses
+        # "ok" without samples).
         values = {name: value for name, (_, value) in statuses.items() if value is not None}
         for name, (status, _) in statuses.items():
             if status in _FAILED and len(values) * 2 >= len(statuses) - 1 and values:
@@ -157,11 +162,12 @@ def find_outliers(
 
 
 def _cells(evidence: Mapping[str, Any]) -> dict[Cell, tuple[str, float | None]]:
+    """Each cell's status and median latency; no median for a cell that failed or stopped early."""
     table: dict[Cell, tuple[str, float | None]] = {}
     for run in evidence["runs"]:
         for result in run["results"]:
             cell = (run["tp"], run["pattern"], run["group_class"], result["backend"], result["nbytes"])
-            ok = result["status"] == "ok" and result["samples_us"]
+            ok = result["status"] == "ok" and result["samples_us"] and not result.get("stopped_early")
             table.setdefault(cell, (result["status"], median(result["samples_us"]) if ok else None))
     return table
 

@@ -113,6 +113,7 @@ def _unapplicable(plan: LaunchPlan) -> tuple[str, ...]:
     missing = []
     for flag, value in split_flags(plan.args, PLUGIN):
         if flag == VLLM_COMPILATION_FLAG:
+            assert value is not None, "the vLLM manifest says --compilation-config takes a value"
             config = json.loads(value)
             missing += [f"{flag} {key}" for key in config if key != "pass_config"]
             known = {field.name for field in dataclasses.fields(PassConfig)}
@@ -130,6 +131,7 @@ def _apply(engine_args: Any, plan: LaunchPlan) -> tuple[str, ...]:
     _, kept = apply_flags(engine_args, PLUGIN, plan, defaults, special=frozenset({VLLM_COMPILATION_FLAG}))
     for flag, value in split_flags(plan.args, PLUGIN):
         if flag == VLLM_COMPILATION_FLAG:
+            assert value is not None, "the vLLM manifest says --compilation-config takes a value"
             # A copy: the object may be the parser's default, shared by every EngineArgs it parses.
             compilation = copy.deepcopy(engine_args.compilation_config)
             kept += _apply_pass_config(compilation.pass_config, json.loads(value)["pass_config"])

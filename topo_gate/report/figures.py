@@ -16,13 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from topo_gate.decide import human_bytes
+from topo_gate.decide import STEP_CALLS, human_bytes
 from topo_gate.profile.schema import DecisionEntry, Rule
 from topo_gate.report import extensions
 from topo_gate.report.changes import ranges
 from topo_gate.report.series import Point, Unmeasured, latency_points, speedup_points, unmeasured_cells
 from topo_gate.report.sources import Source
-from topo_gate.trials.stats import median
 
 Key = tuple[int, str, str]  # (tp, group_class, pattern)
 
@@ -190,27 +189,24 @@ def _speedup_points(run: Mapping[str, Any], source: Source) -> dict[str, list[Po
 
 
 def _in_context(key: Key, members: list[_Member]) -> tuple[FigureSpec | None, list[str]]:
+    """Rule 7's in-context speed-up per backend and size beside the same backend's isolated one."""
     lines: list[Line] = []
     notes: list[str] = []
-    marks: list[Mark] = []
-    descriptions = []
     for m in members:
-        measured, problems = extensions.in_context(m.run)
-        notes.extend(f"{m.source.label}: {problem}" for problem in problems)
-        if measured is None:
-            continue
-        descriptions.append(measured.description)
         source = m.source
-        context_run = {**m.run, "pattern": f"{m.run['pattern']}/in-context", "results": measured.results}
-        confirmed = _speedup_points(context_run, source)
+        measured, problems = extensions.in_context(m.run, baseline=source.baseline)
+        notes.extend(f"{source.label}: {problem}" for problem in problems)
+        by_backend: dict[str, list[Point]] = {}
+        for layer in measured:
+            for backend, value in sorted(layer.speedups.items()):
+                by_backend.setdefault(backend, []).append(Point(layer.nbytes, value, value, value))
         isolated = _speedup_points(m.run, source)
-        for backend, points in confirmed.items():
+        for backend, points in sorted(by_backend.items()):
             lines.append(Line(backend, source.label, m.index, tuple(points), variant="in context"))
             if backend in isolated:  # the isolated curve of the same backend, to compare with
                 lines.append(
                     Line(backend, source.label, m.index, tuple(isolated[backend]), variant="isolated")
                 )
-        marks.extend(_marks(unmeasured_cells(measured.results), source.label))
     if not lines:
         return None, notes
     first = members[0].source
@@ -221,51 +217,47 @@ def _in_context(key: Key, members: list[_Member]) -> tuple[FigureSpec | None, li
         title=f"{_title(key, members)}: speed-up vs {first.baseline} in context and isolated",
         ylabel=f"speed-up vs {first.baseline} (x)",
         lines=tuple(lines),
-        marks=tuple(marks),
         ref_lines=(RefLine(1.0, f"{first.baseline} (1x)"), RefLine(1.0 + first.margin, "margin")),
-        notes=(*(f"context: {d}" for d in dict.fromkeys(descriptions)), *_why_words(marks)),
+        notes=(
+            f"in context: a GEMM before each all-reduce; speed-up = ({first.baseline} layer - GEMM) / "
+            "(backend layer - GEMM), medians, as decide confirms a choice",
+        ),
     )
     return spec, notes
 
 
 def _transitions(key: Key, members: list[_Member]) -> tuple[FigureSpec | None, list[str]]:
+    """Each Lamport-style backend's replay right after its largest size, over its steady replay."""
     lines: list[Line] = []
-    marks: list[Mark] = []
     notes: list[str] = []
     steps: list[str] = []  # the figure shows the size after the change; its notes say from where
     for m in members:
         measured, problems = extensions.transitions(m.run)
         notes.extend(f"{m.source.label}: {problem}" for problem in problems)
-        steady = _steady_medians(m.run["results"])
         by_backend: dict[str, list[Point]] = {}
         for t in measured:
-            base = steady.get((t.backend, t.to_nbytes))
-            if t.median_us is None or base is None:
-                why = t.reason if t.median_us is None else "no steady latency at that size to compare with"
-                marks.append(Mark(t.backend, m.source.label, t.to_nbytes, t.status, why))
-                continue
-            ratio = t.median_us / base
+            ratio = t.after_us / t.steady_us
             by_backend.setdefault(t.backend, []).append(Point(t.to_nbytes, ratio, ratio, ratio))
             steps.append(
-                f"{t.backend} {human_bytes(t.from_nbytes)} -> {human_bytes(t.to_nbytes)}: {ratio:.2f}x steady"
+                f"{t.backend} {human_bytes(t.from_nbytes)} -> {human_bytes(t.to_nbytes)}: {ratio:.2f}x steady, "
+                f"+{t.cost_us:.1f} us per replay (charged {t.cost_us / STEP_CALLS:.2f} us/call)"
             )
         lines.extend(
             Line(backend, m.source.label, m.index, tuple(points), connect=False)
             for backend, points in sorted(by_backend.items())
         )
-    if not lines and not marks:
+    if not lines:
         return None, notes
     spec = FigureSpec(
         name=_name(TRANSITION, key),
         kind=TRANSITION,
         key=key,
-        title=f"{_title(key, members)}: first call after a size change vs steady",
-        ylabel="latency after the change / steady latency (x)",
+        title=f"{_title(key, members)}: replay right after the largest size vs steady",
+        ylabel="latency after the largest size / steady latency (x)",
         xlabel="message size after the change (bytes per rank)",
         lines=tuple(lines),
-        marks=tuple(marks),
         ref_lines=(RefLine(1.0, "steady (1x)"),),
-        notes=(*_at_most(steps, MAX_STEP_NOTES), *_why_words(marks)),
+        notes=tuple(_at_most(steps, MAX_STEP_NOTES)),
     )
     return spec, notes
 
@@ -277,14 +269,6 @@ def _at_most(lines: Sequence[str], limit: int) -> list[str]:
     if len(lines) <= limit:
         return list(lines)
     return [*lines[: limit - 1], f"... and {len(lines) - limit + 1} more size changes"]
-
-
-def _steady_medians(results: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], float]:
-    return {
-        (r["backend"], r["nbytes"]): median(r["samples_us"])
-        for r in results
-        if r["status"] == "ok" and r["samples_us"]
-    }
 
 
 def _shades(key: Key, sources: Sequence[Source]) -> tuple[str | None, tuple[Shade, ...], list[str]]:

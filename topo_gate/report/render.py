@@ -28,8 +28,9 @@ WIDTH_IN = 11.0
 PLOT_HEIGHT_IN = 5.6
 NOTE_LINE_IN = 0.2
 
-# Fixed colours per backend ("tab10" without its grey, which marks NCCL's ranges), so a backend keeps
-# its colour in every figure and every report; NCCL is black and drawn heavier.
+# Fixed colours per backend ("tab10" without its grey, which marks NCCL's ranges, then tab20's light
+# shades), so a backend keeps its colour in every figure and every report and no two known backends
+# share one; NCCL is black and drawn heavier.
 _PALETTE = (
     "#1f77b4",
     "#ff7f0e",
@@ -41,6 +42,15 @@ _PALETTE = (
     "#17becf",
     "#bcbd22",
     "#393b79",
+    "#aec7e8",
+    "#ffbb78",
+    "#98df8a",
+    "#ff9896",
+    "#c5b0d5",
+    "#c49c94",
+    "#f7b6d2",
+    "#9edae5",
+    "#dbdb8d",
 )
 _FIXED = {"nccl": "#000000", "gloo": "#000000"}
 _LINESTYLES: tuple[Literal["-", "--", ":", "-."], ...] = ("-", "--", ":", "-.")

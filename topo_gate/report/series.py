@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from topo_gate.decide import charged_samples
 from topo_gate.profile.schema import BACKENDS
 from topo_gate.trials.stats import bootstrap_speedups, median
 
@@ -93,8 +94,9 @@ def speedup_points(
 ) -> dict[str, list[Point]]:
     """Per backend (baseline excluded), its speed-up over ``baseline`` at every size both measured ok.
 
-    The candidates and the seed per size are exactly ``decide``'s (decide.py ``_judge_size``), so the
-    draws, and therefore the intervals, match the ones the decision rests on.
+    The candidates, their samples (with a size transition charged, rule 5) and the seed per size are
+    exactly ``decide``'s (decide.py ``_judge_size``), so the draws, and therefore the intervals, match
+    the ones the decision rests on.
     """
     by_size: dict[int, dict[str, Mapping[str, Any]]] = {}
     for result in run["results"]:
@@ -105,7 +107,7 @@ def speedup_points(
         if base is None or base["status"] != "ok" or not base["samples_us"]:
             continue
         candidates = {
-            name: result["samples_us"]
+            name: charged_samples(result)
             for name, result in sorted(by_backend.items())
             if name != baseline and name in BACKENDS and result["status"] == "ok" and result["samples_us"]
         }

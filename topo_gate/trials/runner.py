@@ -276,10 +276,10 @@ def _run_attempt(
     write_atomic(spec, json.dumps(plan_to_spec(plan, device=launch.device), indent=1))
     port = launch.port_source()
     if not port_bindable(port):
-        fault = Fault("failed", f"rendezvous port {port} is taken", None, None, port_failure=True)
+        taken = Fault("failed", f"rendezvous port {port} is taken", None, None, port_failure=True)
         if on_progress is not None:
-            on_progress(Progress(plan, attempt, None, fault))
-        return fault, []
+            on_progress(Progress(plan, attempt, None, taken))
+        return taken, []
     with _Workers() as workers:
         for rank in range(plan.tp):
             workers.start(rank, spec, folder, launch.worker_env(plan, rank, port))

@@ -21,6 +21,9 @@ import torch
 from . import COMPOSITE_SUFFIX as SUFFIX
 from .base import PATTERN_ALLREDUCE, PATTERN_ALLREDUCE_RMSNORM, RMSNORM_EPS, Backend, TrialBuffers
 
+#: The norm after the plain all-reduce: (reduced, residual, weight, out, residual_out) -> None.
+AddRmsNorm = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], None]
+
 
 def composite_name(plain: str) -> str:
     return plain + SUFFIX
@@ -62,6 +65,7 @@ class _Composite(Backend):
 
     def setup(self) -> None:
         self._plain.setup()
+        self._norm: AddRmsNorm
         if self.ctx.device.type == "cuda":
             from ._rmsnorm import FusedAddRmsNorm
 
@@ -78,6 +82,9 @@ class _Composite(Backend):
         all_reduce = self._plain.prepare(tokens, TrialBuffers(x=buffers.x, out=reduced))
         norm, residual, weight = self._norm, buffers.residual, buffers.weight
         out, residual_out = buffers.out, buffers.residual_out
+        assert residual is not None and weight is not None and residual_out is not None, (
+            "the allreduce_rmsnorm pattern's buffers carry residual, weight and residual_out"
+        )
 
         def all_reduce_then_norm() -> None:
             all_reduce()

@@ -94,7 +94,7 @@ MIB = 1024 * 1024
 FLASHINFER_ONESHOT_MB = {2: 512, 4: 64, 8: 42}
 #: vLLM 0.33.0 ``compilation/passes/fusion/allreduce_rms_fusion.py:132-153``: fused one-shot iff
 #: the message is at most this many MiB, per (SM, TP); no entry -> always one-shot.
-VLLM_FUSED_ONESHOT_MB = {
+VLLM_FUSED_ONESHOT_MB: dict[int, dict[int, float]] = {
     90: {2: 32, 4: 2, 8: 0.5},
     100: {2: 32, 4: 4, 8: 1},
     103: {2: 32, 4: 4, 8: 2},
@@ -122,14 +122,15 @@ SGLANG_STYLE = LaunchStyle("flashinfer", pdl=True, fp32_acc=True, trigger="never
 
 
 def launcher_picks_oneshot(
-    rule: str, *, tokens: int, hidden: int, itemsize: int, world_size: int, sm: int
+    rule: str, *, tokens: int, hidden: int, itemsize: int, world_size: int, sm: int | None
 ) -> bool | None:
     """The launcher's one/two-shot choice at this size; ``None`` for ``forced`` (the backend's own)."""
     nbytes = tokens * hidden * itemsize
     if rule == "flashinfer":
         return nbytes * 2 * world_size / MIB <= FLASHINFER_ONESHOT_MB.get(world_size, 0)
     if rule == "vllm_fused":
-        limit = VLLM_FUSED_ONESHOT_MB.get(sm, {}).get(world_size)
+        # sm is None only off CUDA, where these backends are unavailable before any size is asked.
+        limit = None if sm is None else VLLM_FUSED_ONESHOT_MB.get(sm, {}).get(world_size)
         return limit is None or nbytes <= limit * MIB
     return None
 

@@ -384,12 +384,12 @@ class TrialLoop:
                 self.graph_checks.append(record)
                 if wrong:
                     rank, verdict = wrong
-                    record["status"] = "wrong"
-                    record["reason"] = (
+                    reason = (
                         f"captured graph, fresh inputs, after {timed[-1]} tokens: wrong answer on rank {rank}: "
                         f"{verdict.describe()}"
                     )
-                    self._disqualify(name, tokens, record["reason"])
+                    record.update(status="wrong", reason=reason)
+                    self._disqualify(name, tokens, reason)
 
     def _disqualify(self, name: str, tokens: int, reason: str) -> None:
         """A wrong answer at ``tokens`` disqualifies the ladder sizes around it (itself if on it)."""
