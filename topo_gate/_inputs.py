@@ -69,6 +69,13 @@ class RegularFile:
         except UnicodeDecodeError as error:
             raise InputError(f"not UTF-8 text (byte {error.start}: {error.reason})") from None
 
+    def read_head(self, size: int) -> bytes:
+        """At most the first ``size`` bytes, undecoded."""
+        try:
+            return self._handle.read(size)
+        except OSError as error:
+            raise InputError(f"cannot read: {error.strerror or error}") from None
+
     def __enter__(self) -> RegularFile:
         return self
 

@@ -400,6 +400,10 @@ def _within_margin(verdict: SizeVerdict, neighbour: str, criteria: _Criteria) ->
     return own_speedup is not None and neighbour_speedup * (1 + criteria.margin) >= own_speedup
 
 
+def _speedup_words(ratio: float | None) -> str:
+    return "not measured" if ratio is None else speedup_text(ratio)
+
+
 def _speedup_at(verdict: SizeVerdict, backend: str, criteria: _Criteria) -> float | None:
     if backend == criteria.baseline:
         return 1.0
@@ -524,9 +528,9 @@ def _fold_words(verdict: SizeVerdict, into: str, criteria: _Criteria) -> str:
     lone = verdict.folded_from
     assert lone is not None, "only a folded verdict is described as folded"
     return (
-        f"{human_bytes(verdict.nbytes)} folded in: {into} {speedup_text(_speedup_at(verdict, into, criteria))} "
+        f"{human_bytes(verdict.nbytes)} folded in: {into} {_speedup_words(_speedup_at(verdict, into, criteria))} "
         f"there is within {criteria.margin:.0%} of the lone choice {lone} "
-        f"({speedup_text(_speedup_at(verdict, lone, criteria))})"
+        f"({_speedup_words(_speedup_at(verdict, lone, criteria))})"
     )
 
 

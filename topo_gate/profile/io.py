@@ -43,9 +43,9 @@ class ProfileFile:
     def read_head(self, size: int) -> bytes:
         """At most the first ``size`` bytes, undecoded (a profile set's index reads only these)."""
         try:
-            return self._handle.read(size)
-        except OSError as error:
-            raise ProfileUnreadable(f"cannot read: {error.strerror or error}") from None
+            return self._file.read_head(size)
+        except InputError as error:
+            raise ProfileUnreadable(str(error)) from None
 
     def __enter__(self) -> ProfileFile:
         return self

@@ -234,6 +234,7 @@ def _group_class(profile: Profile, tp: int, group: list[int]) -> str:
 def _rule_words(rule: Rule) -> str:
     if rule.backend == NCCL:
         return "nccl: no faster backend measured at this size"
+    assert rule.speedup is not None, "check_semantics: a rule other than nccl states its speed-up"
     return f"{rule.backend} measured {speedup_ci_text(rule.speedup, rule.ci)} faster than nccl"
 
 
@@ -257,6 +258,8 @@ def _words(error: BaseException) -> str:
 
 
 def _path_text(profile: object) -> str:
+    if not isinstance(profile, (str, bytes, os.PathLike)):
+        return repr(profile)  # not a path at all: the loader will say so through _Fallback
     try:
         return os.fsdecode(os.fspath(profile))
     except TypeError:

@@ -200,7 +200,8 @@ def capture_from_dict(data: Any, where: str = "capture") -> Capture:
     if [gpu.index for gpu in gpus] != list(range(len(gpus))):
         raise CaptureError(f"{where}: gpus: indices must be 0..{len(gpus) - 1} in order")
     _check_pairs(pairs, where)
-    tool = obj.get("tool") if isinstance(obj.get("tool"), dict) else {}
+    tool_field = obj.get("tool")
+    tool = tool_field if isinstance(tool_field, dict) else {}
     return Capture(
         system=SystemAnswers(
             **root.answers(system, {"driver": "str", "cuda_driver": "int", "nvml": "str"}, "system")
