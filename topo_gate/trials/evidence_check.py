@@ -18,6 +18,8 @@ EVIDENCE_FORMAT = "topo-gate/evidence/v1"
 STATUSES = ("ok", "wrong", "unavailable", "failed", "timeout")
 RUN_KEYS = ("tp", "group", "group_class", "pattern", "backends", "results")
 RESULT_KEYS = ("backend", "tokens", "nbytes", "status", "samples_us", "per_rank_us", "skew_us")
+CONTEXT_KEYS = ("backend", "tokens", "nbytes", "samples_us")
+GRAPH_CHECK_KEYS = ("backend", "tokens", "status")
 
 
 class _Problem(Exception):
@@ -98,6 +100,32 @@ def _check_run(run: Any, where: str) -> None:
         raise _Problem(f"{where}.backends", f"must be an object, found {describe(run['backends'])}")
     for index, result in enumerate(_list(run["results"], f"{where}.results")):
         _check_result(result, f"{where}.results[{index}]")
+    _check_run_extras(run, where)
+
+
+def _check_run_extras(run: Mapping[str, Any], where: str) -> None:
+    """Evidence v1.1's optional run fields, which decide and report read: a failed plan's ``error``,
+    the ``retries`` it took, the layer graphs (``context``) and the rechecked replays (``graph_checks``)."""
+    error = run.get("error")
+    if error is not None and not isinstance(error, str):
+        raise _Problem(f"{where}.error", f"must be a string or null, found {describe(error)}")
+    for index, retry in enumerate(_list(run.get("retries", []), f"{where}.retries")):
+        _text(retry, f"{where}.retries[{index}]")
+    for index, entry in enumerate(_list(run.get("context", []), f"{where}.context")):
+        at = f"{where}.context[{index}]"
+        if not isinstance(entry, Mapping) or any(key not in entry for key in CONTEXT_KEYS):
+            raise _Problem(at, f"needs {', '.join(CONTEXT_KEYS)}")
+        _text(entry["backend"], f"{at}.backend")
+        _int(entry["tokens"], f"{at}.tokens", minimum=1)
+        _int(entry["nbytes"], f"{at}.nbytes", minimum=1)
+        _samples(entry["samples_us"], f"{at}.samples_us")
+    for index, check in enumerate(_list(run.get("graph_checks", []), f"{where}.graph_checks")):
+        at = f"{where}.graph_checks[{index}]"
+        if not isinstance(check, Mapping) or any(key not in check for key in GRAPH_CHECK_KEYS):
+            raise _Problem(at, f"needs {', '.join(GRAPH_CHECK_KEYS)}")
+        _text(check["backend"], f"{at}.backend")
+        _int(check["tokens"], f"{at}.tokens", minimum=1)
+        _choice(check["status"], f"{at}.status", STATUSES)
 
 
 def _check_result(result: Any, where: str) -> None:
@@ -119,6 +147,14 @@ def _check_result(result: Any, where: str) -> None:
     error = result.get("max_abs_err")
     if error is not None and (isinstance(error, bool) or not isinstance(error, (int, float))):
         raise _Problem(f"{where}.max_abs_err", f"must be a number or null, found {describe(error)}")
+    if "after_larger_us" in result:  # v1.1: a replay right after the largest size (decide's rule 5)
+        _samples(result["after_larger_us"], f"{where}.after_larger_us")
+        _int(_key(result, "graph_calls", where), f"{where}.graph_calls", minimum=1)
+
+
+def _samples(value: Any, where: str) -> None:
+    if not isinstance(value, list) or not all(_is_positive_number(s) for s in value):
+        raise _Problem(where, f"must be a list of positive numbers, found {describe(value)}")
 
 
 def _key(data: Any, key: str, where: str) -> Any:
