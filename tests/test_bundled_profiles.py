@@ -14,6 +14,7 @@ import pytest
 
 from topo_gate.probe import preview
 from topo_gate.profile import load_profile
+from topo_gate.profile.figures import speedup_text
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 BUNDLED = sorted(p for p in PROFILES.rglob("*.yaml") if p.parent.name != "examples")
@@ -63,6 +64,6 @@ def test_show_displays_the_in_context_figures(capsys) -> None:
     assert rule.in_context is not None
     assert main(["show", str(path)]) == 0
     shown = capsys.readouterr().out
-    assert "In context" in shown and f"{rule.in_context:g}x" in shown
+    assert "In context" in shown and f"in context {speedup_text(rule.in_context)}" in shown
     assert main(["show", str(path), "--json"]) == 0
     assert f'"in_context": {rule.in_context}' in capsys.readouterr().out

@@ -4,6 +4,7 @@ lists every code the CLI can give, and every code a command's --help names."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from topo_gate.cli import COMMANDS, main
 from topo_gate.cli._errors import ExitCode
+from topo_gate.profile.figures import ci_text
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURES = REPO / "tests" / "fixtures" / "captures"
@@ -62,9 +64,20 @@ def test_show_prints_the_whole_fingerprint_at_80_columns(capsys, eighty_columns)
 
 
 def test_probe_summary_shows_every_ci_whole_at_80_columns(capsys, eighty_columns) -> None:
-    assert main(["decide", str(H200_EVIDENCE), "--bootstrap", "200"]) == 0
+    decide = ["decide", str(H200_EVIDENCE), "--bootstrap", "200"]
+    assert main([*decide, "--json"]) == 0
+    profile = json.loads(capsys.readouterr().out)
+    # One CI per fast-path range, as the same decision derives it.
+    expected = [
+        f"(CI {ci_text(rule['ci'])})"
+        for decision in profile["decisions"]
+        for rule in decision["rules"]
+        if rule["ci"] is not None
+    ]
+    assert expected
+    assert main(decide) == 0
     out = "\n".join(_lines(capsys))
-    assert len(re.findall(r"\(CI \d+\.\d\d-\d+\.\d\d\)", out)) == 4  # one per fast-path range
+    assert re.findall(r"\(CI \d+\.\d\d-\d+\.\d\d\)", out) == expected
 
 
 def _readme_exit_codes() -> set[int]:

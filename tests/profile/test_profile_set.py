@@ -187,8 +187,9 @@ class TestValidateSet:
         again = json.loads(json.dumps(load_profile(H200_X2).to_dict()))
         for decision in again["decisions"]:
             for rule in decision["rules"]:
-                if rule.get("speedup") is not None:
-                    rule["speedup"] = round(rule["speedup"] * 0.99, 3)
+                # Every figure of a rule moves together: a CI must still contain its speedup.
+                for figures in (rule, *rule.get("alternatives", ())):
+                    _scale_figures(figures, 0.99)
         shutil.copy(H200_X2, tmp_path / "run1.yaml")
         dump_profile(Profile.from_dict(again), tmp_path / "run2.yaml")
         code, _, err = run(capsys, "validate", str(tmp_path))
@@ -271,3 +272,12 @@ def test_exec_reads_the_node_and_follows_its_member_of_the_set(fleet_set, tmp_pa
     assert without.returncode == 0
     assert "FALLBACK" in without.stderr and "none of its 2 profiles is for this node" in without.stderr
     assert "--disable-custom-all-reduce" in json.loads(without.stdout)
+
+
+def _scale_figures(figures: dict, factor: float) -> None:
+    """Scale a rule's (or an alternative's) speedup, CI and in-context figure, as a re-run might."""
+    for key in ("speedup", "in_context"):
+        if figures.get(key) is not None:
+            figures[key] = round(figures[key] * factor, 3)
+    if figures.get("ci") is not None:
+        figures["ci"] = [round(bound * factor, 3) for bound in figures["ci"]]

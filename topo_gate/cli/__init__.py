@@ -68,7 +68,7 @@ Typical use (probe on a GPU node):
   topo-gate probe --tp 2,4,8 --model llama-3-70b --out node.yaml
   topo-gate show node.yaml
   topo-gate exec --profile node.yaml --tp 4 -- vllm serve M -tp 4
-  topo-gate report node.evidence.json --out report/                # figures, HTML, PR summary
+  topo-gate report node.evidence.json --out report/  # figures, HTML, summary
 
 Exit codes: 0 ok, 1 not ok (invalid / mismatch), 2 usage, 3 unreadable input, 4 no NVIDIA
 driver, 5 NVML crashed, 6 trials could not run, 7 software drift under --strict, 8 output not

@@ -25,11 +25,15 @@ def _load(paths: tuple[Path, ...]) -> list[NodeEvidence]:
         raise fail(ExitCode.UNREADABLE if error.unreadable else ExitCode.NOT_OK, str(error)) from None
 
 
-@click.group("fleet")
+@click.group(
+    "fleet",
+    epilog="""Exit codes: 0 ok (merge: profile written; outliers: no outlier); 1 refused evidence
+(another fingerprint or trial shape, a node twice), or an outlier node (outliers); 2 usage;
+3 unreadable evidence; 8 (merge) the profile could not be written.""",
+)
 def command() -> None:
     """Evidence from many nodes of one class: one profile for all, and the nodes unlike their twins.
 
-    \b
     Name each node's evidence after its host (NODE.evidence.json): that name is the node's.
     Every command refuses, by name, evidence of another node class (fingerprint) or trial shape,
     two files for one node name, the same evidence or the same GPUs twice.
@@ -41,14 +45,16 @@ def command() -> None:
     epilog="""\b
 Examples:
   topo-gate fleet merge evidence/*.evidence.json --out profiles/h200-x8.yaml
-  topo-gate fleet merge evidence/*.evidence.json --out p.yaml --margin 0.10 --json
+  topo-gate fleet merge evidence/*.evidence.json --out p.yaml \\
+      --margin 0.10 --json
 
-\b
 Method (per-node bar): at each TP, pattern and size, a backend replaces NCCL only where it cleared
 the margin (median and CI low end) on EVERY node, judged on each node as `decide` judges one; the
 rule states its weakest node. A size some node did not measure stays NCCL. The profile records the
 nodes (name, hostname, evidence digest) and how many under `fleet:` (schema v1.2).
-Exit codes: 0 written, 1 refused (other fingerprint, shape, a node twice), 2 usage, 3 unreadable.""",
+
+Exit codes: 0 written, 1 refused (other fingerprint, shape, a node twice), 2 usage, 3 unreadable,
+8 the profile could not be written.""",
 )
 @_EVIDENCE
 @click.option(
@@ -90,12 +96,12 @@ Examples:
   topo-gate fleet outliers evidence/*.evidence.json
   topo-gate fleet outliers evidence/*.evidence.json --json | jq '.outliers'
 
-\b
 Per (TP, pattern, backend, size) cell: z = (node median - fleet median) / max(1.4826*MAD,
 floor*fleet median), over the nodes that measured it (at least 3). A node beyond +-threshold in any
 cell is `slower` or `faster`; one whose backend failed, was wrong or unavailable where most others
 measured it is `error`; else `pass`, or `no data` when no cell had 3 nodes. Defaults: threshold
 {DEFAULT_THRESHOLD}, floor {DEFAULT_NOISE_FLOOR} (the run-to-run spread of one node; docs/fleet.md).
+
 Exit codes: 0 no outlier, 1 an outlier (or refused evidence), 2 usage, 3 unreadable.""",
 )
 @_EVIDENCE

@@ -25,14 +25,18 @@ def _formats(ctx: click.Context, param: click.Parameter, value: str) -> tuple[st
     "report",
     epilog="""\b
 Examples:
-  topo-gate report profiles/h200-x2/h7168-run1.evidence.json profiles/h200-x2/h7168-run2.evidence.json --out r
-  topo-gate report node.yaml --out r --baseline old-node.yaml      # summary.md says what changed
-  topo-gate report node-a.evidence.json node-b.evidence.json --out r --format md
-\b
+  topo-gate report profiles/h200-x2/h7168-run1.evidence.json \\
+      profiles/h200-x2/h7168-run2.evidence.json --out r
+  topo-gate report node.yaml --out r --baseline old-node.yaml  # what changed
+  topo-gate report node-a.evidence.json node-b.evidence.json --out r \\
+      --format md
+  pip install 'topo-gate[report]'   # matplotlib, for html and png
+
 Writes into DIR: report.html (self-contained: figures embedded, no network), summary.md (for a
 pull request), figures/*.png (fixed names, reproducible bytes). Several inputs of one node shape are
-overlaid in the same figures, one line style per input. html and png need matplotlib
-(pip install 'topo-gate[report]'); md does not.
+overlaid in the same figures, one line style per input. html and png need matplotlib (the
+report extra, above); md does not.
+
 Exit codes: 0 written; 2 usage, or matplotlib missing for html/png; 3 an input is unreadable or
 invalid, or DIR cannot be written.""",
 )

@@ -21,8 +21,8 @@ Examples:
   topo-gate validate node.yaml
   OK node.yaml: schema v1, 2 decisions, fingerprint sha256:39a39c834186...
   topo-gate validate --reseal node.yaml     # after a deliberate hand edit
-  topo-gate validate profiles/*.yaml        # several: each is checked and reported
-  topo-gate validate profiles/               # a profile set: one member per node fingerprint
+  topo-gate validate profiles/*.yaml   # several: each is checked and reported
+  topo-gate validate profiles/         # a set: one member per fingerprint
 
 Exit codes: 0 valid; 1 invalid (including what no measurement can say: a fast path slower than
 NCCL, a CI not containing its speed-up, a CPU backend in a GPU profile), digest mismatch or

@@ -66,7 +66,7 @@ def profile_header(profile: Profile, *, path: str, digest_problem: str | None = 
 
 
 def decision_table(entry: DecisionEntry) -> Table:
-    """One (tp, pattern, group class): size range | speedup (CI) | backend, with its reason beneath."""
+    """One (tp, pattern, group class): size range | speedup (CI), in context | backend and its reason."""
     title = file_text(
         f"TP {entry.tp} / {entry.pattern} / {entry.group_class} (measured on GPUs {list(entry.group)})"
     )
@@ -74,10 +74,14 @@ def decision_table(entry: DecisionEntry) -> Table:
         title += file_text(f"\n  FAILED: {entry.failed} (NCCL here is not a measurement)")
     table = Table(title=title, title_justify="left", show_lines=True)
     table.add_column("Message size", no_wrap=True)
-    table.add_column("Speedup (CI)", no_wrap=True)
-    table.add_column("In context", no_wrap=True)
+    # The in-context figure is stacked under the isolated one: a column of its own would take the
+    # width the backend's name needs at 80 columns.
+    with_context = any(rule.in_context is not None for rule in entry.rules)
+    table.add_column("Speedup (CI)\nIn context" if with_context else "Speedup (CI)", no_wrap=True)
     # The reason shares the backend's cell: a column of its own is unreadably narrow in 80 columns.
-    table.add_column("Backend and why", ratio=1, overflow="fold")
+    # The column is never narrower than the longest backend name: a name folded mid-word is lost.
+    widest_backend = max(len(rule.backend) for rule in entry.rules)
+    table.add_column("Backend and why", ratio=1, overflow="fold", min_width=widest_backend)
     lower = 0
     for rule in entry.rules:
         cell = Text(rule.backend, style="dim" if rule.backend == NCCL else "bold green")
@@ -85,8 +89,7 @@ def decision_table(entry: DecisionEntry) -> Table:
             cell.append(f"\n{alternatives_words(rule)}", style="green")
         if rule.reason:
             cell.append(f"\n{shown(rule.reason)}", style="default")
-        in_context = "" if rule.in_context is None else speedup_text(rule.in_context)
-        table.add_row(size_range(lower, rule.max_bytes), _speedup_words(rule), in_context, cell)
+        table.add_row(size_range(lower, rule.max_bytes), _speedup_words(rule), cell)
         lower = rule.max_bytes or lower
     return table
 
@@ -100,7 +103,10 @@ def alternatives_words(rule: Rule) -> str:
 
 
 def _speedup_words(rule: Rule) -> str:
-    return "" if rule.speedup is None else speedup_ci_text(rule.speedup, rule.ci)
+    isolated = "" if rule.speedup is None else speedup_ci_text(rule.speedup, rule.ci)
+    if rule.in_context is None:
+        return isolated
+    return f"{isolated}\nin context {speedup_text(rule.in_context)}"
 
 
 def profile_view(profile: Profile, *, path: str, digest_problem: str | None = None) -> RenderableType:
