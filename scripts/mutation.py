@@ -1,0 +1,280 @@
+"""Mutation testing of the fail-closed core with cosmic-ray: does a plausible bug make a test fail?
+
+Each module in MODULES is mutated by cosmic-ray (one small change per mutant: ``<`` -> ``<=``,
+``and`` -> ``or``, a number, ``not`` added, ...) in its own copy of the working tree, and the few test
+files that cover it are run against every mutant. A mutant is *killed* when those tests fail (or hang
+past the module's timeout) and *survives* when they pass. Survivors are either a missing test or an
+equivalent mutant (the change does not alter behaviour); the latter are listed, each with why, in
+tests/mutation/equivalent.txt, and are left out of the kill rate.
+
+Usage: ``scripts/mutation.sh [--jobs N] [--min-rate 90] [MODULE-SUBSTRING ...]``. Prints the kill rate
+per module and every surviving mutant; exits 1 when a module is below ``--min-rate``.
+See docs/mutation.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+EQUIVALENT_FILE = REPO / "tests" / "mutation" / "equivalent.txt"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A module to mutate, optionally only inside some functions, and the tests that cover it."""
+
+    module: str
+    tests: tuple[str, ...]
+    functions: tuple[str, ...] = ()  # empty: every mutant in the module
+
+    @property
+    def name(self) -> str:
+        return self.module + (f" ({', '.join(self.functions)})" if self.functions else "")
+
+
+# One line per module: the module, the few test files that cover it (cheapest first: pytest -x stops
+# at the first failure), and, where only part of a module is in scope, the functions to mutate.
+MODULES = (
+    Target("topo_gate/profile/digest.py", ("tests/profile/test_fail_closed.py", "tests/profile/test_schema_roundtrip.py", "tests/profile/test_reader_gate.py")),
+    Target("topo_gate/profile/validate.py", ("tests/profile/test_fail_closed.py", "tests/profile/test_malformed.py", "tests/profile/test_schema_roundtrip.py")),
+    Target("topo_gate/profile/reader.py", ("tests/profile/test_fail_closed.py", "tests/profile/test_reader_gate.py", "tests/profile/test_malformed.py", "tests/profile/test_mutations.py")),
+    Target("topo_gate/decide.py", ("tests/decide/test_decide_cases.py", "tests/decide/test_decide_rules.py", "tests/decide/test_decide_properties.py")),
+    Target("topo_gate/trials/safety.py", ("tests/trials/test_safety_env.py", "tests/trials/test_worker_entry.py")),
+    Target("topo_gate/trials/worker/checks.py", ("tests/trials/test_checks.py",)),
+    Target("topo_gate/trials/runner.py", ("tests/trials/test_watchdog.py", "tests/trials/test_runner_gloo.py::test_hang_is_killed_within_its_bound_and_the_others_still_measured"), ("_watch", "bound_s", "_timeout_fault", "_blame", "_read_beat")),
+    Target("topo_gate/launchers/common.py", ("tests/launchers/test_forced_nccl.py", "tests/launchers/test_fallback.py", "tests/launchers/test_plan_cases.py")),
+)  # fmt: skip
+
+# Operator replacements that only ever produce a TypeError on this code (shifts, powers, modulo of
+# strings, ordering against None) cost a test run each and say nothing: cosmic-ray's full table has
+# 11 replacements per arithmetic operator. What is left: + - * / among themselves, | & ^ among
+# themselves, and every comparison except an ordering against `is`.
+EXCLUDED_OPERATORS = (
+    r"core/ReplaceBinaryOperator_\w+_(Pow|RShift|LShift|FloorDiv|Mod)$",
+    r"core/ReplaceBinaryOperator_(Add|Sub|Mul|Div|FloorDiv|Mod|Pow|LShift|RShift)_(BitOr|BitAnd|BitXor)$",
+    r"core/ReplaceBinaryOperator_(BitOr|BitAnd|BitXor)_(Add|Sub|Mul|Div)$",
+    r"core/ReplaceComparisonOperator_(Lt|LtE|Gt|GtE)_(Is|IsNot)$",
+    r"core/ReplaceComparisonOperator_(Is|IsNot)_(Lt|LtE|Gt|GtE)$",
+)
+
+
+@dataclass
+class Mutant:
+    module: str
+    line: int
+    operator: str
+    function: str | None
+    source: str
+    outcome: str  # "killed" | "survived" | "equivalent" | "skipped"
+    diff: str = ""
+
+    def where(self) -> str:
+        return f"{self.module}:{self.line} {self.operator} in {self.function or '<module>'}: {self.source}"
+
+
+@dataclass
+class ModuleResult:
+    target: Target
+    mutants: list[Mutant]
+    seconds: float
+    error: str | None = None
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for m in self.mutants if m.outcome == outcome)
+
+    @property
+    def rate(self) -> float | None:
+        judged = self.count("killed") + self.count("survived")
+        return None if judged == 0 else 100.0 * self.count("killed") / judged
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=2, help="modules mutated at once (default 2)")
+    parser.add_argument("--min-rate", type=float, default=90.0, help="fail below this kill rate %%")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch copies (path printed)")
+    parser.add_argument("only", nargs="*", help="run only modules whose path contains one of these")
+    args = parser.parse_args(argv)
+    targets = [t for t in MODULES if not args.only or any(s in t.module for s in args.only)]
+    if not targets:
+        parser.error(f"no module matches {args.only}")
+    equivalents = read_equivalents(EQUIVALENT_FILE)
+    scratch = Path(tempfile.mkdtemp(prefix="topo-gate-mutation-"))
+    started = time.monotonic()
+    for target in targets:  # every copy before any run: later edits to the tree do not leak into this run
+        copy_tree(scratch / slug(target.module))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            results = list(
+                pool.map(lambda t: run_target(t, scratch / slug(t.module), equivalents), targets)
+            )
+    finally:
+        if args.keep:
+            print(f"scratch copies kept in {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+    report(results, time.monotonic() - started, args.jobs)
+    unused = sorted(set(equivalents) - {key(m) for r in results for m in r.mutants})
+    for entry in unused:
+        if any(entry[0] == r.target.module for r in results):
+            print(f"note: equivalent.txt entry matches no mutant any more: {' | '.join(entry)}")
+    failed = [r for r in results if r.error or r.rate is None or r.rate < args.min_rate]
+    return 1 if failed else 0
+
+
+def slug(module: str) -> str:
+    return module.replace("/", "_").removesuffix(".py")
+
+
+def read_equivalents(path: Path) -> dict[tuple[str, str, str], str]:
+    """``module | operator | source line (stripped) | why`` per line; ``#`` starts a comment."""
+    found = {}
+    if not path.exists():
+        return found
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not raw.strip() or raw.lstrip().startswith("#"):
+            continue
+        parts = [part.strip() for part in raw.split(" | ")]
+        if len(parts) != 4 or not parts[3]:
+            raise SystemExit(f"{path}:{number}: want 'module | operator | source line | why', got {raw!r}")
+        found[(parts[0], parts[1], parts[2])] = parts[3]
+    return found
+
+
+def key(mutant: Mutant) -> tuple[str, str, str]:
+    return (mutant.module, mutant.operator, mutant.source)
+
+
+def copy_tree(destination: Path) -> None:
+    """The working tree as git sees it (tracked and untracked-not-ignored files): no venv, no caches."""
+    destination.mkdir(parents=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for name in filter(None, (os.fsdecode(entry) for entry in listed)):
+        source = REPO / name
+        if source.is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / name)
+
+
+def run_target(target: Target, copy: Path, equivalents: dict[tuple[str, str, str], str]) -> ModuleResult:
+    started = time.monotonic()
+    tests = [test for test in target.tests if (copy / test.split("::")[0]).exists()]
+    if not tests:
+        return ModuleResult(target, [], 0.0, error=f"none of its test files exist: {list(target.tests)}")
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts="]
+    command += ["--timeout", "300", *tests]
+    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    # The tests must pass on the unmutated copy, or every mutant would count as killed.
+    baseline_started = time.monotonic()
+    baseline = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
+    baseline_s = time.monotonic() - baseline_started
+    if baseline.returncode != 0:
+        tail = "\n".join((baseline.stdout + baseline.stderr).splitlines()[-15:])
+        return ModuleResult(target, [], baseline_s, error=f"tests fail without any mutant:\n{tail}")
+    config = copy / "cosmic-ray.toml"
+    config.write_text(cosmic_ray_config(target, command, timeout=max(30.0, 5 * baseline_s)), encoding="utf-8")
+    session = copy / "session.sqlite"
+    cosmic = [sys.executable, "-m", "cosmic_ray.cli"]
+    subprocess.run([*cosmic, "init", str(config), str(session)], cwd=copy, env=env, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "cosmic_ray.tools.filters.operators_filter", str(session), str(config)],
+        cwd=copy,
+        env=env,
+        check=True,
+    )
+    if target.functions:
+        skip_outside(session, target.functions)
+    subprocess.run([*cosmic, "exec", str(config), str(session)], cwd=copy, env=env, check=True)
+    mutants = read_session(session, copy, equivalents)
+    return ModuleResult(target, mutants, time.monotonic() - started)
+
+
+def cosmic_ray_config(target: Target, command: list[str], timeout: float) -> str:
+    excluded = ", ".join(f"'{pattern}'" for pattern in EXCLUDED_OPERATORS)
+    test_command = " ".join(command).replace("\\", "\\\\").replace('"', '\\"')
+    return (
+        "[cosmic-ray]\n"
+        f'module-path = "{target.module}"\n'
+        f"timeout = {timeout:.0f}\n"
+        "excluded-modules = []\n"
+        f'test-command = "{test_command}"\n'
+        "[cosmic-ray.distributor]\n"
+        'name = "local"\n'
+        "[cosmic-ray.filters.operators-filter]\n"
+        f"exclude-operators = [{excluded}]\n"
+    )
+
+
+def skip_outside(session: Path, functions: tuple[str, ...]) -> None:
+    """Mark every mutant outside ``functions`` as skipped (cosmic-ray records each one's definition)."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item in list(db.pending_work_items):
+            if any(m.definition_name not in functions for m in item.mutations):
+                db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="out of scope"))
+
+
+def read_session(session: Path, copy: Path, equivalents: dict[tuple[str, str, str], str]) -> list[Mutant]:
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome
+
+    lines_of: dict[str, list[str]] = {}
+    mutants = []
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item, result in db.completed_work_items:
+            mutation = item.mutations[0]
+            module = str(mutation.module_path)
+            lines = lines_of.setdefault(module, (copy / module).read_text(encoding="utf-8").splitlines())
+            line = mutation.start_pos[0]
+            operator = f"{mutation.operator_name}@{mutation.start_pos[1]}"  # @column: tells apart twins on a line
+            mutant = Mutant(module, line, operator, mutation.definition_name, lines[line - 1].strip(), "")
+            if result.worker_outcome == WorkerOutcome.SKIPPED:
+                mutant.outcome = "skipped"
+            elif result.test_outcome == TestOutcome.SURVIVED:
+                mutant.outcome = "equivalent" if key(mutant) in equivalents else "survived"
+                mutant.diff = result.diff or ""
+            else:
+                mutant.outcome = "killed"  # tests failed, hung past the timeout, or the mutant could not load
+            mutants.append(mutant)
+    return sorted(mutants, key=lambda m: (m.line, m.operator))
+
+
+def report(results: list[ModuleResult], seconds: float, jobs: int) -> None:
+    for result in results:
+        survivors = [m for m in result.mutants if m.outcome == "survived"]
+        if result.error:
+            print(f"\n== {result.target.name}: ERROR {result.error}")
+        elif survivors:
+            print(f"\n== {result.target.name}: {len(survivors)} surviving mutant(s)")
+            for mutant in survivors:
+                print(f"  {mutant.where()}")
+    print(f"\n{'module':<62} {'mutants':>7} {'killed':>6} {'surv.':>5} {'equiv.':>6} {'rate':>6} {'time':>6}")
+    for result in results:
+        rate = "-" if result.rate is None else f"{result.rate:.1f}%"
+        judged = result.count("killed") + result.count("survived") + result.count("equivalent")
+        print(
+            f"{result.target.name:<62} {judged:>7} {result.count('killed'):>6} {result.count('survived'):>5} "
+            f"{result.count('equivalent'):>6} {rate:>6} {result.seconds:>5.0f}s"
+        )
+    print(f"total wall time {seconds:.0f} s with --jobs {jobs}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
