@@ -115,9 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         copy_tree(scratch / slug(target.module))
     try:
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            results = list(
-                pool.map(lambda t: run_target(t, scratch / slug(t.module), equivalents), targets)
-            )
+            results = list(pool.map(lambda t: run_target(t, scratch / slug(t.module), equivalents), targets))
     finally:
         if args.keep:
             print(f"scratch copies kept in {scratch}")
@@ -228,7 +226,9 @@ def skip_outside(session: Path, functions: tuple[str, ...]) -> None:
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item in list(db.pending_work_items):
             if any(m.definition_name not in functions for m in item.mutations):
-                db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="out of scope"))
+                db.set_result(
+                    item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="out of scope")
+                )
 
 
 def read_session(session: Path, copy: Path, equivalents: dict[tuple[str, str, str], str]) -> list[Mutant]:
@@ -243,7 +243,9 @@ def read_session(session: Path, copy: Path, equivalents: dict[tuple[str, str, st
             module = str(mutation.module_path)
             lines = lines_of.setdefault(module, (copy / module).read_text(encoding="utf-8").splitlines())
             line = mutation.start_pos[0]
-            operator = f"{mutation.operator_name}@{mutation.start_pos[1]}"  # @column: tells apart twins on a line
+            operator = (
+                f"{mutation.operator_name}@{mutation.start_pos[1]}"  # @column: tells apart twins on a line
+            )
             mutant = Mutant(module, line, operator, mutation.definition_name, lines[line - 1].strip(), "")
             if result.worker_outcome == WorkerOutcome.SKIPPED:
                 mutant.outcome = "skipped"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import random
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -118,11 +117,9 @@ class TestMalformed:
         assert not (tmp_path / "TOPO_GATE_PWNED").exists()
 
     def test_load_profile_raises_typed_error(self, case_path, exit_code, error_type, fragment):
-        start = time.perf_counter()
         with pytest.raises(error_type) as raised:
             topo_gate.load_profile(case_path)
-        assert fragment in str(raised.value)
-        assert time.perf_counter() - start < 1.0  # the alias bomb and the 20 MB file fail fast
+        assert fragment in str(raised.value)  # how fast they fail: benchmarks/fail_fast.py
 
     def test_gate_answers_nccl_with_the_reason(self, case_path, exit_code, error_type, fragment):
         decision = topo_gate.gate(case_path, tp=2, nbytes=1024)
