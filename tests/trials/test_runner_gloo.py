@@ -73,17 +73,13 @@ def test_every_backend_is_checked_and_measured(tp: int, pattern: str, workdir: P
 
 def test_hang_is_killed_within_its_bound_and_the_others_still_measured(workdir: Path) -> None:
     plan = gloo_plan(backends=("gloo_ring", "gloo"), faults={"gloo_ring": "hang"})
-    started = time.monotonic()
     result = run(plan, workdir, timeout_s=2.0, env=FAULTS_ON)
-    elapsed = time.monotonic() - started
     hung = result.backends["gloo_ring"]
     assert hung.status == "timeout"
     assert "no progress for 2 s in check of gloo_ring at 1 tokens" in hung.reason
     assert [(c["tokens"], c["status"]) for c in cells(result, "gloo_ring")] == [(1, "timeout")]
     assert_measured(result, "gloo")
-    assert result.attempts == 2
-    # bound (2 s) + kill grace (3 s) + a fresh attempt; far less than a collective's own timeout
-    assert elapsed < 40
+    assert result.attempts == 2  # when the kill came, against the bound: test_watchdog.py
 
 
 def test_crash_is_reported_with_its_exit_status(workdir: Path) -> None:

@@ -1,0 +1,55 @@
+"""The runner's watchdog, timed: a rank silent for longer than its phase's bound is killed after that
+bound -- never before it, and not much after (real gloo workers, a real hang).
+
+The silence is measured from the workers' own last heartbeat writes (file mtimes) to the moment the
+runner reports the fault, after the kill. Slack for a loaded 2-core machine: the kill may come up to
+5x the bound late; a watchdog that waits 5x its bound fails.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from gloo_helpers import gloo_plan
+
+from topo_gate.trials.protocol import heartbeat_path
+from topo_gate.trials.runner import Progress, run_plan
+
+FAULTS_ON = {"TOPO_GATE_ALLOW_FAULT_INJECTION": "1"}
+STEP_BOUND_S = 2.0
+STARTUP_BOUND_S = 60.0  # generous for torch's import on a loaded machine; far above 5x the step bound
+
+
+def test_a_hung_step_is_killed_after_its_bound_not_before_and_not_5x_later(workdir: Path) -> None:
+    plan = gloo_plan(backends=("gloo_ring", "gloo"), faults={"gloo_ring": "hang"})
+    faults: list[tuple[float, object]] = []
+
+    def on_progress(progress: Progress) -> None:
+        if progress.fault is not None:
+            faults.append((time.time(), progress.fault))
+
+    result = run_plan(
+        plan,
+        device="cpu",
+        cuda_devices=[],
+        timeout_s=STEP_BOUND_S,
+        workdir=workdir,
+        env=FAULTS_ON,
+        on_progress=on_progress,
+        startup_timeout_s=STARTUP_BOUND_S,
+    )
+    assert len(faults) == 1, faults
+    reported_at, fault = faults[0]
+    assert (fault.status, fault.backend, fault.tokens) == ("timeout", "gloo_ring", 1)
+    assert fault.reason == "rank 0 made no progress for 2 s in check of gloo_ring at 1 tokens" or (
+        fault.reason == "rank 1 made no progress for 2 s in check of gloo_ring at 1 tokens"
+    )
+    # The watchdog fires on the rank that has been silent longest: the oldest last heartbeat.
+    last_beats = [heartbeat_path(workdir / "attempt-1", rank).stat().st_mtime for rank in range(plan.tp)]
+    silence = reported_at - min(last_beats)
+    assert STEP_BOUND_S <= silence < 5 * STEP_BOUND_S, f"killed after {silence:.2f} s of silence"
+    # The hung backend costs one attempt; the next attempt measures the rest (startup bound, not step).
+    assert result.attempts == 2
+    assert result.backends["gloo_ring"].status == "timeout"
+    assert result.backends["gloo"].status == "ok"
