@@ -15,6 +15,7 @@ See docs/mutation.md.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import shutil
 import subprocess
@@ -104,12 +105,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="modules mutated at once (default 2)")
     parser.add_argument("--min-rate", type=float, default=90.0, help="fail below this kill rate %%")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copies (path printed)")
+    parser.add_argument("--sessions", type=Path, help="report on the sessions kept in this folder (--keep)")
     parser.add_argument("only", nargs="*", help="run only modules whose path contains one of these")
     args = parser.parse_args(argv)
     targets = [t for t in MODULES if not args.only or any(s in t.module for s in args.only)]
     if not targets:
         parser.error(f"no module matches {args.only}")
     equivalents = read_equivalents(EQUIVALENT_FILE)
+    if args.sessions is not None:
+        results = [report_kept(t, args.sessions / slug(t.module), equivalents) for t in targets]
+        report(results, 0.0, args.jobs)
+        return 0
     scratch = Path(tempfile.mkdtemp(prefix="topo-gate-mutation-"))
     started = time.monotonic()
     for target in targets:  # every copy before any run: later edits to the tree do not leak into this run
@@ -222,10 +228,9 @@ def mutate(
         env=env,
         check=True,
     )
-    if target.functions:
-        skip_outside(session, target.functions)
+    skip_outside(session, target.functions, annotation_spans(copy / target.module))
     subprocess.run([*cosmic, "exec", str(config), str(session)], cwd=copy, env=env, check=True)
-    mutants = read_session(session, copy, equivalents)
+    mutants = read_session(session, copy, equivalents, target.functions)
     return ModuleResult(target, mutants, time.monotonic() - started)
 
 
@@ -245,24 +250,71 @@ def cosmic_ray_config(target: Target, command: list[str], timeout: float) -> str
     )
 
 
-def skip_outside(session: Path, functions: tuple[str, ...]) -> None:
-    """Mark every mutant outside ``functions`` as skipped (cosmic-ray records each one's definition)."""
+def annotation_spans(module: Path) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where the module's annotations are, if it never evaluates them (``from __future__ import
+    annotations``): ``str | None`` -> ``str & None`` there changes nothing, so it is no mutant."""
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    postponed = any(
+        isinstance(node, ast.ImportFrom)
+        and node.module == "__future__"
+        and any(alias.name == "annotations" for alias in node.names)
+        for node in tree.body
+    )
+    if not postponed:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        annotations = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = node.args
+            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            every += [arguments.vararg, arguments.kwarg]
+            annotations = [a.annotation for a in every if a is not None and a.annotation is not None]
+            annotations += [node.returns] if node.returns is not None else []
+        elif isinstance(node, ast.AnnAssign):
+            annotations = [node.annotation]
+        found += [((a.lineno, a.col_offset), (a.end_lineno, a.end_col_offset)) for a in annotations]
+    return found
+
+
+def in_spans(position: tuple[int, int], spans: list[tuple[tuple[int, int], tuple[int, int]]]) -> bool:
+    return any(start <= tuple(position) < end for start, end in spans)
+
+
+def skip_outside(session: Path, functions: tuple[str, ...], annotations: list) -> None:
+    """Mark as skipped every mutant outside ``functions`` (when given; cosmic-ray records each one's
+    definition) and every mutant of an annotation that is never evaluated."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item in list(db.pending_work_items):
-            if any(m.definition_name not in functions for m in item.mutations):
-                db.set_result(
-                    item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="out of scope")
-                )
+            mutation = item.mutations[0]
+            if functions and mutation.definition_name not in functions:
+                why = "out of scope"
+            elif in_spans(mutation.start_pos, annotations):
+                why = "annotation (never evaluated)"
+            else:
+                continue
+            db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=why))
 
 
-def read_session(session: Path, copy: Path, equivalents: dict[tuple[str, str, str], str]) -> list[Mutant]:
+def report_kept(target: Target, folder: Path, equivalents: dict[tuple[str, str, str], str]) -> ModuleResult:
+    """A kept session, read against this tree's sources (which must be the ones it mutated)."""
+    session = folder / "session.sqlite"
+    if not session.exists():
+        return ModuleResult(target, [], 0.0, error=f"no session at {session}")
+    return ModuleResult(target, read_session(session, REPO, equivalents, target.functions), 0.0)
+
+
+def read_session(
+    session: Path, copy: Path, equivalents: dict[tuple[str, str, str], str], functions: tuple[str, ...] = ()
+) -> list[Mutant]:
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
     lines_of: dict[str, list[str]] = {}
+    spans_of: dict[str, list] = {}
     mutants = []
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item, result in db.completed_work_items:
@@ -274,7 +326,13 @@ def read_session(session: Path, copy: Path, equivalents: dict[tuple[str, str, st
                 f"{mutation.operator_name}@{mutation.start_pos[1]}"  # @column: tells apart twins on a line
             )
             mutant = Mutant(module, line, operator, mutation.definition_name, lines[line - 1].strip(), "")
-            if result.worker_outcome == WorkerOutcome.SKIPPED:
+            spans = spans_of.setdefault(module, annotation_spans(copy / module))
+            out_of_scope = functions and mutation.definition_name not in functions
+            if (
+                result.worker_outcome == WorkerOutcome.SKIPPED
+                or out_of_scope
+                or in_spans(mutation.start_pos, spans)
+            ):
                 mutant.outcome = "skipped"
             elif result.test_outcome == TestOutcome.SURVIVED:
                 mutant.outcome = "equivalent" if key(mutant) in equivalents else "survived"
