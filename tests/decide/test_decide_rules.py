@@ -1,0 +1,250 @@
+"""decide's rules at their boundaries, on evidence with constant samples (so every bootstrap ratio, and
+thus the median and both CI ends, is exactly the ratio of the two latencies).
+
+Each test pins one line of the module docstring: the bar is ``>= 1 + margin`` for the median and the CI
+low end; the fastest of several wins; a lone size folds only under its three conditions; ranges end at
+their largest measured size; sizes above it are NCCL; and every reason states its numbers.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from topo_gate.decide import decide, human_bytes
+
+ROUNDS = 15
+HIDDEN = 1024  # nbytes = tokens * 2 KiB
+
+
+def cell(backend: str, tokens: int, latency: float | None, status: str = "ok", **extra) -> dict:
+    samples = [latency] * ROUNDS if status == "ok" and latency is not None else []
+    reason = None if status == "ok" else f"{status} here"
+    return {"backend": backend, "tokens": tokens, "nbytes": tokens * HIDDEN * 2, "status": status,
+            "reason": reason, "samples_us": samples, **extra}  # fmt: skip
+
+
+def evidence(
+    results: list[dict], *, device: str = "cuda", group=(0, 1), group_class: str = "nvswitch"
+) -> dict:
+    run = {"tp": len(group), "group": list(group), "group_class": group_class, "pattern": "allreduce",
+           "backends": {}, "results": results}  # fmt: skip
+    return {"format": "topo-gate/evidence/v1", "trials": {"device": device}, "runs": [run]}
+
+
+def table(rows: dict[int, dict[str, float]], baseline: str = "nccl") -> list[dict]:
+    """``{tokens: {backend: latency}}``, baseline latency 10 unless given."""
+    results = []
+    for tokens, latencies in rows.items():
+        results.append(cell(baseline, tokens, latencies.get(baseline, 10.0)))
+        results += [cell(name, tokens, latency) for name, latency in latencies.items() if name != baseline]
+    return results
+
+
+def ladder(result) -> list[tuple[int | None, str]]:
+    (entry,) = result.decisions
+    return [(rule.max_bytes, rule.backend) for rule in entry.rules]
+
+
+KiB = 1024
+
+
+# --- the bar -----------------------------------------------------------------------------------
+
+
+def test_exactly_the_margin_clears_the_bar() -> None:
+    # 10.5 / 10.0 == 1.05 == 1 + 0.05 exactly in binary floating point.
+    assert ladder(decide(evidence(table({1: {"nccl": 10.5, "pcie_ipc": 10.0}})))) == [
+        (2 * KiB, "pcie_ipc"),
+        (None, "nccl"),
+    ]
+
+
+def test_just_below_the_margin_does_not() -> None:
+    result = decide(evidence(table({1: {"nccl": 10.5, "pcie_ipc": 10.001}})))
+    assert ladder(result) == [(2 * KiB, "nccl"), (None, "nccl")][1:]  # one NCCL rule covers everything
+    (rule,) = result.decisions[0].rules
+    assert rule.reason.startswith(
+        "no backend beat nccl by >= 5% with its 95% CI clear at 2 KiB; closest: pcie_ipc"
+    )
+
+
+def test_a_zero_margin_takes_any_faster_backend_and_a_negative_one_is_refused() -> None:
+    assert ladder(decide(evidence(table({1: {"pcie_ipc": 9.99}})), margin=0.0))[0] == (2 * KiB, "pcie_ipc")
+    assert ladder(decide(evidence(table({1: {"pcie_ipc": 10.0}})), margin=0.0))[0] == (2 * KiB, "pcie_ipc")
+    assert ladder(decide(evidence(table({1: {"pcie_ipc": 10.01}})), margin=0.0))[0] == (None, "nccl")
+    with pytest.raises(ValueError, match="margin must be >= 0"):
+        decide(evidence(table({1: {"pcie_ipc": 5.0}})), margin=-0.01)
+
+
+def test_the_fastest_clear_backend_wins_and_states_its_numbers() -> None:
+    result = decide(evidence(table({1: {"pcie_ipc": 5.0, "trtllm_oneshot": 4.0, "vllm_custom": 8.0}})))
+    first = result.decisions[0].rules[0]
+    assert (first.backend, first.speedup, tuple(first.ci)) == ("trtllm_oneshot", 2.5, (2.5, 2.5))
+    assert first.reason == (
+        "trtllm_oneshot beat nccl by >= 5% with its 95% CI clear at 2 KiB; weakest 2.50x (CI 2.50-2.50) at 2 KiB"
+    )
+    # Runner-ups that cleared the bar too, fastest first, with their weakest speedup.
+    assert [(a.backend, a.speedup) for a in first.alternatives] == [("pcie_ipc", 2.0), ("vllm_custom", 1.25)]
+
+
+def test_a_slower_backend_is_never_chosen() -> None:
+    assert ladder(decide(evidence(table({1: {"pcie_ipc": 11.0}})))) == [(None, "nccl")]
+
+
+# --- ranges and the tail ---------------------------------------------------------------------------
+
+
+def test_ranges_end_at_their_largest_measured_size_and_above_is_nccl() -> None:
+    rows = {
+        1: {"pcie_ipc": 5.0},
+        2: {"pcie_ipc": 5.0},
+        4: {"trtllm_oneshot": 5.0},
+        8: {"trtllm_oneshot": 11.0},
+    }
+    result = decide(evidence(table(rows)))
+    assert ladder(result) == [(4 * KiB, "pcie_ipc"), (8 * KiB, "trtllm_oneshot"), (None, "nccl")]
+    tail = result.decisions[0].rules[-1]
+    assert tail.reason.endswith("; above 16 KiB, the largest size measured: not measured")
+    assert (
+        result.decisions[0]
+        .rules[0]
+        .reason.endswith("clear at 2 KiB-4 KiB (2 sizes); weakest 2.00x (CI 2.00-2.00) at 2 KiB")
+    )
+
+
+def test_a_backend_to_the_last_size_is_followed_by_an_unmeasured_nccl_rule() -> None:
+    result = decide(evidence(table({1: {"pcie_ipc": 5.0}, 2: {"pcie_ipc": 4.0}})))
+    assert ladder(result) == [(4 * KiB, "pcie_ipc"), (None, "nccl")]
+    rules = result.decisions[0].rules
+    assert rules[-1].reason == "above 4 KiB, the largest size measured: not measured"
+    assert rules[0].speedup == 2.0  # the weakest size of the range, not the best
+
+
+def test_a_run_without_results_is_one_nccl_rule() -> None:
+    (entry,) = decide(evidence([])).decisions
+    assert [(r.max_bytes, r.backend, r.reason) for r in entry.rules] == [
+        (None, "nccl", "no trial results for this group")
+    ]
+
+
+def test_the_cpu_harness_measures_against_gloo() -> None:
+    result = decide(evidence(table({1: {"gloo": 10.0, "gloo_ring": 11.0}}, baseline="gloo"), device="cpu"))
+    first = result.decisions[0].rules[0]
+    assert (first.max_bytes, first.backend, first.speedup, tuple(first.ci)) == (
+        2 * KiB,
+        "gloo",
+        1.0,
+        (1.0, 1.0),
+    )
+
+
+# --- lone sizes ----------------------------------------------------------------------------------
+
+
+def test_a_lone_size_within_the_margin_of_its_neighbours_choice_is_folded_in() -> None:
+    # Sizes 1 and 4 pick trtllm_oneshot; size 2 picks pcie_ipc by less than the margin.
+    rows = {
+        1: {"trtllm_oneshot": 5.0},
+        2: {"trtllm_oneshot": 5.0, "pcie_ipc": 4.9},
+        4: {"trtllm_oneshot": 5.0},
+    }
+    result = decide(evidence(table(rows)))
+    assert ladder(result) == [(8 * KiB, "trtllm_oneshot"), (None, "nccl")]
+    assert "4 KiB folded in: trtllm_oneshot 2.00x there is within 5% of the lone choice pcie_ipc (2.04x)" in (
+        result.decisions[0].rules[0].reason
+    )
+
+
+def test_a_lone_size_beyond_the_margin_stays() -> None:
+    rows = {
+        1: {"trtllm_oneshot": 5.0},
+        2: {"trtllm_oneshot": 5.0, "pcie_ipc": 4.0},
+        4: {"trtllm_oneshot": 5.0},
+    }
+    assert ladder(decide(evidence(table(rows)))) == [
+        (2 * KiB, "trtllm_oneshot"),
+        (4 * KiB, "pcie_ipc"),
+        (8 * KiB, "trtllm_oneshot"),
+        (None, "nccl"),
+    ]
+
+
+def test_a_lone_nccl_size_is_not_folded_when_the_neighbours_choice_lost_there() -> None:
+    rows = {1: {"pcie_ipc": 5.0}, 2: {"pcie_ipc": 10.2}, 4: {"pcie_ipc": 5.0}}  # slower than NCCL at 2
+    assert [b for _, b in ladder(decide(evidence(table(rows))))] == ["pcie_ipc", "nccl", "pcie_ipc", "nccl"]
+
+
+def test_a_lone_nccl_size_within_the_margin_is_folded() -> None:
+    rows = {1: {"pcie_ipc": 5.0}, 2: {"pcie_ipc": 9.8}, 4: {"pcie_ipc": 5.0}}  # 1.02x: faster, under the bar
+    result = decide(evidence(table(rows)))
+    assert ladder(result) == [(8 * KiB, "pcie_ipc"), (None, "nccl")]
+    assert result.decisions[0].rules[0].speedup == round(10 / 9.8, 3)
+
+
+def test_a_lone_size_where_the_baseline_failed_is_never_folded() -> None:
+    results = table({1: {"pcie_ipc": 5.0}, 4: {"pcie_ipc": 5.0}})
+    results += [cell("nccl", 2, None, status="timeout"), cell("pcie_ipc", 2, 5.0)]
+    result = decide(evidence(results))
+    assert [b for _, b in ladder(result)] == ["pcie_ipc", "nccl", "pcie_ipc", "nccl"]
+    assert "nccl baseline timeout (timeout here) at 4 KiB: nothing measured against it" in (
+        result.decisions[0].rules[1].reason
+    )
+
+
+def test_the_first_and_last_sizes_are_never_lone() -> None:
+    rows = {1: {"pcie_ipc": 4.0}, 2: {"trtllm_oneshot": 4.0}, 4: {"trtllm_oneshot": 4.0, "pcie_ipc": 3.95}}
+    assert [b for _, b in ladder(decide(evidence(table(rows))))] == [
+        "pcie_ipc",
+        "trtllm_oneshot",
+        "pcie_ipc",
+        "nccl",
+    ]
+
+
+# --- what is excluded, and the notes ----------------------------------------------------------------
+
+
+def test_wrong_failed_and_unknown_results_are_not_compared_and_are_reported() -> None:
+    results = [
+        cell("nccl", 1, 10.0),
+        cell("pcie_ipc", 1, None, status="wrong", max_abs_err=2.0),
+        cell("trtllm_oneshot", 1, None, status="failed"),
+        cell("future_backend", 1, 1.0),
+    ]
+    result = decide(evidence(results))
+    (rule,) = result.decisions[0].rules
+    assert rule.backend == "nccl"
+    assert rule.reason.startswith(
+        "no other backend measured correctly at 2 KiB (future_backend: not a backend profile schema v1 knows; "
+        "pcie_ipc: wrong (wrong here); trtllm_oneshot: failed (failed here))"
+    )
+    assert result.notes == [
+        "future_backend at TP2 allreduce on GPUs [0, 1] is not a backend profile schema v1 knows: its results are ignored",
+        "pcie_ipc returned WRONG results at TP2 allreduce on GPUs [0, 1], 2 KiB (max |error| 2): not used at those sizes",
+    ]
+
+
+def test_an_ok_result_without_samples_is_not_a_measurement() -> None:
+    results = [cell("nccl", 1, 10.0), {**cell("pcie_ipc", 1, 5.0), "samples_us": []}]
+    (rule,) = decide(evidence(results)).decisions[0].rules
+    assert rule.backend == "nccl" and "pcie_ipc: recorded no samples" in rule.reason
+
+
+def test_a_second_group_of_the_same_class_does_not_decide() -> None:
+    first = evidence(table({1: {"pcie_ipc": 5.0}}))
+    second = evidence(table({1: {"pcie_ipc": 20.0}}), group=(2, 3))["runs"][0]
+    first["runs"].append(second)
+    result = decide(first)
+    assert ladder(result)[0] == (2 * KiB, "pcie_ipc")
+    assert result.notes == [
+        "TP2 allreduce on GPUs [2, 3]: a second nvswitch group; the first one measured decides"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("nbytes", "words"),
+    [(0, "0 B"), (1023, "1023 B"), (1024, "1 KiB"), (14336, "14 KiB"), (1572864, "1.5 MiB"),
+     (3 << 30, "3 GiB"), (5 << 40, "5 TiB"), (2048 << 40, "2048 TiB")],
+)  # fmt: skip
+def test_human_bytes(nbytes: int, words: str) -> None:
+    assert human_bytes(nbytes) == words
