@@ -54,7 +54,7 @@ MODULES = (
     Target("topo_gate/trials/safety.py", ("tests/trials/test_safety_env.py", "tests/trials/test_worker_entry.py")),
     Target("topo_gate/trials/worker/checks.py", ("tests/trials/test_checks.py",)),
     Target("topo_gate/trials/runner.py", ("tests/trials/test_watchdog.py", "tests/trials/test_runner_gloo.py::test_hang_is_killed_within_its_bound_and_the_others_still_measured"), ("_watch", "bound_s", "_timeout_fault")),
-    Target("topo_gate/launchers/common.py", ("tests/launchers/test_forced_nccl.py", "tests/launchers/test_fallback.py", "tests/launchers/test_plan_cases.py")),
+    Target("topo_gate/launchers/common.py", ("tests/launchers/test_common.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_fallback.py", "tests/launchers/test_plan_cases.py")),
 )  # fmt: skip
 
 # Operator replacements that only ever produce a TypeError on this code (shifts, powers, modulo of
