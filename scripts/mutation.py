@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))  # mutation_data.py beside this file
 EQUIVALENT_FILE = REPO / "tests" / "mutation" / "equivalent.txt"
 FORKSERVER = REPO / "scripts" / "mutation_forkserver.py"
 
@@ -38,10 +39,12 @@ class Target:
     module: str
     tests: tuple[str, ...]
     functions: tuple[str, ...] = ()  # empty: every mutant in the module
+    constant: str | None = None  # mutate this module-level constant's entries instead (mutation_data.py)
 
     @property
     def name(self) -> str:
-        return self.module + (f" ({', '.join(self.functions)})" if self.functions else "")
+        scope = (self.constant,) if self.constant else self.functions
+        return self.module + (f" ({', '.join(scope)})" if scope else "")
 
 
 # One line per module: the module, the few test files that cover it (cheapest first: pytest -x stops
@@ -54,6 +57,9 @@ MODULES = (
     Target("topo_gate/trials/safety.py", ("tests/trials/test_safety_env.py", "tests/trials/test_worker_entry.py")),
     Target("topo_gate/trials/worker/checks.py", ("tests/trials/test_checks.py",)),
     Target("topo_gate/trials/runner.py", ("tests/trials/test_watchdog.py", "tests/trials/test_runner_gloo.py::test_hang_is_killed_within_its_bound_and_the_others_still_measured"), ("_watch", "bound_s", "_timeout_fault")),
+    Target("topo_gate/launchers/sglang.py", ("tests/launchers/test_forced_nccl.py", "tests/launchers/test_fallback.py"), constant="FORCE_NCCL"),
+    Target("topo_gate/launchers/vllm.py", ("tests/launchers/test_forced_nccl.py", "tests/launchers/test_fallback.py"), constant="FORCE_NCCL"),
+    Target("topo_gate/launchers/trtllm.py", ("tests/launchers/test_forced_nccl.py", "tests/launchers/test_fallback.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/common.py", ("tests/launchers/test_common.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_fallback.py", "tests/launchers/test_plan_cases.py")),
 )  # fmt: skip
 
@@ -202,6 +208,8 @@ def run_target(target: Target, copy: Path, equivalents: dict[tuple[str, str, str
                 return ModuleResult(target, [], baseline_s, error="the pytest fork server did not start")
             time.sleep(0.05)
         warm = [sys.executable, str(FORKSERVER), "run", str(socket_path), *command[3:]]
+        if target.constant is not None:
+            return mutate_data(target, copy, env, warm, timeout_s + 30, equivalents, started)
         return mutate(target, copy, env, warm, timeout_s + 30, equivalents, started)
     finally:
         server.kill()
@@ -231,6 +239,41 @@ def mutate(
     skip_outside(session, target.functions, annotation_spans(copy / target.module))
     subprocess.run([*cosmic, "exec", str(config), str(session)], cwd=copy, env=env, check=True)
     mutants = read_session(session, copy, equivalents, target.functions)
+    return ModuleResult(target, mutants, time.monotonic() - started)
+
+
+def mutate_data(
+    target: Target,
+    copy: Path,
+    env: dict[str, str],
+    command: list[str],
+    timeout_s: float,
+    equivalents: dict[tuple[str, str, str], str],
+    started: float,
+) -> ModuleResult:
+    """Knock-out mutants of ``target.constant`` (scripts/mutation_data.py), run one by one."""
+    from mutation_data import data_mutants
+
+    path = copy / target.module
+    original = path.read_text(encoding="utf-8")
+    lines = original.splitlines()
+    mutants = []
+    try:
+        for change in data_mutants(original, target.constant):
+            path.write_text(change.source, encoding="utf-8")
+            try:
+                killed = subprocess.run(command, cwd=copy, env=env, timeout=timeout_s).returncode != 0
+            except subprocess.TimeoutExpired:
+                killed = True
+            operator = f"{change.operator}@{change.column}"
+            mutant = Mutant(
+                target.module, change.line, operator, target.constant, lines[change.line - 1].strip(), ""
+            )
+            survived = "equivalent" if key(mutant) in equivalents else "survived"
+            mutant.outcome = "killed" if killed else survived
+            mutants.append(mutant)
+    finally:
+        path.write_text(original, encoding="utf-8")
     return ModuleResult(target, mutants, time.monotonic() - started)
 
 
