@@ -47,20 +47,21 @@ class Target:
         return self.module + (f" ({', '.join(scope)})" if scope else "")
 
 
-# One line per module: the module, the few test files that cover it (cheapest first: pytest -x stops
-# at the first failure), and, where only part of a module is in scope, the functions to mutate.
+# One line per module: the module, the few test files that cover it, and, where only part of a module
+# is in scope, the functions to mutate (or the constant, for the forcing sets). pytest -x stops at the
+# first failure, and the report names it: the long-standing tests come first, the targeted ones last.
 MODULES = (
-    Target("topo_gate/profile/digest.py", ("tests/profile/test_fail_closed.py", "tests/profile/test_schema_roundtrip.py", "tests/profile/test_reader_gate.py")),
-    Target("topo_gate/profile/validate.py", ("tests/profile/test_fail_closed.py", "tests/profile/test_schema_roundtrip.py", "tests/profile/test_malformed.py")),
-    Target("topo_gate/profile/reader.py", ("tests/profile/test_fail_closed.py", "tests/profile/test_reader_gate.py")),
-    Target("topo_gate/decide.py", ("tests/decide/test_decide_cases.py", "tests/decide/test_decide_rules.py", "tests/decide/test_decide_properties.py")),
-    Target("topo_gate/trials/safety.py", ("tests/trials/test_safety_env.py", "tests/trials/test_worker_entry.py")),
+    Target("topo_gate/profile/digest.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py")),
+    Target("topo_gate/profile/validate.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_malformed.py", "tests/profile/test_fail_closed.py")),
+    Target("topo_gate/profile/reader.py", ("tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py")),
+    Target("topo_gate/decide.py", ("tests/decide/test_decide_cases.py", "tests/decide/test_decide_properties.py", "tests/decide/test_decide_rules.py")),
+    Target("topo_gate/trials/safety.py", ("tests/trials/test_worker_entry.py", "tests/trials/test_safety_env.py")),
     Target("topo_gate/trials/worker/checks.py", ("tests/trials/test_checks.py",)),
-    Target("topo_gate/trials/runner.py", ("tests/trials/test_watchdog.py", "tests/trials/test_runner_gloo.py::test_hang_is_killed_within_its_bound_and_the_others_still_measured"), ("_watch", "bound_s", "_timeout_fault")),
-    Target("topo_gate/launchers/sglang.py", ("tests/launchers/test_forced_nccl.py", "tests/launchers/test_fallback.py"), constant="FORCE_NCCL"),
-    Target("topo_gate/launchers/vllm.py", ("tests/launchers/test_forced_nccl.py", "tests/launchers/test_fallback.py"), constant="FORCE_NCCL"),
-    Target("topo_gate/launchers/trtllm.py", ("tests/launchers/test_forced_nccl.py", "tests/launchers/test_fallback.py"), constant="FORCE_NCCL"),
-    Target("topo_gate/launchers/common.py", ("tests/launchers/test_common.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_fallback.py", "tests/launchers/test_plan_cases.py")),
+    Target("topo_gate/trials/runner.py", ("tests/trials/test_runner_gloo.py::test_hang_is_killed_within_its_bound_and_the_others_still_measured", "tests/trials/test_watchdog.py"), ("_watch", "bound_s", "_timeout_fault")),
+    Target("topo_gate/launchers/sglang.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
+    Target("topo_gate/launchers/vllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
+    Target("topo_gate/launchers/trtllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
+    Target("topo_gate/launchers/common.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_plan_cases.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_common.py")),
 )  # fmt: skip
 
 # Operator replacements that only ever produce a TypeError on this code (shifts, powers, modulo of
@@ -85,6 +86,7 @@ class Mutant:
     source: str
     outcome: str  # "killed" | "survived" | "equivalent" | "skipped"
     diff: str = ""
+    killed_by: str = ""  # the first failing test's node id, from pytest's summary
 
     def where(self) -> str:
         return f"{self.module}:{self.line} {self.operator} in {self.function or '<module>'}: {self.source}"
@@ -187,7 +189,7 @@ def run_target(target: Target, copy: Path, equivalents: dict[tuple[str, str, str
     tests = [test for test in target.tests if (copy / test.split("::")[0]).exists()]
     if not tests:
         return ModuleResult(target, [], 0.0, error=f"none of its test files exist: {list(target.tests)}")
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts="]
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider", "-o", "addopts="]
     command += ["--timeout", "300", *tests]
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
     # The tests must pass on the unmutated copy, or every mutant would count as killed.
@@ -262,15 +264,19 @@ def mutate_data(
         for change in data_mutants(original, target.constant):
             path.write_text(change.source, encoding="utf-8")
             try:
-                killed = subprocess.run(command, cwd=copy, env=env, timeout=timeout_s).returncode != 0
+                run = subprocess.run(
+                    command, cwd=copy, env=env, timeout=timeout_s, capture_output=True, text=True
+                )
+                killed, output = run.returncode != 0, run.stdout
             except subprocess.TimeoutExpired:
-                killed = True
+                killed, output = True, "timeout"
             operator = f"{change.operator}@{change.column}"
             mutant = Mutant(
                 target.module, change.line, operator, target.constant, lines[change.line - 1].strip(), ""
             )
             survived = "equivalent" if key(mutant) in equivalents else "survived"
             mutant.outcome = "killed" if killed else survived
+            mutant.killed_by = failing_test(output) if killed else ""
             mutants.append(mutant)
     finally:
         path.write_text(original, encoding="utf-8")
@@ -382,8 +388,17 @@ def read_session(
                 mutant.diff = result.diff or ""
             else:
                 mutant.outcome = "killed"  # tests failed, hung past the timeout, or the mutant could not load
+                mutant.killed_by = failing_test(result.output or "")
             mutants.append(mutant)
     return sorted(mutants, key=lambda m: (m.line, m.operator))
+
+
+def failing_test(output: str) -> str:
+    """The node id in pytest's ``FAILED id - ...`` / ``ERROR id`` summary line, or what happened."""
+    for line in output.splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            return line.split(" ", 1)[1].split(" - ", 1)[0]
+    return "timeout" if output.strip() == "timeout" else "no test failure named"
 
 
 def report(results: list[ModuleResult], seconds: float, jobs: int) -> None:

@@ -7,7 +7,8 @@ command and exits with the child's status.
     python scripts/mutation_forkserver.py serve SOCKET TIMEOUT_S   # in the copy, before the run
     python scripts/mutation_forkserver.py run SOCKET PYTEST-ARGS... # cosmic-ray's test-command
 
-A child that outlives TIMEOUT_S is killed with its whole process group (the workers a runner test
+The client prints the end of pytest's output (its summary names the failing test). A child that
+outlives TIMEOUT_S is killed with its whole process group (the workers a runner test
 started included) and reported as a failure, as cosmic-ray counts a hung mutant as killed.
 """
 
@@ -44,12 +45,13 @@ def serve(path: str, timeout_s: float) -> None:
             args = [arg.decode() for arg in request.split(b"\0")]
             if args == ["stop"]:
                 return
+            log = f"{path}.out"
             pid = os.fork()
             if pid == 0:
                 os.setpgid(0, 0)  # its own group: a timeout kills the workers it started too
-                null = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(null, 1)
-                os.dup2(null, 2)
+                output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                os.dup2(output, 1)
+                os.dup2(output, 2)
                 import pytest
 
                 os._exit(int(pytest.main(args)))
@@ -65,8 +67,10 @@ def serve(path: str, timeout_s: float) -> None:
                     status = 124
                 else:
                     time.sleep(0.01)
+            with open(log, "rb") as written:
+                tail = written.read()[-4000:]  # pytest's summary: which test failed
             try:
-                connection.sendall(bytes([status & 0xFF]))
+                connection.sendall(bytes([status & 0xFF]) + tail)
             except OSError:
                 pass  # cosmic-ray gave up on this client already
 
@@ -76,7 +80,10 @@ def run(path: str, args: list[str]) -> int:
     client.connect(path)
     client.sendall(b"\0".join(arg.encode() for arg in args))
     client.shutdown(socket.SHUT_WR)
-    answer = client.recv(1)
+    answer = b""
+    while chunk := client.recv(65536):
+        answer += chunk
+    sys.stdout.write(answer[1:].decode("utf-8", "replace"))
     return answer[0] if answer else 125
 
 
