@@ -191,6 +191,17 @@ def test_a_lone_size_where_the_baseline_failed_is_never_folded() -> None:
     )
 
 
+def test_a_size_between_two_different_choices_is_not_lone() -> None:
+    # pcie_ipc, then a near-tie NCCL size, then trtllm_oneshot: the middle has no two equal neighbours.
+    rows = {1: {"pcie_ipc": 5.0}, 2: {"pcie_ipc": 9.8}, 4: {"trtllm_oneshot": 5.0}}
+    assert [b for _, b in ladder(decide(evidence(table(rows))))] == [
+        "pcie_ipc",
+        "nccl",
+        "trtllm_oneshot",
+        "nccl",
+    ]
+
+
 def test_the_first_and_last_sizes_are_never_lone() -> None:
     rows = {1: {"pcie_ipc": 4.0}, 2: {"trtllm_oneshot": 4.0}, 4: {"trtllm_oneshot": 4.0, "pcie_ipc": 3.95}}
     assert [b for _, b in ladder(decide(evidence(table(rows))))] == [
@@ -221,6 +232,18 @@ def test_wrong_failed_and_unknown_results_are_not_compared_and_are_reported() ->
     assert result.notes == [
         "future_backend at TP2 allreduce on GPUs [0, 1] is not a backend profile schema v1 knows: its results are ignored",
         "pcie_ipc returned WRONG results at TP2 allreduce on GPUs [0, 1], 2 KiB (max |error| 2): not used at those sizes",
+    ]
+
+
+def test_a_wrong_baseline_is_reported_as_nothing_compared() -> None:
+    results = [
+        cell("nccl", 1, None, status="wrong", max_abs_err=1.0),
+        cell("gloo", 1, None, status="wrong"),  # a backend named before "nccl": still only "not used"
+        cell("pcie_ipc", 1, 5.0),
+    ]
+    assert decide(evidence(results)).notes == [
+        "gloo returned WRONG results at TP2 allreduce on GPUs [0, 1], 2 KiB: not used at those sizes",
+        "nccl returned WRONG results at TP2 allreduce on GPUs [0, 1], 2 KiB (max |error| 1): nothing is compared there",
     ]
 
 

@@ -211,5 +211,25 @@ def test_each_rank_and_size_gets_its_own_x_and_every_rank_the_same_residual() ->
 
 
 def test_the_allreduce_pattern_has_no_fused_buffers() -> None:
-    buffers = checks.make_buffers(context(None, "allreduce"), 2, seed=0)
+    # The pattern as a spec file delivers it: an equal string, not the same object.
+    buffers = checks.make_buffers(context(None, "".join(["all", "reduce"])), 2, seed=0)
     assert (buffers.residual, buffers.weight, buffers.residual_out) == (None, None, None)
+
+
+def test_the_shared_residual_is_no_rank_s_x() -> None:
+    ctx = context(None, "allreduce_rmsnorm", hidden=256)
+    residual = checks.make_buffers(ctx, 4, seed=0).residual
+    for rank in range(4):
+        x = checks.make_buffers(dataclasses.replace(ctx, rank=rank), 4, seed=0).x
+        assert not torch.equal(x, residual), rank
+
+
+def test_a_row_that_sums_to_zero_normalises_to_zero(world: object) -> None:
+    # A token whose sum and residual are all zero: RMSNorm's epsilon keeps 0 / sqrt(0 + eps) finite.
+    ctx = context(world, "allreduce_rmsnorm", hidden=64)
+    buffers = checks.make_buffers(ctx, 2, seed=11)
+    buffers.x[0].zero_()
+    buffers.residual[0].zero_()
+    verdict = checks.check(lambda: add_rmsnorm(buffers.x, buffers), buffers, ctx)
+    assert verdict.ok and verdict.max_abs_err is not None
+    assert torch.equal(buffers.out[0], torch.zeros_like(buffers.out[0]))
