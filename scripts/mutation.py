@@ -49,12 +49,12 @@ class Target:
 
 # One line per module: the module, the few test files that cover it, and, where only part of a module
 # is in scope, the functions to mutate (or the constant, for the forcing sets). pytest -x stops at the
-# first failure, and the report names it: the long-standing tests come first, the targeted ones last.
+# first failure, so quick files that kill most mutants go first; slow ones (hypothesis, real workers) last.
 MODULES = (
     Target("topo_gate/profile/digest.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py")),
     Target("topo_gate/profile/validate.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_malformed.py", "tests/profile/test_fail_closed.py")),
     Target("topo_gate/profile/reader.py", ("tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py")),
-    Target("topo_gate/decide.py", ("tests/decide/test_decide_cases.py", "tests/decide/test_decide_properties.py", "tests/decide/test_decide_rules.py")),
+    Target("topo_gate/decide.py", ("tests/decide/test_decide_rules.py", "tests/decide/test_decide_cases.py", "tests/decide/test_decide_properties.py")),
     Target("topo_gate/trials/safety.py", ("tests/trials/test_worker_entry.py", "tests/trials/test_safety_env.py")),
     Target("topo_gate/trials/worker/checks.py", ("tests/trials/test_checks.py",)),
     Target("topo_gate/trials/runner.py", ("tests/trials/test_runner_gloo.py::test_hang_is_killed_within_its_bound_and_the_others_still_measured", "tests/trials/test_watchdog.py"), ("_watch", "bound_s", "_timeout_fault")),
