@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,9 +159,10 @@ def read_equivalents(path: Path) -> dict[tuple[str, str, str], str]:
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
         parts = [part.strip() for part in raw.split(" | ")]
-        if len(parts) != 4 or not parts[3]:
+        if len(parts) < 4 or not parts[-1]:
             raise SystemExit(f"{path}:{number}: want 'module | operator | source line | why', got {raw!r}")
-        found[(parts[0], parts[1], parts[2])] = parts[3]
+        # The source line may hold " | " itself (``str | None``); the reason must not.
+        found[(parts[0], parts[1], " | ".join(parts[2:-1]))] = parts[-1]
     return found
 
 
@@ -404,6 +406,10 @@ def failing_test(output: str) -> str:
 def report(results: list[ModuleResult], seconds: float, jobs: int) -> None:
     for result in results:
         survivors = [m for m in result.mutants if m.outcome == "survived"]
+        by_file = Counter(m.killed_by.split("::")[0] for m in result.mutants if m.outcome == "killed")
+        if by_file:
+            tally = ", ".join(f"{name} {count}" for name, count in by_file.most_common())
+            print(f"\n== {result.target.name}: killed by {tally}")
         if result.error:
             print(f"\n== {result.target.name}: ERROR {result.error}")
         elif survivors:

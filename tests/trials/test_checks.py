@@ -178,6 +178,18 @@ def test_an_empty_comparison_passes_with_zero_error() -> None:
     assert checks.compare_exact(empty, empty.clone(), "out") == checks.Verdict(ok=True, max_abs_err=0.0)
 
 
+def test_a_verdict_cannot_be_changed_after_the_vote() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        checks.Verdict(False, 1.0).ok = True  # type: ignore[misc]
+
+
+def test_the_pattern_is_compared_by_value(world: object) -> None:
+    # As a spec file delivers it: an equal string, not the same object as the constant.
+    ctx = context(world, "".join(["all", "reduce"]))
+    buffers = checks.make_buffers(ctx, 2, seed=12)
+    assert checks.check(lambda: buffers.out.copy_(buffers.x), buffers, ctx) == checks.Verdict(True, 0.0)
+
+
 def test_verdict_words() -> None:
     assert checks.Verdict(False, 1.5, (2, 5)).describe() == "out: max abs err 1.5, first mismatch at [2, 5]"
     assert checks.Verdict(True, 0.0, None, "residual_out").describe() == "residual_out: max abs err 0"
