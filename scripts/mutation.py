@@ -115,6 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-rate", type=float, default=90.0, help="fail below this kill rate %%")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copies (path printed)")
     parser.add_argument("--sessions", type=Path, help="report on the sessions kept in this folder (--keep)")
+    parser.add_argument(
+        "--survivors",
+        type=Path,
+        help="in the copies kept in this folder, run the survivors against today's tests",
+    )
     parser.add_argument("only", nargs="*", help="run only modules whose path contains one of these")
     args = parser.parse_args(argv)
     targets = [t for t in MODULES if not args.only or any(s in t.module for s in args.only)]
@@ -125,10 +130,15 @@ def main(argv: list[str] | None = None) -> int:
         results = [report_kept(t, args.sessions / slug(t.module), equivalents) for t in targets]
         report(results, 0.0, args.jobs)
         return 0
-    scratch = Path(tempfile.mkdtemp(prefix="topo-gate-mutation-"))
+    if args.survivors is not None:
+        scratch = args.survivors
+        targets = [t for t in targets if reopen_survivors(scratch / slug(t.module))]
+        args.keep = True
+    else:
+        scratch = Path(tempfile.mkdtemp(prefix="topo-gate-mutation-"))
     started = time.monotonic()
     for target in targets:  # every copy before any run: later edits to the tree do not leak into this run
-        copy_tree(scratch / slug(target.module))
+        copy_tree(scratch / slug(target.module), only="" if args.survivors is None else "tests/")
     try:
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             results = list(pool.map(lambda t: run_target(t, scratch / slug(t.module), equivalents), targets))
@@ -170,9 +180,22 @@ def key(mutant: Mutant) -> tuple[str, str, str]:
     return (mutant.module, mutant.operator, mutant.source)
 
 
-def copy_tree(destination: Path) -> None:
-    """The working tree as git sees it (tracked and untracked-not-ignored files): no venv, no caches."""
-    destination.mkdir(parents=True)
+def reopen_survivors(copy: Path) -> bool:
+    """Mark the kept session's surviving mutants as not run yet (the module itself must be unchanged)."""
+    import sqlite3
+
+    session = copy / "session.sqlite"
+    if not session.exists():
+        return False
+    with sqlite3.connect(session) as db:
+        db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'")
+    return True
+
+
+def copy_tree(destination: Path, only: str = "") -> None:
+    """The working tree as git sees it (tracked and untracked-not-ignored files): no venv, no caches;
+    only the files under ``only`` (a folder) when given."""
+    destination.mkdir(parents=True, exist_ok=bool(only))
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO,
@@ -180,6 +203,8 @@ def copy_tree(destination: Path) -> None:
         check=True,
     ).stdout.split(b"\0")
     for name in filter(None, (os.fsdecode(entry) for entry in listed)):
+        if not name.startswith(only):
+            continue
         source = REPO / name
         if source.is_file():
             (destination / name).parent.mkdir(parents=True, exist_ok=True)
@@ -233,14 +258,15 @@ def mutate(
     config.write_text(cosmic_ray_config(target, command, timeout=timeout_s), encoding="utf-8")
     session = copy / "session.sqlite"
     cosmic = [sys.executable, "-m", "cosmic_ray.cli"]
-    subprocess.run([*cosmic, "init", str(config), str(session)], cwd=copy, env=env, check=True)
-    subprocess.run(
-        [sys.executable, "-m", "cosmic_ray.tools.filters.operators_filter", str(session), str(config)],
-        cwd=copy,
-        env=env,
-        check=True,
-    )
-    skip_outside(session, target.functions, annotation_spans(copy / target.module))
+    if not session.exists():  # else: a kept session whose survivors are to be run again
+        subprocess.run([*cosmic, "init", str(config), str(session)], cwd=copy, env=env, check=True)
+        subprocess.run(
+            [sys.executable, "-m", "cosmic_ray.tools.filters.operators_filter", str(session), str(config)],
+            cwd=copy,
+            env=env,
+            check=True,
+        )
+        skip_outside(session, target.functions, annotation_spans(copy / target.module))
     subprocess.run([*cosmic, "exec", str(config), str(session)], cwd=copy, env=env, check=True)
     mutants = read_session(session, copy, equivalents, target.functions)
     return ModuleResult(target, mutants, time.monotonic() - started)
