@@ -14,7 +14,7 @@ import math
 import pytest
 
 import topo_gate
-from topo_gate.profile import NCCL, Profile, load_profile
+from topo_gate.profile import NCCL, Profile, dump_profile, load_profile
 from topo_gate.profile.digest import canonical_json, compute_digest
 from topo_gate.profile.errors import ProfileInvalid, ProfileSchemaTooNew
 from topo_gate.profile.validate import (
@@ -226,3 +226,33 @@ def test_plain_data_checks_every_list_item_and_names_it() -> None:
     with pytest.raises(ProfileInvalid, match="plain JSON data, found bytes"):
         expect_plain_data([b"x"], "extra")
     expect_plain_data(json.loads('{"a": [null, true, 1, 2.5, "s"]}'), "")
+
+
+# --- reader: TP 1 is a TP size like any other, and an edited file is read again ----------------------
+
+
+def test_tp_1_is_a_question_not_an_error(example_path, fingerprint: str) -> None:
+    assert (
+        topo_gate.gate(example_path, tp=1, fingerprint=fingerprint).reason
+        == "GPU group [0] is not in the profile (TP 1)"
+    )
+    assert (
+        topo_gate.gate(example_path, tp=0, fingerprint=fingerprint).reason
+        == "tp must be a positive integer, got 0"
+    )
+
+
+def test_a_profile_rewritten_in_place_shorter_is_read_again(example_path, tmp_path, fingerprint: str) -> None:
+    # Same file (inode), new content that is smaller: the cache must not take it for the old one.
+    path = tmp_path / "p.yaml"
+    path.write_text(example_path.read_text(encoding="utf-8"), encoding="utf-8")
+    assert topo_gate.gate(path, tp=2, nbytes=1024, fingerprint=fingerprint).backend == "trtllm_oneshot"
+    data = load_profile(example_path).to_dict()
+    data["decisions"] = []
+    shorter = Profile.from_dict(data).with_digest()
+    staged = tmp_path / "staged.yaml"
+    dump_profile(shorter, staged)
+    with open(path, "w", encoding="utf-8") as same_file:
+        same_file.write(staged.read_text(encoding="utf-8"))
+    decision = topo_gate.gate(path, tp=2, nbytes=1024, fingerprint=fingerprint)
+    assert decision.backend == NCCL and decision.reason.startswith("the profile has no decision for TP 2")
