@@ -271,3 +271,53 @@ def test_a_second_group_of_the_same_class_does_not_decide() -> None:
 )  # fmt: skip
 def test_human_bytes(nbytes: int, words: str) -> None:
     assert human_bytes(nbytes) == words
+
+
+# --- three more edges: the first size, the CPU baseline's range, and rounding --------------------------
+
+
+def test_the_first_size_has_no_left_neighbour_even_when_the_last_matches_the_second() -> None:
+    # Sizes 2 and 4 pick trtllm_oneshot; size 1 picks pcie_ipc within the margin: it is not "lone".
+    rows = {
+        1: {"pcie_ipc": 4.9, "trtllm_oneshot": 5.0},
+        2: {"trtllm_oneshot": 5.0},
+        4: {"trtllm_oneshot": 5.0},
+    }
+    assert ladder(decide(evidence(table(rows)))) == [
+        (2 * KiB, "pcie_ipc"),
+        (8 * KiB, "trtllm_oneshot"),
+        (None, "nccl"),
+    ]
+
+
+def test_the_cpu_baseline_rule_covers_up_to_its_last_size() -> None:
+    rows = {1: {"gloo": 10.0, "gloo_ring": 11.0}, 2: {"gloo": 10.0, "gloo_ring": 11.0}}
+    result = decide(evidence(table(rows, baseline="gloo"), device="cpu"))
+    assert ladder(result) == [(4 * KiB, "gloo"), (None, "nccl")]
+
+
+def test_speedups_and_intervals_are_rounded_to_three_places() -> None:
+    result = decide(evidence(table({1: {"trtllm_oneshot": 3.0, "pcie_ipc": 7.0}})))
+    first = result.decisions[0].rules[0]
+    assert (first.speedup, tuple(first.ci)) == (3.333, (3.333, 3.333))
+    ((alternative),) = first.alternatives
+    assert (alternative.backend, alternative.speedup, tuple(alternative.ci)) == (
+        "pcie_ipc",
+        1.429,
+        (1.429, 1.429),
+    )
+
+
+def test_the_cli_and_the_library_decide_alike_by_default(capsys) -> None:
+    # `topo-gate decide` (re-deriving) and `probe` (which calls decide() with its defaults) must agree
+    # on the same evidence, down to the bootstrap's intervals.
+    import json
+    from pathlib import Path
+
+    from topo_gate.cli import main
+
+    path = Path(__file__).resolve().parents[2] / "profiles" / "h200-x2" / "h7168-run1.evidence.json"
+    assert main(["decide", str(path), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)["decisions"]
+    library = [entry.to_dict() for entry in decide(json.loads(path.read_text(encoding="utf-8"))).decisions]
+    assert printed == library

@@ -8,10 +8,13 @@ runner reports the fault, after the kill. Slack for a loaded 2-core machine: the
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 from pathlib import Path
 
-from gloo_helpers import gloo_plan
+from gloo_helpers import gloo_plan, processes_mentioning
 
 from topo_gate.trials.protocol import heartbeat_path
 from topo_gate.trials.runner import Progress, run_plan
@@ -24,10 +27,13 @@ STARTUP_BOUND_S = 60.0  # generous for torch's import on a loaded machine; far a
 def test_a_hung_step_is_killed_after_its_bound_not_before_and_not_5x_later(workdir: Path) -> None:
     plan = gloo_plan(backends=("gloo_ring", "gloo"), faults={"gloo_ring": "hang"})
     faults: list[tuple[float, object]] = []
+    beats: list[tuple[int, int]] = []
 
     def on_progress(progress: Progress) -> None:
         if progress.fault is not None:
             faults.append((time.time(), progress.fault))
+        elif progress.beat is not None:
+            beats.append((progress.attempt, progress.beat.seq))
 
     result = run_plan(
         plan,
@@ -49,7 +55,44 @@ def test_a_hung_step_is_killed_after_its_bound_not_before_and_not_5x_later(workd
     last_beats = [heartbeat_path(workdir / "attempt-1", rank).stat().st_mtime for rank in range(plan.tp)]
     silence = reported_at - min(last_beats)
     assert STEP_BOUND_S <= silence < 5 * STEP_BOUND_S, f"killed after {silence:.2f} s of silence"
+    # Progress is one rank's heartbeat (rank 0): each new beat once, in order.
+    first_attempt = [seq for attempt, seq in beats if attempt == 1]
+    assert first_attempt and first_attempt == sorted(set(first_attempt)), beats
     # The hung backend costs one attempt; the next attempt measures the rest (startup bound, not step).
     assert result.attempts == 2
     assert result.backends["gloo_ring"].status == "timeout"
+    assert result.backends["gloo"].status == "ok"
+
+
+def test_a_rank_killed_by_a_signal_ends_the_attempt_at_once(workdir: Path) -> None:
+    """A worker killed by a signal (as a GPU fault kills one) is a crash, reported by its signal, long
+    before any bound: here the step bound is a minute and the hang never ends by itself."""
+    plan = gloo_plan(backends=("gloo_ring", "gloo"), faults={"gloo_ring": "hang"})
+    killed_at: list[float] = []
+
+    def kill_a_worker_once_checking() -> None:
+        beat = heartbeat_path(workdir / "attempt-1", 0)
+        deadline = time.monotonic() + STARTUP_BOUND_S
+        while not (beat.exists() and '"check"' in beat.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        victims = processes_mentioning(str(workdir / "attempt-1"))
+        if victims:
+            killed_at.append(time.monotonic())
+            os.kill(victims[0], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_a_worker_once_checking)
+    killer.start()
+    result = run_plan(
+        plan,
+        device="cpu",
+        cuda_devices=[],
+        timeout_s=60.0,
+        workdir=workdir,
+        env=FAULTS_ON,
+        startup_timeout_s=STARTUP_BOUND_S,
+    )
+    killer.join()
+    assert killed_at, "no worker to kill"
+    failed = result.backends["gloo_ring"]
+    assert failed.status == "failed" and "was killed by SIGKILL" in failed.reason, failed
     assert result.backends["gloo"].status == "ok"
