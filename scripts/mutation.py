@@ -228,6 +228,7 @@ def run_target(target: Target, copy: Path, equivalents: dict[tuple[str, str, str
         return ModuleResult(target, [], baseline_s, error=f"tests fail without any mutant:\n{tail}")
     timeout_s = max(30.0, 5 * baseline_s)  # a mutant that makes the tests hang is killed
     socket_path = copy / "pytest.sock"
+    socket_path.unlink(missing_ok=True)  # a kept copy's old socket
     server = subprocess.Popen(
         [sys.executable, str(FORKSERVER), "serve", str(socket_path), f"{timeout_s:.0f}"], cwd=copy, env=env
     )
@@ -237,6 +238,9 @@ def run_target(target: Target, copy: Path, equivalents: dict[tuple[str, str, str
                 return ModuleResult(target, [], baseline_s, error="the pytest fork server did not start")
             time.sleep(0.05)
         warm = [sys.executable, str(FORKSERVER), "run", str(socket_path), *command[3:]]
+        # The same baseline through the server: a server that cannot run the tests would kill every mutant.
+        if subprocess.run(warm, cwd=copy, env=env, capture_output=True).returncode != 0:
+            return ModuleResult(target, [], baseline_s, error="the tests fail through the pytest fork server")
         if target.constant is not None:
             return mutate_data(target, copy, env, warm, timeout_s + 30, equivalents, started)
         return mutate(target, copy, env, warm, timeout_s + 30, equivalents, started)
