@@ -321,3 +321,42 @@ def test_the_cli_and_the_library_decide_alike_by_default(capsys) -> None:
     printed = json.loads(capsys.readouterr().out)["decisions"]
     library = [entry.to_dict() for entry in decide(json.loads(path.read_text(encoding="utf-8"))).decisions]
     assert printed == library
+
+
+def test_a_wrong_baseline_is_not_measured_against_even_with_samples() -> None:
+    results = [{**cell("nccl", 1, 10.0), "status": "wrong"}, cell("pcie_ipc", 1, 5.0)]
+    (rule,) = decide(evidence(results)).decisions[0].rules
+    assert rule.backend == "nccl"
+    assert rule.reason.startswith("nccl baseline wrong at 2 KiB: nothing measured against it")
+
+
+def test_a_lone_size_exactly_at_the_margin_is_folded() -> None:
+    # margin 25%: trtllm_oneshot 2.0x, the lone pcie_ipc 2.5x == 2.0 * 1.25 exactly.
+    rows = {
+        1: {"trtllm_oneshot": 5.0},
+        2: {"trtllm_oneshot": 5.0, "pcie_ipc": 4.0},
+        4: {"trtllm_oneshot": 5.0},
+    }
+    assert ladder(decide(evidence(table(rows)), margin=0.25)) == [(8 * KiB, "trtllm_oneshot"), (None, "nccl")]
+
+
+def test_a_lone_win_at_the_margin_between_nccl_sizes_folds_into_nccl() -> None:
+    rows = {1: {"pcie_ipc": 11.0}, 2: {"nccl": 10.5, "pcie_ipc": 10.0}, 4: {"pcie_ipc": 11.0}}
+    (rule,) = decide(evidence(table(rows))).decisions[0].rules
+    assert rule.backend == "nccl"
+    assert "4 KiB folded in: nccl 1.00x there is within 5% of the lone choice pcie_ipc (1.05x)" in rule.reason
+
+
+@pytest.mark.parametrize(
+    ("latencies", "order"),
+    [
+        (
+            {"pcie_ipc": 10 / 2.0001, "vllm_custom": 10 / 2.0004},
+            ["pcie_ipc", "vllm_custom"],
+        ),  # equal at 3 places
+        ({"pcie_ipc": 10 / 2.001, "vllm_custom": 10 / 2.004}, ["vllm_custom", "pcie_ipc"]),  # not at 3 places
+    ],
+)
+def test_alternatives_are_ordered_by_speedup_at_three_places_then_name(latencies, order) -> None:
+    result = decide(evidence(table({1: {"trtllm_oneshot": 4.0, **latencies}})))
+    assert [a.backend for a in result.decisions[0].rules[0].alternatives] == order
