@@ -360,3 +360,25 @@ def test_a_lone_win_at_the_margin_between_nccl_sizes_folds_into_nccl() -> None:
 def test_alternatives_are_ordered_by_speedup_at_three_places_then_name(latencies, order) -> None:
     result = decide(evidence(table({1: {"trtllm_oneshot": 4.0, **latencies}})))
     assert [a.backend for a in result.decisions[0].rules[0].alternatives] == order
+
+
+def test_a_failed_result_with_samples_is_still_not_a_candidate() -> None:
+    results = [cell("nccl", 1, 10.0), {**cell("pcie_ipc", 1, 5.0), "status": "failed"}]
+    (rule,) = decide(evidence(results)).decisions[0].rules
+    assert rule.backend == "nccl" and "pcie_ipc: failed" in rule.reason
+
+
+def test_a_size_between_a_backend_and_nccl_is_not_lone() -> None:
+    rows = {
+        1: {"trtllm_oneshot": 5.0},
+        2: {"trtllm_oneshot": 5.0, "pcie_ipc": 4.9},
+        4: {"trtllm_oneshot": 11.0},
+    }
+    assert [b for _, b in ladder(decide(evidence(table(rows))))] == ["trtllm_oneshot", "pcie_ipc", "nccl"]
+
+
+def test_nccl_alone_is_described_without_exclusions() -> None:
+    (rule,) = decide(evidence([cell("nccl", 1, 10.0)])).decisions[0].rules
+    assert rule.reason == (
+        "no other backend measured correctly at 2 KiB; above 2 KiB, the largest size measured: not measured"
+    )
