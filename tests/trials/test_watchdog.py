@@ -96,3 +96,28 @@ def test_a_rank_killed_by_a_signal_ends_the_attempt_at_once(workdir: Path) -> No
     failed = result.backends["gloo_ring"]
     assert failed.status == "failed" and "was killed by SIGKILL" in failed.reason, failed
     assert result.backends["gloo"].status == "ok"
+
+
+def test_a_hang_after_hundreds_of_heartbeats_is_still_caught(workdir: Path) -> None:
+    """Heartbeat numbers past 256 (any real probe's) must still count as "no change" when they repeat,
+    and steady progress for longer than the step bound must not count as a hang."""
+    plan = gloo_plan(backends=("gloo", "gloo_ring"), faults={"gloo_ring": "hang-late"}, rounds=80)
+    seqs: list[int] = []
+
+    def on_progress(progress: Progress) -> None:
+        if progress.beat is not None and progress.attempt == 1:
+            seqs.append(progress.beat.seq)
+
+    result = run_plan(
+        plan,
+        device="cpu",
+        cuda_devices=[],
+        timeout_s=STEP_BOUND_S,
+        workdir=workdir,
+        env=FAULTS_ON,
+        on_progress=on_progress,
+        startup_timeout_s=STARTUP_BOUND_S,
+    )
+    assert max(seqs) > 256, f"the plan beat only {max(seqs)} times: make it longer"
+    assert result.backends["gloo"].status == "ok", result.backends["gloo"]
+    assert result.backends["gloo_ring"].status == "timeout", result.backends["gloo_ring"]
