@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         scratch = Path(tempfile.mkdtemp(prefix="topo-gate-mutation-"))
     started = time.monotonic()
     for target in targets:  # every copy before any run: later edits to the tree do not leak into this run
-        copy_tree(scratch / slug(target.module), only="" if args.survivors is None else "tests/")
+        copy_tree(scratch / slug(target.module), keep=target.module if args.survivors is not None else None)
     try:
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             results = list(pool.map(lambda t: run_target(t, scratch / slug(t.module), equivalents), targets))
@@ -192,10 +192,13 @@ def reopen_survivors(copy: Path) -> bool:
     return True
 
 
-def copy_tree(destination: Path, only: str = "") -> None:
-    """The working tree as git sees it (tracked and untracked-not-ignored files): no venv, no caches;
-    only the files under ``only`` (a folder) when given."""
-    destination.mkdir(parents=True, exist_ok=bool(only))
+def copy_tree(destination: Path, keep: str | None = None) -> None:
+    """The working tree as git sees it (tracked and untracked-not-ignored files): no venv, no caches.
+    ``keep``: refresh an existing copy but this file, which a kept session's mutants were made from
+    (it must not have changed since)."""
+    destination.mkdir(parents=True, exist_ok=keep is not None)
+    if keep is not None and (destination / keep).read_bytes() != (REPO / keep).read_bytes():
+        raise SystemExit(f"{keep} changed since {destination} was mutated: run it afresh")
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO,
@@ -203,7 +206,7 @@ def copy_tree(destination: Path, only: str = "") -> None:
         check=True,
     ).stdout.split(b"\0")
     for name in filter(None, (os.fsdecode(entry) for entry in listed)):
-        if not name.startswith(only):
+        if name == keep:
             continue
         source = REPO / name
         if source.is_file():
