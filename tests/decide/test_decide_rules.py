@@ -237,7 +237,7 @@ def test_wrong_failed_and_unknown_results_are_not_compared_and_are_reported() ->
 
 def test_a_wrong_baseline_is_reported_as_nothing_compared() -> None:
     results = [
-        cell("nccl", 1, None, status="wrong", max_abs_err=1.0),
+        cell("".join(["nc", "cl"]), 1, None, status="wrong", max_abs_err=1.0),  # as JSON delivers it
         cell("gloo", 1, None, status="wrong"),  # a backend named before "nccl": still only "not used"
         cell("pcie_ipc", 1, 5.0),
     ]
@@ -248,7 +248,8 @@ def test_a_wrong_baseline_is_reported_as_nothing_compared() -> None:
 
 
 def test_an_ok_result_without_samples_is_not_a_measurement() -> None:
-    results = [cell("nccl", 1, 10.0), {**cell("pcie_ipc", 1, 5.0), "samples_us": []}]
+    # "ok" as JSON delivers it: an equal string, not the literal itself.
+    results = [cell("nccl", 1, 10.0), {**cell("pcie_ipc", 1, 5.0), "samples_us": [], "status": "".join("ok")}]
     (rule,) = decide(evidence(results)).decisions[0].rules
     assert rule.backend == "nccl" and "pcie_ipc: recorded no samples" in rule.reason
 
@@ -256,9 +257,11 @@ def test_an_ok_result_without_samples_is_not_a_measurement() -> None:
 def test_a_second_group_of_the_same_class_does_not_decide() -> None:
     first = evidence(table({1: {"pcie_ipc": 5.0}}))
     second = evidence(table({1: {"pcie_ipc": 20.0}}), group=(2, 3))["runs"][0]
-    first["runs"].append(second)
+    later = evidence(table({1: {"pcie_ipc": 5.0}}), group=(0, 1, 2, 3))["runs"][0]
+    first["runs"] += [second, later]
     result = decide(first)
-    assert ladder(result)[0] == (2 * KiB, "pcie_ipc")
+    assert [entry.tp for entry in result.decisions] == [2, 4]  # the TP4 run after the ignored one counts
+    assert [(r.max_bytes, r.backend) for r in result.decisions[0].rules][0] == (2 * KiB, "pcie_ipc")
     assert result.notes == [
         "TP2 allreduce on GPUs [2, 3]: a second nvswitch group; the first one measured decides"
     ]
@@ -340,11 +343,14 @@ def test_a_lone_size_exactly_at_the_margin_is_folded() -> None:
     assert ladder(decide(evidence(table(rows)), margin=0.25)) == [(8 * KiB, "trtllm_oneshot"), (None, "nccl")]
 
 
-def test_a_lone_win_at_the_margin_between_nccl_sizes_folds_into_nccl() -> None:
-    rows = {1: {"pcie_ipc": 11.0}, 2: {"nccl": 10.5, "pcie_ipc": 10.0}, 4: {"pcie_ipc": 11.0}}
+@pytest.mark.parametrize("backend", ["pcie_ipc", "gloo"])  # names sorting after and before "nccl"
+def test_a_lone_win_at_the_margin_between_nccl_sizes_folds_into_nccl(backend: str) -> None:
+    rows = {1: {backend: 11.0}, 2: {"nccl": 10.5, backend: 10.0}, 4: {backend: 11.0}}
     (rule,) = decide(evidence(table(rows))).decisions[0].rules
     assert rule.backend == "nccl"
-    assert "4 KiB folded in: nccl 1.00x there is within 5% of the lone choice pcie_ipc (1.05x)" in rule.reason
+    assert (
+        f"4 KiB folded in: nccl 1.00x there is within 5% of the lone choice {backend} (1.05x)" in rule.reason
+    )
 
 
 @pytest.mark.parametrize(
@@ -382,3 +388,44 @@ def test_nccl_alone_is_described_without_exclusions() -> None:
     assert rule.reason == (
         "no other backend measured correctly at 2 KiB; above 2 KiB, the largest size measured: not measured"
     )
+
+
+def test_the_left_neighbour_is_the_size_just_below() -> None:
+    rows = {1: {"pcie_ipc": 5.0}, 2: {"trtllm_oneshot": 5.0}, 4: {"trtllm_oneshot": 5.0, "pcie_ipc": 4.9},
+            8: {"trtllm_oneshot": 5.0}}  # fmt: skip
+    assert ladder(decide(evidence(table(rows)))) == [
+        (2 * KiB, "pcie_ipc"),
+        (16 * KiB, "trtllm_oneshot"),
+        (None, "nccl"),
+    ]
+
+
+def test_a_baseline_rule_over_a_failed_size_compares_only_the_measured_ones() -> None:
+    results = [cell("nccl", 1, 10.0), cell("pcie_ipc", 1, 10.2), cell("nccl", 2, None, status="timeout"),
+               cell("pcie_ipc", 2, 5.0)]  # fmt: skip
+    (rule,) = decide(evidence(results)).decisions[0].rules
+    assert rule.reason.startswith(
+        "no backend beat nccl by >= 5% with its 95% CI clear at 2 KiB; closest: pcie_ipc 0.98x (CI 0.98-0.98) at 2 KiB; "
+        "nccl baseline timeout (timeout here) at 4 KiB: nothing measured against it"
+    )
+
+
+def test_a_decision_result_cannot_be_changed_after_the_fact() -> None:
+    import dataclasses
+
+    result = decide(evidence(table({1: {"pcie_ipc": 5.0}})))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.decisions = []  # type: ignore[misc]
+
+
+def test_the_bundled_profile_is_exactly_what_decide_derives_from_its_evidence() -> None:
+    # Deterministic by default (seed 0): re-deriving a committed profile gives the same rules.
+    import json
+    from pathlib import Path
+
+    from topo_gate.profile import load_profile
+
+    folder = Path(__file__).resolve().parents[2] / "profiles" / "h200-x2"
+    evidence_data = json.loads((folder / "h7168-run1.evidence.json").read_text(encoding="utf-8"))
+    derived = [entry.to_dict() for entry in decide(evidence_data).decisions]
+    assert derived == [entry.to_dict() for entry in load_profile(folder / "h7168-run1.yaml").decisions]
