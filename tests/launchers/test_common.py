@@ -162,3 +162,19 @@ def test_a_bad_fallback_mode_is_refused_before_anything_is_read() -> None:
             "vllm", FORCED, lambda r, t: FORCED, "absent.yaml", tp=2, gpus=None, strict=False,
             fallback="auto", fingerprint=None, patterns=("allreduce",),
         )  # fmt: skip
+
+
+def test_only_the_fused_pattern_requested_still_reads_it() -> None:
+    reading = read(build_profile(LADDERS), patterns=("allreduce_rmsnorm",))
+    assert reading.ladders["allreduce"] == NOT_REQUESTED
+    assert reading.ladders["allreduce_rmsnorm"][0] == (4 << 20, frozenset({"trtllm_fused_oneshot"}))
+
+
+def test_plans_readings_and_parts_cannot_be_changed_after_the_fact() -> None:
+    import dataclasses
+
+    plan = fallback_plan("vllm", "9.9", "why", fallback="nccl", forced=FORCED)
+    reading = read(build_profile(LADDERS))
+    for frozen, field in ((plan, "reason"), (reading, "hidden"), (FORCED, "args")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(frozen, field, None)
