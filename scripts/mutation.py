@@ -129,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.sessions is not None:
         results = [report_kept(t, args.sessions / slug(t.module), equivalents) for t in targets]
         report(results, 0.0, args.jobs)
+        check_equivalents(results, equivalents)
         return 0
     if args.survivors is not None:
         scratch = args.survivors
@@ -148,12 +149,19 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(scratch, ignore_errors=True)
     report(results, time.monotonic() - started, args.jobs)
+    check_equivalents(results, equivalents)
+    failed = [r for r in results if r.error or r.rate is None or r.rate < args.min_rate]
+    return 1 if failed else 0
+
+
+def check_equivalents(results: list[ModuleResult], equivalents: dict[tuple[str, str, str], str]) -> None:
+    """Say where equivalent.txt is out of date: an entry a test now kills, or one that matches nothing."""
+    for mutant in (m for r in results for m in r.mutants if m.outcome == "killed" and key(m) in equivalents):
+        print(f"note: listed as equivalent but a test kills it: {mutant.where()}")
     unused = sorted(set(equivalents) - {key(m) for r in results for m in r.mutants})
     for entry in unused:
         if any(entry[0] == r.target.module for r in results):
             print(f"note: equivalent.txt entry matches no mutant any more: {' | '.join(entry)}")
-    failed = [r for r in results if r.error or r.rate is None or r.rate < args.min_rate]
-    return 1 if failed else 0
 
 
 def slug(module: str) -> str:
