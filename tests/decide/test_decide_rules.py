@@ -326,11 +326,12 @@ def test_the_cli_and_the_library_decide_alike_by_default(capsys) -> None:
     assert printed == library
 
 
-def test_a_wrong_baseline_is_not_measured_against_even_with_samples() -> None:
-    results = [{**cell("nccl", 1, 10.0), "status": "wrong"}, cell("pcie_ipc", 1, 5.0)]
+@pytest.mark.parametrize("status", ["wrong", "failed"])
+def test_a_wrong_baseline_is_not_measured_against_even_with_samples(status: str) -> None:
+    results = [{**cell("nccl", 1, 10.0), "status": status}, cell("pcie_ipc", 1, 5.0)]
     (rule,) = decide(evidence(results)).decisions[0].rules
     assert rule.backend == "nccl"
-    assert rule.reason.startswith("nccl baseline wrong at 2 KiB: nothing measured against it")
+    assert rule.reason.startswith(f"nccl baseline {status} at 2 KiB: nothing measured against it")
 
 
 def test_a_lone_size_exactly_at_the_margin_is_folded() -> None:
@@ -429,3 +430,9 @@ def test_the_bundled_profile_is_exactly_what_decide_derives_from_its_evidence() 
     evidence_data = json.loads((folder / "h7168-run1.evidence.json").read_text(encoding="utf-8"))
     derived = [entry.to_dict() for entry in decide(evidence_data).decisions]
     assert derived == [entry.to_dict() for entry in load_profile(folder / "h7168-run1.yaml").decisions]
+
+
+def test_any_known_backend_may_win_whatever_its_name() -> None:
+    # "gloo" sorts before the baseline's name; it is still a backend like the others on GPU evidence.
+    first = decide(evidence(table({1: {"gloo": 5.0}}))).decisions[0].rules[0]
+    assert (first.max_bytes, first.backend, first.speedup) == (2 * KiB, "gloo", 2.0)
