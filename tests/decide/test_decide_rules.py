@@ -66,6 +66,7 @@ def test_just_below_the_margin_does_not() -> None:
     assert rule.reason.startswith(
         "no backend beat nccl by >= 5% with its 95% CI clear at 2 KiB; closest: pcie_ipc"
     )
+    assert (rule.speedup, rule.ci) == (None, None)  # an NCCL rule states no speedup
 
 
 def test_a_zero_margin_takes_any_faster_backend_and_a_negative_one_is_refused() -> None:
