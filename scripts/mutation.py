@@ -85,7 +85,7 @@ class Mutant:
     operator: str
     function: str | None
     source: str
-    outcome: str  # "killed" | "survived" | "equivalent" | "skipped"
+    outcome: str  # "killed" | "survived" | "equivalent" | "skipped" | "not run"
     diff: str = ""
     killed_by: str = ""  # the first failing test's node id, from pytest's summary
 
@@ -189,14 +189,18 @@ def key(mutant: Mutant) -> tuple[str, str, str]:
 
 
 def reopen_survivors(copy: Path) -> bool:
-    """Mark the kept session's surviving mutants as not run yet (the module itself must be unchanged)."""
+    """Mark the kept session's surviving (and never really run) mutants as not run yet (the module
+    itself must be unchanged)."""
     import sqlite3
 
     session = copy / "session.sqlite"
     if not session.exists():
         return False
     with sqlite3.connect(session) as db:
-        db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'")
+        db.execute(
+            "DELETE FROM work_results WHERE test_outcome = 'SURVIVED'"
+            " OR (test_outcome = 'KILLED' AND (output IS NULL OR trim(output) = ''))"
+        )
     return True
 
 
@@ -429,6 +433,8 @@ def read_session(
             elif result.test_outcome == TestOutcome.SURVIVED:
                 mutant.outcome = "equivalent" if key(mutant) in equivalents else "survived"
                 mutant.diff = result.diff or ""
+            elif not (result.output or "").strip():
+                mutant.outcome = "not run"  # the test command said nothing: the fork server was not there
             else:
                 mutant.outcome = "killed"  # tests failed, hung past the timeout, or the mutant could not load
                 mutant.killed_by = failing_test(result.output or "")
@@ -441,7 +447,7 @@ def failing_test(output: str) -> str:
     for line in output.splitlines():
         if line.startswith(("FAILED ", "ERROR ")):
             return line.split(" ", 1)[1].split(" - ", 1)[0]
-    return "timeout" if output.strip() == "timeout" else "no test failure named"
+    return "timeout" if "timeout" in output else "no test failure named"
 
 
 def report(results: list[ModuleResult], seconds: float, jobs: int) -> None:
@@ -451,6 +457,8 @@ def report(results: list[ModuleResult], seconds: float, jobs: int) -> None:
         if by_file:
             tally = ", ".join(f"{name} {count}" for name, count in by_file.most_common())
             print(f"\n== {result.target.name}: killed by {tally}")
+        if result.count("not run"):
+            result.error = f"{result.count('not run')} mutant(s) not run: the test command said nothing (rerun with --survivors)"
         if result.error:
             print(f"\n== {result.target.name}: ERROR {result.error}")
         elif survivors:

@@ -69,6 +69,8 @@ def serve(path: str, timeout_s: float) -> None:
                     time.sleep(0.01)
             with open(log, "rb") as written:
                 tail = written.read()[-4000:]  # pytest's summary: which test failed
+            if status == 124:
+                tail += f"\ntimeout: killed after {timeout_s:g} s\n".encode()
             try:
                 connection.sendall(bytes([status & 0xFF]) + tail)
             except OSError:
