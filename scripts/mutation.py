@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))  # mutation_data.py beside this file
 EQUIVALENT_FILE = REPO / "tests" / "mutation" / "equivalent.txt"
 FORKSERVER = REPO / "scripts" / "mutation_forkserver.py"
+UNREACHABLE = "fork server unreachable"  # what its client prints when no test could run
 
 
 @dataclass(frozen=True)
@@ -198,8 +199,7 @@ def reopen_survivors(copy: Path) -> bool:
         return False
     with sqlite3.connect(session) as db:
         db.execute(
-            "DELETE FROM work_results WHERE test_outcome = 'SURVIVED'"
-            " OR (test_outcome = 'KILLED' AND (output IS NULL OR trim(output) = ''))"
+            "DELETE FROM work_results WHERE test_outcome = 'SURVIVED' OR output LIKE ?", (f"%{UNREACHABLE}%",)
         )
     return True
 
@@ -433,8 +433,8 @@ def read_session(
             elif result.test_outcome == TestOutcome.SURVIVED:
                 mutant.outcome = "equivalent" if key(mutant) in equivalents else "survived"
                 mutant.diff = result.diff or ""
-            elif not (result.output or "").strip():
-                mutant.outcome = "not run"  # the test command said nothing: the fork server was not there
+            elif UNREACHABLE in (result.output or ""):
+                mutant.outcome = "not run"  # the fork server was gone: no test ran
             else:
                 mutant.outcome = "killed"  # tests failed, hung past the timeout, or the mutant could not load
                 mutant.killed_by = failing_test(result.output or "")
@@ -458,7 +458,7 @@ def report(results: list[ModuleResult], seconds: float, jobs: int) -> None:
             tally = ", ".join(f"{name} {count}" for name, count in by_file.most_common())
             print(f"\n== {result.target.name}: killed by {tally}")
         if result.count("not run"):
-            result.error = f"{result.count('not run')} mutant(s) not run: the test command said nothing (rerun with --survivors)"
+            result.error = f"{result.count('not run')} mutant(s) not run: the fork server was gone (rerun with --survivors)"
         if result.error:
             print(f"\n== {result.target.name}: ERROR {result.error}")
         elif survivors:
