@@ -437,3 +437,11 @@ def test_any_known_backend_may_win_whatever_its_name() -> None:
     # "gloo" sorts before the baseline's name; it is still a backend like the others on GPU evidence.
     first = decide(evidence(table({1: {"gloo": 5.0}}))).decisions[0].rules[0]
     assert (first.max_bytes, first.backend, first.speedup) == (2 * KiB, "gloo", 2.0)
+
+
+def test_an_nccl_rule_below_a_backend_states_no_speedup() -> None:
+    first, second, _ = (
+        decide(evidence(table({1: {"pcie_ipc": 11.0}, 2: {"pcie_ipc": 5.0}}))).decisions[0].rules
+    )
+    assert (first.max_bytes, first.backend, first.speedup, first.ci) == (2 * KiB, "nccl", None, None)
+    assert (second.backend, second.speedup) == ("pcie_ipc", 2.0)
