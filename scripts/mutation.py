@@ -59,7 +59,7 @@ MODULES = (
     Target("topo_gate/decide.py", ("tests/decide/test_decide_rules.py", "tests/decide/test_decide_cases.py", "tests/decide/test_decide_properties.py")),
     Target("topo_gate/trials/safety.py", ("tests/trials/test_worker_entry.py", "tests/trials/test_safety_env.py")),
     Target("topo_gate/trials/worker/checks.py", ("tests/trials/test_checks.py",)),
-    Target("topo_gate/trials/runner.py", ("tests/trials/test_runner_gloo.py::test_hang_is_killed_within_its_bound_and_the_others_still_measured", "tests/trials/test_watchdog.py"), ("_watch", "bound_s", "_timeout_fault")),
+    Target("topo_gate/trials/runner.py", ("tests/trials/test_runner_gloo.py::test_hang_is_killed_within_its_bound_and_the_others_still_measured", "tests/trials/test_runner_gloo.py::test_crash_is_reported_with_its_exit_status", "tests/trials/test_watchdog.py"), ("_watch", "bound_s", "_timeout_fault")),
     Target("topo_gate/launchers/sglang.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/vllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/trtllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
