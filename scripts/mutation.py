@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.survivors is not None:
         scratch = args.survivors
-        targets = [t for t in targets if reopen_survivors(scratch / slug(t.module))]
+        targets = [t for t in targets if reopen_survivors(scratch / slug(t.module), equivalents)]
         args.keep = True
     else:
         scratch = Path(tempfile.mkdtemp(prefix="topo-gate-mutation-"))
@@ -189,18 +189,33 @@ def key(mutant: Mutant) -> tuple[str, str, str]:
     return (mutant.module, mutant.operator, mutant.source)
 
 
-def reopen_survivors(copy: Path) -> bool:
-    """Mark the kept session's surviving (and never really run) mutants as not run yet (the module
-    itself must be unchanged)."""
-    import sqlite3
+def reopen_survivors(copy: Path, equivalents: dict[tuple[str, str, str], str]) -> bool:
+    """Mark the kept session's surviving mutants (not those listed as equivalent) and the ones that
+    never ran as not run yet; the module itself must be unchanged."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome
 
     session = copy / "session.sqlite"
     if not session.exists():
         return False
+    reopen = []
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item, result in db.completed_work_items:
+            mutation = item.mutations[0]
+            lines = (copy / mutation.module_path).read_text(encoding="utf-8").splitlines()
+            operator = f"{mutation.operator_name}@{mutation.start_pos[1]}"
+            equivalent = (
+                str(mutation.module_path),
+                operator,
+                lines[mutation.start_pos[0] - 1].strip(),
+            ) in equivalents
+            survived = result.test_outcome == TestOutcome.SURVIVED and not equivalent
+            if survived or UNREACHABLE in (result.output or ""):
+                reopen.append(item.job_id)
+    import sqlite3
+
     with sqlite3.connect(session) as db:
-        db.execute(
-            "DELETE FROM work_results WHERE test_outcome = 'SURVIVED' OR output LIKE ?", (f"%{UNREACHABLE}%",)
-        )
+        db.executemany("DELETE FROM work_results WHERE job_id = ?", [(job,) for job in reopen])
     return True
 
 
