@@ -445,3 +445,15 @@ def test_an_nccl_rule_below_a_backend_states_no_speedup() -> None:
     )
     assert (first.max_bytes, first.backend, first.speedup, first.ci) == (2 * KiB, "nccl", None, None)
     assert (second.backend, second.speedup) == ("pcie_ipc", 2.0)
+
+
+def test_a_size_is_not_folded_into_its_right_neighbour_alone() -> None:
+    # trtllm_oneshot wins size 2 by less than the margin over vllm_custom, which wins size 4; the left
+    # neighbour (pcie_ipc) differs, so size 2 is not lone and keeps its own choice.
+    rows = {1: {"pcie_ipc": 5.0}, 2: {"trtllm_oneshot": 4.9, "vllm_custom": 5.0}, 4: {"vllm_custom": 5.0}}
+    assert [b for _, b in ladder(decide(evidence(table(rows))))] == [
+        "pcie_ipc",
+        "trtllm_oneshot",
+        "vllm_custom",
+        "nccl",
+    ]
