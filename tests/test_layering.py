@@ -8,6 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the same parser, before it joined the standard library
+    import tomli as tomllib
+
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,7 +61,6 @@ def test_profile_package_uses_only_stdlib_and_pyyaml() -> None:
 
 
 def test_banned_api_table_names_the_heavy_modules() -> None:
-    tomllib = pytest.importorskip("tomllib")
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     banned = config["tool"]["ruff"]["lint"]["flake8-tidy-imports"]["banned-api"]
     assert {"torch", "pynvml", "flashinfer", "matplotlib"} <= set(banned)

@@ -115,7 +115,7 @@ class TestMalformed:
     def test_load_profile_raises_typed_error(self, case_path, exit_code, error_type, fragment):
         with pytest.raises(error_type) as raised:
             topo_gate.load_profile(case_path)
-        assert fragment in str(raised.value)
+        assert fragment in str(raised.value)  # how fast they fail: benchmarks/fail_fast.py
 
     def test_recommend_forces_nccl_with_the_reason(self, case_path, exit_code, error_type, fragment, capsys):
         assert main(["recommend", str(case_path), "--tp", "2", "--launcher", "vllm", "--format", "json"]) == 0

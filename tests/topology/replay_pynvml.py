@@ -133,7 +133,8 @@ class ReplayNvml(types.ModuleType):
 
     def nvmlDeviceGetPciInfo(self, handle: _Handle) -> Any:
         self._enter("nvmlDeviceGetPciInfo", handle)
-        return types.SimpleNamespace(busId=_answer(handle.gpu.bus_id).encode())
+        # str, like the binding: its _PrintableStructure decodes char arrays (pynvml.py, nvidia-ml-py 12+).
+        return types.SimpleNamespace(busId=_answer(handle.gpu.bus_id))
 
     def nvmlDeviceGetCudaComputeCapability(self, handle: _Handle) -> tuple[int, int]:
         self._enter("nvmlDeviceGetCudaComputeCapability", handle)

@@ -182,9 +182,10 @@ def test_group_class_is_its_weakest_pair(data: st.DataObject) -> None:
 
 def test_real_h200_capture_agrees_with_the_reference_reading() -> None:
     """The tool's own capture says what the hand-made reference reading of the same machine said."""
-    reference_path = Path("/work/shared/reference/h200-x2.nvml.json")
-    if not reference_path.exists():
-        pytest.skip("reference reading not on this machine")
+    # ../shared/reference beside the repo holds the reading; a checkout without it has nothing to compare.
+    reference_path = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "h200-x2.nvml.json"
+    if not reference_path.is_file():
+        pytest.skip(f"no reference reading at {reference_path}")
     reference = json.loads(reference_path.read_text())
     capture = load_capture(CAPTURES / "h200-x2.real.json")
     assert (

@@ -39,10 +39,19 @@ def rendezvous_env(rank: int, world: int, port: int) -> dict[str, str]:
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("missing", sorted(SAFETY_ENV))
-def test_worker_refuses_to_start_without_each_safety_setting(missing: str, workdir: Path) -> None:
+# A wrong value (multicast switched on) must be refused like a missing one.
+UNSAFE = [("NCCL_NVLS_ENABLE", None), ("NCCL_NVLS_ENABLE", "1"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", None),
+          ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "0"), ("NVSHMEM_DISABLE_NVLS", None), ("NVSHMEM_DISABLE_NVLS", "0")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("missing", "wrong"), UNSAFE)
+def test_worker_refuses_to_start_without_each_safety_setting(
+    missing: str, wrong: str | None, workdir: Path
+) -> None:
     env = {**os.environ, **SAFETY_ENV, **rendezvous_env(0, 2, 1)}
     del env[missing]
+    if wrong is not None:
+        env[missing] = wrong
     spec = write_spec(workdir, gloo_plan())
     done = subprocess.run(
         [*WORKER, "--spec", str(spec), "--out", str(workdir)], env=env, capture_output=True, text=True

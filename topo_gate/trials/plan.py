@@ -15,7 +15,7 @@ SPEC_FORMAT = "topo-gate/trial-spec/v1"
 PATTERNS = ("allreduce", "allreduce_rmsnorm")
 DEVICES = ("cpu", "cuda")
 DTYPE_BYTES: Mapping[str, int] = {"bfloat16": 2, "float16": 2, "float32": 4}
-FAULT_KINDS = ("hang", "crash", "wrong", "wrong-odd", "stale", "transition", "slow")
+FAULT_KINDS = ("hang", "hang-late", "crash", "wrong", "wrong-odd", "stale", "transition", "slow")
 #: Faults of the whole worker, not of a backend: keyed STARTUP_FAULT in ``faults``. ``infra``: rank 1
 #: exits before the rendezvous on every attempt; ``infra-once``: on the first attempt only.
 STARTUP_FAULT = "_startup"
@@ -66,7 +66,7 @@ class TrialPlan:
     """One TP group measuring every backend of one pattern at every size.
 
     ``group`` holds NVML indices (what the profile records); the runner maps them to CUDA devices.
-    ``faults`` is for the harness's own tests only (backend -> "hang" | "crash" | "wrong"); workers
+    ``faults`` is for the harness's own tests only (backend -> a kind in FAULT_KINDS); workers
     honour it only when ``TOPO_GATE_ALLOW_FAULT_INJECTION=1`` is in their environment.
     """
 

@@ -7,7 +7,7 @@ rendezvous and waits, watching two things:
   attempt at once;
 - heartbeats: a rank whose heartbeat has not changed for longer than its phase's bound (``timeout_s``
   per step; ``startup_timeout_s`` for start-up and backend setup, which import torch, rendezvous and
-  JIT-compile) is hung.
+  JIT-compile, and for teardown after the result is written) is hung.
 
 Either way the whole attempt is killed (SIGTERM, then SIGKILL, to every worker's process group), the
 backend named by the heartbeat is marked ``failed`` or ``timeout`` with the reason, and a fresh
@@ -260,7 +260,8 @@ class _Launch:
         return env
 
     def bound_s(self, beat: Beat | None) -> float:
-        # Start-up and setup import, rendezvous and JIT-compile; "done" tears NCCL down.
+        # "done" is teardown after the result is written (process group, interpreter exit): as slow as
+        # start-up on a loaded machine, and killing it would throw away a finished measurement.
         slow = beat is None or beat.phase in ("start", "setup", "done")
         return self.startup_timeout_s if slow else self.timeout_s
 

@@ -7,6 +7,7 @@ can make a real probe hang, crash or report a wrong answer. The tests set it.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -29,6 +30,9 @@ SLOW_S = 0.005
 #: Per backend, the size of its previous call on this rank (``stale`` and ``transition`` keep state
 #: across sizes, as a Lamport workspace does).
 _last_tokens: dict[str, int] = {}
+#: "hang-late" passes its check, then hangs at this call of the same (backend, size): deep in the
+#: measurement, after hundreds of heartbeats, like a kernel that hangs only under graph replay.
+LATE_HANG_AT_CALL = 200
 
 
 def fault_injection_allowed() -> bool:
@@ -52,7 +56,8 @@ def inject(
     backend: str = "",
     tokens: int = 0,
 ) -> Callable[[], None]:
-    """``call`` with the fault ``kind`` on FAULTY_RANK; unchanged elsewhere. ``hang``, ``crash``,
+    """``call`` with the fault ``kind`` on FAULTY_RANK; unchanged elsewhere. ``hang``, ``hang-late``
+    (passes its check, then hangs at call LATE_HANG_AT_CALL of the same (backend, size)), ``crash``,
     ``wrong`` (every call off by one); ``wrong-odd`` (off by one at token counts that are not powers
     of two: only the checks between the ladder's sizes see it); ``stale`` (off by one on the first call
     after a larger size); ``transition`` (the first call after a larger size is TRANSITION_S slower);
@@ -66,10 +71,16 @@ def inject(
     if kind == "hang":
         # Never enters the collective, so the peers wait inside it: a Lamport kernel whose peer
         # never writes looks the same from outside.
-        def wait_forever() -> None:
-            threading.Event().wait()
+        return lambda: threading.Event().wait()
+    if kind == "hang-late":
+        calls = itertools.count(1)
 
-        return wait_forever
+        def hang_late() -> None:
+            if next(calls) >= LATE_HANG_AT_CALL:
+                threading.Event().wait()
+            call()
+
+        return hang_late
     if kind == "crash":
         return lambda: os._exit(CRASH_EXIT_CODE)
 
