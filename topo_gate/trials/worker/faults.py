@@ -71,7 +71,10 @@ def inject(
     if kind == "hang":
         # Never enters the collective, so the peers wait inside it: a Lamport kernel whose peer
         # never writes looks the same from outside.
-        return lambda: threading.Event().wait()
+        def wait_forever() -> None:
+            threading.Event().wait()
+
+        return wait_forever
     if kind == "hang-late":
         calls = itertools.count(1)
 
