@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from statistics import median
 
 import pytest
@@ -13,7 +14,7 @@ from topo_gate.decide import STEP_CALLS, transition_us
 from topo_gate.probe import DecideSettings
 from topo_gate.report.figures import CONTEXT, TRANSITION, figure_specs
 from topo_gate.report.render import render_png
-from topo_gate.report.sources import load_sources
+from topo_gate.report.sources import ReportInputError, load_sources
 
 
 @pytest.fixture(scope="module")
@@ -101,22 +102,29 @@ def test_transition_points_are_the_recorded_replays_after_the_largest_size(run1_
     assert f"+{cost:.1f} us per replay (charged {cost / STEP_CALLS:.2f} us/call)" in spec.notes[0]
 
 
-def test_unreadable_extension_is_a_note_and_the_rest_still_renders(tmp_path, run1_evidence) -> None:
+@pytest.mark.parametrize(
+    ("garble", "field"),
+    [
+        (lambda run: run.__setitem__("context", [{"backend": "nccl"}]), "runs[0].context[0]: needs"),
+        (
+            lambda run: [
+                r.__setitem__("after_larger_us", [-1.0]) for r in run["results"] if "after_larger_us" in r
+            ],
+            "after_larger_us: must be a list of positive numbers",
+        ),
+    ],
+)
+def test_a_garbled_extension_is_an_input_error_naming_the_field(
+    tmp_path, run1_evidence, garble, field
+) -> None:
+    """The evidence loader checks the in-context and transition fields, so a report never draws (or
+    decides) from a shape it does not understand: the input is refused in one line, exit 3."""
     garbled = copy.deepcopy(run1_evidence)
-    garbled["runs"][0]["context"] = [{"backend": "nccl"}]  # no size, no samples
-    for result in garbled["runs"][0]["results"][:40]:
-        if result.get("after_larger_us"):
-            result["after_larger_us"] = [-1.0]  # not a latency
-    for run in garbled["runs"][1:]:
-        run.pop("context")
-        for result in run["results"]:
-            result.pop("after_larger_us", None)
+    garble(garbled["runs"][0])
     path = tmp_path / "garbled.evidence.json"
     path.write_text(json.dumps(garbled), encoding="utf-8")
-    specs, notes = figure_specs(load_sources([path], DecideSettings(bootstrap=200)))
-    assert [spec.kind for spec in specs if spec.key[2] == "allreduce_rmsnorm"] == ["latency", "speedup"]
-    assert any("context is not a list of layer-graph entries" in note for note in notes)
-    assert any("after_larger_us entries not understood" in note for note in notes)
+    with pytest.raises(ReportInputError, match=re.escape(field)):
+        load_sources([path], DecideSettings(bootstrap=200))
 
 
 def test_a_backend_name_this_schema_does_not_know_gets_a_latency_line_only(tmp_path, run1_evidence) -> None:
