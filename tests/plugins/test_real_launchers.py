@@ -24,6 +24,10 @@ from topo_gate.profile.reader import FINGERPRINT_ENV
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "profiles" / "h200-x2" / "h7168-run1.yaml"
 FINGERPRINT = load_profile(PROFILE).node.fingerprint
+# vLLM's route-checked plan on the H200 profile keeps every fast path off (what NCCL forcing does too),
+# so the vLLM test follows a profile whose plan turns fusion on (labelled synthetic in the file).
+FUSING_PROFILE = ROOT / "profiles" / "examples" / "synthetic-rtxpro6000-pcie-x4.yaml"
+FUSING_FINGERPRINT = load_profile(FUSING_PROFILE).node.fingerprint
 SERVED_CONFIG = {
     "architectures": ["LlamaForCausalLM"],
     "model_type": "llama",
@@ -44,7 +48,7 @@ def served_model(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def launch(code: str, scenarios: list[dict]) -> tuple[list[dict], list[str]]:
+def launch(code: str, scenarios: list[dict], profile: Path = PROFILE) -> tuple[list[dict], list[str]]:
     """Run ``code`` in one fresh interpreter, a launcher process: the plugins load once per process.
 
     ``code`` defines ``scenario(user_args) -> dict``; each scenario starts from the same environment
@@ -64,7 +68,7 @@ def launch(code: str, scenarios: list[dict]) -> tuple[list[dict], list[str]]:
     done = subprocess.run(
         [sys.executable, "-c", driver, json.dumps(scenarios)],
         # The profile is set from the start: both launchers load plugins before any scenario runs.
-        env={**base, "VLLM_TARGET_DEVICE": "cpu", PROFILE_ENV: str(PROFILE)},
+        env={**base, "VLLM_TARGET_DEVICE": "cpu", PROFILE_ENV: str(profile)},
         capture_output=True,
         text=True,
         timeout=600,
@@ -130,19 +134,25 @@ def test_sglang_hook_applies_the_plan_to_a_real_server_args(served_model: Path) 
     (followed, forced, untouched), (followed_err, forced_err, untouched_err) = launch(
         f"MODEL = {str(served_model)!r}\n" + SGLANG_SERVER, [verified, unverified, placeholder]
     )
-    plan = PLANNERS["sglang"](str(PROFILE), tp=2, fingerprint=FINGERPRINT)
-    assert not plan.fallback and "--flashinfer-allreduce-fusion-backend" in plan.args  # the control
+    plan = PLANNERS["sglang"](str(PROFILE), tp=2, fingerprint=FINGERPRINT, hidden=7168)
+    # The control: the profile's plan turns something on that the NCCL-forcing plan keeps off.
+    assert not plan.fallback and dict(plan.env) != dict(sglang.FORCE_NCCL.env)
+    args = list(plan.args)
+    backend_flag = "--flashinfer-allreduce-fusion-backend"
     assert followed["fields"] == {
-        "disable_custom_all_reduce": "--disable-custom-all-reduce" in plan.args,
+        "disable_custom_all_reduce": "--disable-custom-all-reduce" in args,
         "enforce_disable_flashinfer_allreduce_fusion": "--enforce-disable-flashinfer-allreduce-fusion"
-        in plan.args,
-        "flashinfer_allreduce_fusion_backend": "trtllm",
-        "enable_torch_symm_mem": "--enable-torch-symm-mem" in plan.args,
+        in args,
+        "flashinfer_allreduce_fusion_backend": args[args.index(backend_flag) + 1]
+        if backend_flag in args
+        else None,
+        "enable_torch_symm_mem": "--enable-torch-symm-mem" in args,
     }
     assert followed["envs"] == {
-        "SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2": plan.env["SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2"] == "1",
-        "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": True,
-        "SGLANG_PCIE_IPC_MAX_NUMEL": int(plan.env["SGLANG_PCIE_IPC_MAX_NUMEL"]),
+        "SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2": plan.env.get("SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2", "1")
+        == "1",
+        "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": plan.env["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] == "1",
+        "SGLANG_PCIE_IPC_MAX_NUMEL": int(plan.env.get("SGLANG_PCIE_IPC_MAX_NUMEL", "0")),
     }
     (line,) = plugin_lines(followed_err, "sglang")
     assert f"profile {load_profile(PROFILE).digest}: following the profile" in line
@@ -193,13 +203,13 @@ def scenario(user_args):
 
 def test_vllm_engine_config_and_envs_follow_the_plan(served_model: Path) -> None:
     pytest.importorskip("vllm.engine.arg_utils")
-    verified = {"env": {FINGERPRINT_ENV: FINGERPRINT}, "user_args": []}
+    verified = {"env": {FINGERPRINT_ENV: FUSING_FINGERPRINT}, "user_args": []}
     unverified = {"env": {}, "user_args": []}
     unset = {"env": {PROFILE_ENV: ""}, "user_args": []}
     (followed, forced, alone), errs = launch(
-        f"MODEL = {str(served_model)!r}\n" + VLLM_SERVER, [verified, unverified, unset]
+        f"MODEL = {str(served_model)!r}\n" + VLLM_SERVER, [verified, unverified, unset], FUSING_PROFILE
     )
-    plan = PLANNERS["vllm"](str(PROFILE), tp=2, fingerprint=FINGERPRINT)
+    plan = PLANNERS["vllm"](str(FUSING_PROFILE), tp=2, fingerprint=FUSING_FINGERPRINT, hidden=7168)
     pass_config = json.loads(plan.args[plan.args.index("--compilation-config") + 1])["pass_config"]
     assert not plan.fallback and pass_config["fuse_allreduce_rms"] is True  # the control
     assert followed == {
@@ -215,7 +225,7 @@ def test_vllm_engine_config_and_envs_follow_the_plan(served_model: Path) -> None
         },
     }
     (line,) = plugin_lines(errs[0], "vllm")
-    assert f"profile {load_profile(PROFILE).digest}: following the profile" in line
+    assert f"profile {load_profile(FUSING_PROFILE).digest}: following the profile" in line
 
     assert dict(vllm.FORCE_NCCL.env) == {
         "VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm",
