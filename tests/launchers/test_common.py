@@ -151,6 +151,8 @@ def test_following_a_profile_puts_the_readers_warnings_before_the_mapping_notes(
     assert (plan.args, dict(plan.env), dict(plan.config)) == (("--a",), {"E": "1"}, {"c": 1})
     assert plan.notes == (
         "allreduce_rmsnorm not requested (--pattern): every path serving it stays off",
+        "no --model/--hidden: token limits converted with the profile's hidden size 4096; a wider served "
+        "model sends larger messages at the same token counts",
         "mapped",
     )
     assert plan.to_dict()["notes"] == list(plan.notes) and plan.to_dict()["version"] == "0.5.23"
