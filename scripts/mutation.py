@@ -65,8 +65,8 @@ MODULES = (
     Target("topo_gate/launchers/trtllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/common.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_plan_cases.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_common.py")),
     # The route model: the check every plan must pass, and FlashInfer's one-/two-shot choice.
-    Target("topo_gate/launchers/routes/check.py", ("tests/launchers/test_routes.py", "tests/launchers/test_plans_follow_routes.py")),
-    Target("topo_gate/launchers/routes/flashinfer.py", ("tests/launchers/test_routes.py",)),
+    Target("topo_gate/launchers/routes/check.py", ("tests/launchers/test_route_check.py", "tests/launchers/test_routes.py", "tests/launchers/test_plans_follow_routes.py")),
+    Target("topo_gate/launchers/routes/flashinfer.py", ("tests/launchers/test_route_check.py", "tests/launchers/test_routes.py")),
 )  # fmt: skip
 
 # Operator replacements that only ever produce a TypeError on this code (shifts, powers, modulo of
