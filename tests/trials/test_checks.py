@@ -245,3 +245,46 @@ def test_a_row_that_sums_to_zero_normalises_to_zero(world: object) -> None:
     verdict = checks.check(lambda: add_rmsnorm(buffers.x, buffers), buffers, ctx)
     assert verdict.ok and verdict.max_abs_err is not None
     assert torch.equal(buffers.out[0], torch.zeros_like(buffers.out[0]))
+
+
+# --- graph rechecks: fresh inputs loaded into the buffers a captured graph reads --------------------
+
+
+def test_every_zero_becomes_a_negative_zero_and_nothing_else_changes() -> None:
+    """-0.0 is the Lamport "not arrived" marker: a recheck input must carry it wherever it is zero."""
+    values = torch.tensor([0.0, 1.0, -2.0, 0.0, 3.0, -0.0], dtype=torch.bfloat16)
+    loaded = checks._negative_zeros(values)
+    assert torch.equal(loaded, values)  # -0.0 == 0.0: the same numbers
+    assert torch.signbit(loaded).tolist() == [True, False, True, True, False, True]
+
+
+@pytest.mark.parametrize("pattern", ["allreduce", "allreduce_rmsnorm"])
+def test_graph_inputs_are_the_fresh_seeded_ones_with_negative_zeros(pattern: str) -> None:
+    ctx = context(None, pattern)
+    buffers = checks.make_buffers(ctx, 4, seed=1)
+    checks.load_graph_inputs(buffers, ctx, 4, seed=99)
+    fresh = checks.make_buffers(ctx, 4, seed=99)
+    assert (fresh.x == 0).any() and not torch.equal(buffers.x, checks.make_buffers(ctx, 4, seed=1).x)
+    assert torch.equal(buffers.x, fresh.x)
+    assert torch.equal(torch.signbit(buffers.x), (buffers.x < 0) | (buffers.x == 0))  # every zero negative
+    if pattern == "allreduce":
+        assert buffers.residual is None and buffers.weight is None
+        return
+    assert torch.equal(buffers.residual, fresh.residual)
+    assert torch.equal(torch.signbit(buffers.residual), (buffers.residual < 0) | (buffers.residual == 0))
+    assert torch.equal(buffers.weight, fresh.weight)
+
+
+def test_graph_inputs_fill_only_the_buffers_a_graph_has() -> None:
+    """A plain graph's buffers have no residual or weight: loading a fused size's inputs into them
+    copies x and leaves the rest alone."""
+    plain = checks.make_buffers(context(None, "allreduce"), 4, seed=1)
+    fused_ctx = context(None, "allreduce_rmsnorm")
+    checks.load_graph_inputs(plain, fused_ctx, 4, seed=7)
+    assert plain.residual is None and plain.weight is None
+    assert torch.equal(plain.x, checks.make_buffers(fused_ctx, 4, seed=7).x)
+
+
+def test_a_reference_cannot_be_changed_once_computed() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        checks.Expected(torch.zeros(1)).out = torch.ones(1)  # type: ignore[misc]
