@@ -12,13 +12,14 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from gloo_helpers import gloo_plan, processes_mentioning
 
-from topo_gate.trials.plan import token_ladder
+from topo_gate.trials.plan import TrialPlan, token_ladder
 from topo_gate.trials.protocol import heartbeat_path
-from topo_gate.trials.runner import Progress, run_plan
+from topo_gate.trials.runner import PlanResult, Progress, run_plan
 
 FAULTS_ON = {"TOPO_GATE_ALLOW_FAULT_INJECTION": "1"}
 STEP_BOUND_S = 2.0
@@ -36,16 +37,7 @@ def test_a_hung_step_is_killed_after_its_bound_not_before_and_not_5x_later(workd
         elif progress.beat is not None:
             beats.append((progress.attempt, progress.beat.seq))
 
-    result = run_plan(
-        plan,
-        device="cpu",
-        cuda_devices=[],
-        timeout_s=STEP_BOUND_S,
-        workdir=workdir,
-        env=FAULTS_ON,
-        on_progress=on_progress,
-        startup_timeout_s=STARTUP_BOUND_S,
-    )
+    result = _run_watched(plan, workdir, on_progress)
     assert len(faults) == 1, faults
     reported_at, fault = faults[0]
     assert (fault.status, fault.backend, fault.tokens) == ("timeout", "gloo_ring", 1)
@@ -114,7 +106,15 @@ def test_a_hang_after_hundreds_of_heartbeats_is_still_caught(workdir: Path) -> N
         if progress.beat is not None and progress.attempt == 1:
             seqs.append(progress.beat.seq)
 
-    result = run_plan(
+    result = _run_watched(plan, workdir, on_progress)
+    assert max(seqs) > 256, f"the plan beat only {max(seqs)} times: make it longer"
+    assert result.backends["gloo"].status == "timeout", result.backends["gloo"]
+    assert result.backends["gloo_ring"].status == "ok", result.backends["gloo_ring"]
+
+
+def _run_watched(plan: TrialPlan, workdir: Path, on_progress: Callable[[Progress], None]) -> PlanResult:
+    """The plan on gloo with faults on, under the step and start-up bounds these tests measure against."""
+    return run_plan(
         plan,
         device="cpu",
         cuda_devices=[],
@@ -124,6 +124,3 @@ def test_a_hang_after_hundreds_of_heartbeats_is_still_caught(workdir: Path) -> N
         on_progress=on_progress,
         startup_timeout_s=STARTUP_BOUND_S,
     )
-    assert max(seqs) > 256, f"the plan beat only {max(seqs)} times: make it longer"
-    assert result.backends["gloo"].status == "timeout", result.backends["gloo"]
-    assert result.backends["gloo_ring"].status == "ok", result.backends["gloo_ring"]
