@@ -195,6 +195,8 @@ def _route(knobset: Knobs, ctx: Context, *, fused: bool) -> Route:
     if chosen == "AUTO" and env.get(AUTOTUNE_OFF_ENV) != "1":
         return up_to(None, name("AUTOTUNED", fused=fused))  # the AutoTuner's pick: unknown at every size
     if chosen == "MNNVL":
+        # MNNVLAllReduce where the mapping passes is_mnnvl, else AUTO's autotuned path (AllReduce.forward):
+        # unmeasured either way.
         return up_to(None, name(chosen, fused=fused))
     max_tokens = admitted_tokens(ctx, env)
     if max_tokens == 0:
