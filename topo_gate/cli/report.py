@@ -31,7 +31,7 @@ Examples:
   topo-gate report node.yaml --out r --baseline old-node.yaml  # what changed
   topo-gate report node-a.evidence.json node-b.evidence.json --out r \\
       --format md
-  topo-gate report node.yaml ab.json --out r   # an A/B record next to its profile
+  topo-gate report node.yaml ab.json --out r   # A/B record + its profile
   pip install 'topo-gate[report]'   # matplotlib, for html and png
 
 Writes into DIR: report.html (self-contained: figures embedded, no network), summary.md (for a

@@ -18,7 +18,7 @@ from topo_gate.cli._profile import load_for_reading, profile_argument
 Examples:
   topo-gate show node.yaml
   topo-gate show node.yaml --json | jq '.decisions[] | select(.tp == 4)'
-  topo-gate show ab.json              # an A/B record written by topo-gate ab --out
+  topo-gate show ab.json   # an A/B record (topo-gate ab --out)
 
 A profile whose digest does not match is shown with a warning (launchers ignore it); an A/B
 record whose digest does not match is refused. Exit codes: 0 shown; 1 invalid or tampered
