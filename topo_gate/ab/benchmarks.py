@@ -12,7 +12,7 @@ commit's own copy of these files could not be read, see docs/ab.md):
   "elapsed_time", "num_requests", "total_num_tokens", "requests_per_second", "tokens_per_second"}``
   (throughput.py:1117-1127).
 - ``vllm bench serve`` (a client of ``vllm serve``): ``--save-result`` with ``--result-filename``
-  (serve.py:1792-1830, path built by serve.py:1605-1635), one object written by serve.py:2448-2457:
+  (serve.py:1792-1830, path built by serve.py:1594-1635), one object written by serve.py:2448-2457:
   ``duration``, ``request_throughput``, ``output_throughput``, ``total_token_throughput``
   (serve.py:1318-1340) and per selected metric ``mean_/median_/std_/p<P>_{ttft,tpot,itl,e2el}_ms``
   (serve.py:1398-1432; default percentile ``99``, serve.py:1859-1866).

@@ -84,7 +84,7 @@ def build_record(
         "tp": tp,
         "profile": dict(profile),
         "node": dict(node),
-        "method": {**method, "pairing": PAIRING},
+        "method": {**method, "logs": _relative(Path(method["logs"]), folder), "pairing": PAIRING},
         "arms": {arm.name: _arm(arm) for arm in arms},
         "runs": [_run(result, folder) for result in results],
         "summary": {name: summary.to_dict() for name, summary in summaries.items()},
