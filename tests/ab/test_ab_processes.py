@@ -83,6 +83,7 @@ def test_what_a_run_leaves_in_its_process_group_is_ended(bench, capsys) -> None:
     assert not alive(int(background.read_text()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_an_interrupt_ends_the_run_in_flight_and_exits_130(bench, signum, tmp_path) -> None:
     cmd = scenario(bench, hang={"default": [0]})  # the first warm-up hangs

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from topo_gate.ab.redact import REDACTED, redact_argv, redact_text
 
@@ -65,3 +67,17 @@ def test_output_lines_lose_credentials_of_known_shapes() -> None:
         redact_text(line)
         == f"connecting to https://{REDACTED}@hub with {REDACTED}; Total Token Throughput (tokens/sec): 12.5"
     )
+
+
+@given(
+    flag=st.sampled_from(["--api-key", "--hf-token", "--token", "--auth", "--client-secret", "--api_key"]),
+    secret=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=8, max_size=40),
+    attached=st.booleans(),
+)
+def test_a_secret_option_value_never_survives(flag, secret, attached) -> None:
+    argv = (
+        ["vllm", "bench", "serve", f"{flag}={secret}"]
+        if attached
+        else ["vllm", "bench", "serve", flag, secret]
+    )
+    assert all(secret not in token for token in redact_argv(argv))
