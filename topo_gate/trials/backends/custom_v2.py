@@ -40,13 +40,21 @@ true and the worker times the size transitions (unlike TRT-LLM's, this kernel le
 message's slots to clear on a later call, which the transitions measure). The pull algorithms use
 per-block semaphores instead.
 
+The norm site with fusion off (``custom_v2_sglang+rmsnorm``): where no fused kernel takes the
+batch (``srt/layers/layer_boundary/prepare.py:361-411``; FlashInfer's only when fusion is enabled,
+``layernorm.py:208-275``), the layer boundary completes the sum with ``group.all_reduce``
+(``layer_boundary/output.py:90-96``, the path above) and hands the result to the norm step, whose
+``RMSNorm.forward_cuda`` runs one ``fused_add_rmsnorm(x, residual, weight, eps)`` on it
+(``layernorm.py:617-628``). The composite does the same with the trials' one add+RMSNorm kernel
+(``_rmsnorm``, the ``nccl`` baseline's), on the kernel's own output (``prepare_result``).
+
 What differs from SGLang, and why (the trial's buffers: ``base.TrialBuffers``):
 
 - the kernel allocates its output (``ffi::empty_like``, from torch's allocator: inside a graph, the
   graph's pool), while a trial reads the result from ``buffers.out``: eager calls copy it there, and
   a captured graph copies it once, after its first call (K calls of one graph are idempotent), so a
-  timed replay of K calls carries 1/K of one copy per call. The ``+rmsnorm`` composite reads the
-  kernel's own output (``prepare_result``), as SGLang's norm does, with no copy;
+  timed replay of K calls carries 1/K of one copy per call (K: that graph's calls). The ``+rmsnorm``
+  composite reads the kernel's own output (``prepare_result``), as SGLang's norm does, with no copy;
 - where the kernel reduces its input in place (``2shot_pull`` in a graph, TP4 and up), SGLang reduces
   the GEMM's output tensor; the trial's input must stay intact (the reference is computed from it,
   and K calls of a graph must see the same input), so each call first copies it into the registered
