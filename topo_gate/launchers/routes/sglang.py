@@ -5,8 +5,11 @@ in this order: the FlashInfer fusion workspace (only when a fusion backend is se
 SGLang itself for the architectures it lists, ``sglang_fusion``), custom all-reduce (the JIT v2 on
 full-NVLink groups by default, ``sglang_custom_v2``, else the legacy v1 kernel), PCIe IPC, torch
 symm-mem, then NCCL. The fused pattern runs FlashInfer's fused kernel for batches of at most
-``FUSE_ALLREDUCE_MAX_BATCH_SIZE`` tokens; larger batches run the plain chain, then add + RMSNorm.
-A few architectures run collectives of their own that these routes do not resolve.
+``FUSE_ALLREDUCE_MAX_BATCH_SIZE`` tokens; larger batches, and every batch of a model without fusion,
+run the plain chain, then SGLang's add + RMSNorm kernel (layernorm.py's fallback after the kernel
+declines). A fused v2 + norm exists only in the push-plane fusion of a few architectures (MiniMax-M3;
+Kimi-K3 and DeepSeek-V4 bring collectives of their own): these routes name those
+``model_collectives_sglang`` rather than resolve them.
 """
 
 from __future__ import annotations
@@ -150,13 +153,17 @@ SYMM_SCONV_MAX = 512 * knobs.MiB
 #: EnvBool's spellings (environ.py:143-150); any other value is ignored and the default used.
 _TRUE, _FALSE = ("true", "1", "yes", "y"), ("false", "0", "no", "n")
 
-#: Architectures that run collectives of their own SGLang route models do not resolve (MiniMax-M3's
-#: push-plane fusion on SM 9.0+, Kimi-K3's fused attention all-reduce, DeepSeek-V4's fused
-#: collectives on Blackwell): both patterns are ``model_collectives_sglang`` at every size there.
+#: Capability majors of ``device_sm >= 90`` (MiniMax-M3's push-plane fusion gate).
+SM90_AND_LATER = (9, 10, 11, 12)
+#: Architectures that run collectives of their own, on these capability majors, which SGLang's
+#: route model does not resolve: MiniMax-M3's push-plane all-reduce + norm, Kimi-K3's fused attention
+#: all-reduce (it falls back to the plain path where it finds no multicast buffer, decided at
+#: runtime), DeepSeek-V4's fused collectives on Blackwell. Both patterns are
+#: ``model_collectives_sglang`` at every size there: a plan leaves them alone.
 OWN_COLLECTIVES = {
-    "MiniMaxM3SparseForCausalLM": (9, 10, 11, 12),
-    "KimiK3ForConditionalGeneration": (9, 10, 11, 12),
-    "KimiK3LinearForCausalLM": (9, 10, 11, 12),
+    "MiniMaxM3SparseForCausalLM": SM90_AND_LATER,
+    "KimiK3ForConditionalGeneration": SM90_AND_LATER,
+    "KimiK3LinearForCausalLM": SM90_AND_LATER,
     sglang_fusion.DEEPSEEK_V4: sglang_fusion.BLACKWELL_FAMILY,
 }
 MODEL_COLLECTIVES = marker("model_collectives", LAUNCHER)

@@ -46,6 +46,8 @@ FORCE_PULL_ENV = "SGLANG_FORCE_CUSTOM_ALL_REDUCE_V2_PULL_SIZE_KB"
 FORCE_PUSH_ENV = "SGLANG_FORCE_CUSTOM_ALL_REDUCE_V2_PUSH_SIZE_KB"
 #: Workspaces are at least this large and a multiple of it (``_ALIGN_BYTES``).
 ALIGN_BYTES = 1024
+#: The size env vars count KiB (``..._SIZE_KB.get() * 1024``).
+KIB = 1024
 #: The table file's first major with the Rubin (SM 10.7+) table (``_get_all_reduce_configs``).
 _SM107_MINOR = 7
 #: A 2-shot push slot stores 16-byte vectors, half partial and half gathered (``two_shot_push_slot_bytes``).
@@ -153,15 +155,15 @@ def route(knobset: Knobs, ctx: Context, *, multicast: bool) -> Route:
     """What v2 does with each size on an admitted group (``multicast``: the allocation has it)."""
     entry = knobs.table("sglang", "custom_ar_v2_configs")[table_name(ctx.capability)][str(ctx.tp)]
     graph, eager = Heuristic.from_table(entry["graph"]), Heuristic.from_table(entry["eager"])
-    cap = (_env_kb(knobset, MAX_SIZE_ENV) or 0) * 1024
+    cap = (_env_kb(knobset, MAX_SIZE_ENV) or 0) * KIB
     pull = int(min(max(graph.max_pull_bytes(), eager.max_pull_bytes()), cap))
     push = min(max(graph.max_push_bytes(ctx.tp), eager.max_push_bytes(ctx.tp)), cap)
     force_pull, force_push = _env_kb(knobset, FORCE_PULL_ENV), _env_kb(knobset, FORCE_PUSH_ENV)
     if force_pull is not None:
-        pull = force_pull * 1024
+        pull = force_pull * KIB
         graph, eager = (replace(h, two_shot_pull=pull) for h in (graph, eager))
     if force_push is not None:
-        push = force_push * 1024
+        push = force_push * KIB
         graph, eager = (replace(h, one_shot_push=push) for h in (graph, eager))
     pull_size = _aligned(pull) if pull > 0 else 0
     push_size = _aligned(push)

@@ -45,6 +45,8 @@ FI_WORLD_SIZES = (2, 4, 8, 16)
 #: The optimization level vLLM runs at without ``-O`` (``VllmConfig.optimization_level``), and the
 #: first level whose pass defaults switch ``fuse_allreduce_rms`` on (``OPTIMIZATION_LEVEL_02``).
 DEFAULT_LEVEL, FUSION_LEVEL = 2, 2
+#: ``enable_allreduce_rms_fusion``'s hardware: ``is_device_capability(90)`` or the SM 10.x family.
+FUSION_CAPABILITY, FUSION_FAMILY_MAJOR = (9, 0), 10
 _LEVELS = ("0", "1", "2", "3")
 #: Model implementations that call FlashInfer's fused all-reduce + RMSNorm directly at their norm
 #: sites (the NVIDIA paths), by registry architecture: DeepSeek-V3.2 (and GLM-5.2's DSA model, the
@@ -95,7 +97,9 @@ def compiles(knobset: Knobs) -> bool:
 
 def default_on(knobset: Knobs, ctx: Context) -> bool:
     """``fuse_allreduce_rms``'s default: TP > 1 on SM 9.0 or the SM 10.x family, at ``-O2`` and above."""
-    hardware = ctx.tp > 1 and (ctx.capability == (9, 0) or ctx.capability[0] == 10)
+    hardware = ctx.tp > 1 and (
+        ctx.capability == FUSION_CAPABILITY or ctx.capability[0] == FUSION_FAMILY_MAJOR
+    )
     return hardware and optimization_level(knobset.args) >= FUSION_LEVEL
 
 
