@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
 from topo_gate.launchers import knobs
 from topo_gate.launchers.planning import NVLS_ENV, describe, size
-from topo_gate.launchers.routes import Context, Knobs, route, sglang, trtllm, vllm
+from topo_gate.launchers.routes import Context, Knobs, architecture_variants, route, sglang, trtllm, vllm
 from topo_gate.launchers.routes.base import Cite
 from topo_gate.launchers.routes.flashinfer import HEURISTIC, oneshot_limit
 
@@ -55,6 +56,11 @@ def _values() -> dict[str, object]:
         "v1_max": size(knobs.table("sglang", "custom_ar_v1_max_size")),
         "pcie_tps": "/".join(map(str, knobs.table("sglang", "pcie_ipc_world_sizes"))),
         "multimem_tps": "/".join(map(str, knobs.table("sglang", "torch_symm_mem_multimem_world_sizes")["9"])),
+        "fusion_arch_count": len(knobs.table("sglang", "flashinfer_allreduce_fusion_archs")),
+        "v2_sm90_tps": "/".join(
+            map(str, sorted(map(int, knobs.table("sglang", "custom_ar_v2_configs")["sm90"])))
+        ),
+        "v1_tps": "/".join(map(str, knobs.table("sglang", "custom_ar_v1_world_sizes"))),
     }
 
 
@@ -89,13 +95,15 @@ def _heuristic() -> list[str]:
 
 def _defaults() -> list[str]:
     lines = [
-        "### What each launcher runs with no knobs (default routing, hidden 7168, bf16)",
+        "### What each launcher runs with no knobs (default routing, hidden 7168, bf16, empty env)",
         "",
-        "Names are trial backends; `mnnvl_*`, `custom_v2_sglang`, `trtllm_autotuned*`, `symm_mem_multimem` "
-        "are paths no trial times, so a plan never leaves them on. `trtllm (table)` is TensorRT-LLM's AUTO "
-        f"with `{trtllm.AUTOTUNE_OFF_ENV}=1`: its lookup table, which resolves to the timed kernels.",
+        "Names are trial backends; `mnnvl_*`, `custom_v2_multicast_sglang`, `symm_mem_multimem`, "
+        "`symm_mem_twoshot_multicast_vllm`, `trtllm_autotuned*` are paths no trial times, so a plan never "
+        "replaces them. `trtllm (table)` is TensorRT-LLM's AUTO with "
+        f"`{trtllm.AUTOTUNE_OFF_ENV}=1`: its lookup table, which resolves to the timed kernels. Rows list the "
+        "architectures (HF `architectures[0]`) that route alike on that node.",
         "",
-        "| node | launcher | allreduce | allreduce_rmsnorm (unfused sizes: plain backend + RMSNorm) |",
+        "| node | launcher (architectures) | allreduce | allreduce_rmsnorm (unfused sizes: plain backend + RMSNorm) |",
         "| --- | --- | --- | --- |",
     ]
     for label, ctx in REFERENCE_NODES:
@@ -106,10 +114,13 @@ def _defaults() -> list[str]:
             ("trtllm", Knobs(), "trtllm"),
             ("trtllm", table_knobs, "trtllm (table)"),
         ):
-            routes = route(launcher, knobset, ctx)
-            lines.append(
-                f"| {label} | {shown} | {describe(routes['allreduce'])} | {describe(routes['allreduce_rmsnorm'])} |"
-            )
+            alike: dict[tuple[str, str], list[str]] = {}
+            for architecture in architecture_variants(launcher):
+                routes = route(launcher, knobset, replace(ctx, architecture=architecture))
+                described = (describe(routes["allreduce"]), describe(routes["allreduce_rmsnorm"]))
+                alike.setdefault(described, []).append(architecture or "any")
+            for (plain, fused), architectures in alike.items():
+                lines.append(f"| {label} | {shown} ({', '.join(architectures)}) | {plain} | {fused} |")
     return [*lines, ""]
 
 
