@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from topo_gate._atomic import refuse_clobbering
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.probe import DecideSettings, preview, replay
 from topo_gate.profile.errors import ProfileError
@@ -25,7 +26,7 @@ Examples:
   topo-gate decide evidence.json --json | jq '.decisions[].rules'
 
 Without --out nothing is written. Exit codes: 0 ok, 2 usage, 3 unreadable or malformed
-evidence, 8 --out not written.""",
+evidence, 8 --out not written (or it is EVIDENCE itself).""",
 )
 @click.argument("evidence", type=click.Path(path_type=Path))
 @click.option(
@@ -55,6 +56,7 @@ def command(
     rules to old measurements.
     """
     settings = DecideSettings(margin=margin, ci_level=ci_level, bootstrap=bootstrap)
+    refuse_clobbering([("--out", out)], [("EVIDENCE", evidence)])
     try:
         result = replay(evidence, out=out, settings=settings) if out else preview(evidence, settings=settings)
     except (EvidenceError, CaptureError) as error:

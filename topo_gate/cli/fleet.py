@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from topo_gate._atomic import refuse_clobbering
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.fleet.evidence_set import FleetError, NodeEvidence, load_fleet
 from topo_gate.fleet.outliers import DEFAULT_NOISE_FLOOR, DEFAULT_THRESHOLD, find_outliers
@@ -54,7 +55,7 @@ rule states its weakest node. A size some node did not measure stays NCCL. The p
 nodes (name, hostname, evidence digest) and how many under `fleet:` (schema v1.2).
 
 Exit codes: 0 written, 1 refused (other fingerprint, shape, a node twice), 2 usage, 3 unreadable,
-8 the profile could not be written.""",
+8 the profile could not be written (or --out is one of the EVIDENCE files).""",
 )
 @_EVIDENCE
 @click.option(
@@ -72,6 +73,7 @@ def merge(
     """Merge EVIDENCE files of N nodes of one class into one profile whose rules hold on every node."""
     from topo_gate.fleet.merge import merge_fleet
 
+    refuse_clobbering([("--out", out)], [("EVIDENCE", path) for path in evidence])
     nodes = _load(evidence)
     settings = DecideSettings(margin=margin, ci_level=ci_level, bootstrap=bootstrap)
     command_line = shlex.join(["topo-gate", *sys.argv[1:]]) if sys.argv else None

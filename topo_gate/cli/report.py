@@ -38,7 +38,7 @@ overlaid in the same figures, one line style per input. html and png need matplo
 report extra, above); md does not.
 
 Exit codes: 0 written; 2 usage, or matplotlib missing for html/png; 3 an input is unreadable or
-invalid, or DIR cannot be written.""",
+invalid; 8 DIR cannot be written, or a file it would write is an input.""",
 )
 @click.argument(
     "inputs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="EVIDENCE_OR_PROFILE..."
@@ -96,9 +96,9 @@ def command(
     except ReportInputError as error:
         raise fail(ExitCode.UNREADABLE, str(error)) from None
     try:
-        result = write_report(sources, out, formats=formats, baseline=old)
+        result = write_report(sources, out, formats=formats, baseline=old, inputs=[("--baseline", baseline)])
     except OSError as error:
-        raise fail(ExitCode.UNREADABLE, f"{out}: cannot write: {error.strerror or error}") from None
+        raise fail(ExitCode.UNWRITABLE, f"{out}: cannot write: {error.strerror or error}") from None
     if as_json:
         document = {
             "out": str(out),
