@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
+from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.cli._params import Finite
 from topo_gate.probe import DecideSettings
 from topo_gate.report.build import FORMATS, needs_matplotlib, write_report
 from topo_gate.report.sources import ReportInputError, load_baseline, load_sources
@@ -62,7 +64,7 @@ invalid; 8 DIR cannot be written, or a file it would write is an input.""",
 )
 @click.option(
     "--margin",
-    type=click.FloatRange(min=0),
+    type=Finite(min=0),
     default=DecideSettings().margin,
     show_default=True,
     help="For evidence inputs: the margin their decisions are re-derived with (profiles keep theirs).",
@@ -112,6 +114,6 @@ def command(
         click.echo(json.dumps(document, indent=2))
         return
     for path in result.files:
-        click.echo(f"wrote {path}")
+        click.echo(f"wrote {shown(path)}")
     for note in result.notes + [f"{s.label}: {note}" for s in sources for note in s.notes]:
-        click.echo(f"note: {note}", err=True)
+        click.echo(f"note: {shown(note)}", err=True)
