@@ -17,6 +17,7 @@ from topo_gate._atomic import OutputRefused
 from topo_gate._terminal import shown
 from topo_gate._version import __version__
 from topo_gate.cli._errors import CliError, ExitCode, error_line
+from topo_gate.cli._params import harden
 
 # command name -> (module under topo_gate.cli, one-line summary shown in --help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -46,7 +47,7 @@ class LazyGroup(click.Group):
         if entry is None or not _module_exists(entry[0]):
             return None
         module = importlib.import_module(f"topo_gate.cli.{entry[0]}")
-        return module.command
+        return harden(module.command)  # every float option finite, whoever declared it
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Summaries come from the table so --help does not import every command module.
