@@ -362,3 +362,22 @@ def test_trtllm_config_alias_is_the_options_file_replaced_in_place(reporter, wri
     written = Path(argv[0].partition("=")[2])
     assert yaml.safe_load(written.read_text()) == {"allreduce_strategy": "NCCL"}  # the user's choice
     assert "yours wins" in err
+
+
+def test_an_odd_capability_in_a_sealed_profile_still_starts_cmd_on_the_fallback(reporter, tmp_path) -> None:
+    from topo_gate.profile.digest import compute_digest
+
+    data = yaml.safe_load((Path(__file__).parents[2] / "profiles/examples/synthetic-h200x2.yaml").read_text())
+    for gpu in data["node"]["hardware"]["gpus"]:
+        gpu["sm"] = "\u00b2.0"  # str.isdigit() says yes, int() says no
+    data["digest"] = compute_digest(data)
+    profile = tmp_path / "odd.yaml"
+    profile.write_text(yaml.safe_dump(data, allow_unicode=True))
+    fingerprint = data["node"]["fingerprint"]
+    child, out, err = topo_gate_exec(
+        "--profile", str(profile), "--tp", "2", "--launcher", "vllm", "--node-fingerprint", fingerprint,
+        "--", sys.executable, reporter,
+    )  # fmt: skip
+    assert child.returncode == 0, err
+    assert json.loads(out)["pid"] == child.pid  # CMD ran, in place of topo-gate
+    assert "FALLBACK" in err and "hardware.gpus[0].sm" in err and "internal error" not in err

@@ -106,8 +106,13 @@ def command(
             fingerprint=fingerprint,
             trust_unverified_node=False,
         )
-        plan = reading.plan(launcher, profile, tp=tp, fallback=fallback, hidden=hidden, model=model)
-        summary = _summary(launcher, plan, profile, tp, hidden, model, reading)
+        try:
+            plan = reading.plan(launcher, profile, tp=tp, fallback=fallback, hidden=hidden, model=model)
+            summary = _summary(launcher, plan, profile, tp, hidden, model, reading)
+        except Exception as error:  # noqa: BLE001 -- whatever the profile holds, CMD still starts
+            why = shown(" ".join(f"{type(error).__name__}: {error}".split()))
+            plan = nccl_plan(launcher, f"the profile could not be planned from: {why}", fallback=fallback)
+            summary = None
     if strict and plan.fallback:
         strict_failure(plan)
     try:
