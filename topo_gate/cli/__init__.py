@@ -18,6 +18,7 @@ from topo_gate._terminal import shown
 from topo_gate._version import __version__
 from topo_gate.cli._errors import CliError, ExitCode, error_line
 from topo_gate.cli._params import harden
+from topo_gate.profile.errors import ProfileError
 
 # command name -> (module under topo_gate.cli, one-line summary shown in --help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -85,8 +86,21 @@ def cli() -> None:
     """
 
 
+def _encodable_output() -> None:
+    """On a terminal whose encoding cannot write a character (``PYTHONIOENCODING=ascii``, a latin-1
+    locale), that character is written as an escape (``\\u4e2d``) instead of failing the command."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a closed or foreign stream: leave it as it is
+                pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point: turns CliError into one line on stderr and its exit code."""
+    _encodable_output()
     try:
         returned = cli.main(args=argv, prog_name="topo-gate", standalone_mode=False)
     except CliError as error:
@@ -95,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     except OutputRefused as error:  # every writer's one failure: raised wherever a command writes
         click.echo(f"topo-gate: error: {shown(error)}", err=True)
         return int(ExitCode.UNWRITABLE)
+    except ProfileError as error:  # a profile built from the inputs fails its own checks
+        click.echo(error_line(f"the profile the inputs imply is invalid: {error}"), err=True)
+        return int(ExitCode.NOT_OK)
     except click.exceptions.Abort:
         click.echo("topo-gate: interrupted", err=True)
         return int(ExitCode.INTERRUPTED)

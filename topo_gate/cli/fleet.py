@@ -17,6 +17,7 @@ from topo_gate.fleet.evidence_set import FleetError, NodeEvidence, load_fleet
 from topo_gate.fleet.outliers import DEFAULT_NOISE_FLOOR, DEFAULT_THRESHOLD, find_outliers
 from topo_gate.probe import DecideSettings
 from topo_gate.profile import dump_profile
+from topo_gate.profile.errors import ProfileError
 
 _EVIDENCE = click.argument("evidence", nargs=-1, required=True, type=click.Path(path_type=Path))
 
@@ -77,7 +78,11 @@ def merge(
     nodes = _load(evidence)
     settings = DecideSettings(margin=margin, ci_level=ci_level, bootstrap=bootstrap)
     command_line = shlex.join(["topo-gate", *sys.argv[1:]]) if sys.argv else None
-    result = merge_fleet(nodes, out=out, settings=settings, command=command_line)
+    try:
+        result = merge_fleet(nodes, out=out, settings=settings, command=command_line)
+    except ProfileError as error:  # evidence that loads but implies no valid profile
+        names = ", ".join(str(path) for path in evidence)
+        raise fail(ExitCode.UNREADABLE, f"{names}: the profile they imply is invalid: {error}") from None
     dump_profile(result.profile, out)
     for note in result.notes:
         click.echo(f"topo-gate: note: {shown(note)}", err=True)
