@@ -9,7 +9,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -98,9 +102,41 @@ def _encodable_output() -> None:
                 pass
 
 
+@contextmanager
+def _hangup_and_terminate_interrupt() -> Iterator[None]:
+    """SIGHUP (the terminal closed, an ssh session dropped) and SIGTERM (``kill``, a job manager) end a
+    command as Ctrl-C does: with KeyboardInterrupt, so every ``finally`` runs -- the --out lock is
+    released, the trial workers are killed and their logs' folder removed -- and exit 130. Python's
+    default for both ends the process on the spot. A signal the parent ignores (``nohup``) stays
+    ignored; ``exec`` hands the launcher the defaults (exec resets caught signals)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # handlers can only be installed from the main thread
+        return
+    installed = {}
+    for signum in (signal.SIGHUP, signal.SIGTERM):
+        previous = signal.getsignal(signum)
+        if previous is not signal.SIG_IGN:
+            installed[signum] = previous
+            signal.signal(signum, _interrupt)
+    try:
+        yield
+    finally:
+        for signum, previous in installed.items():
+            signal.signal(signum, signal.SIG_DFL if previous is None else previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"received {signal.Signals(signum).name}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point: turns CliError into one line on stderr and its exit code."""
     _encodable_output()
+    with _hangup_and_terminate_interrupt():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         returned = cli.main(args=argv, prog_name="topo-gate", standalone_mode=False)
     except CliError as error:
