@@ -129,9 +129,25 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"received {signal.Signals(signum).name}")
 
 
+#: A terminal is wider than nothing and narrower than this; rich and click take ``COLUMNS`` / ``LINES``
+#: as given (``COLUMNS=0`` printed nothing at all).
+_MAX_TERMINAL_CELLS = 10_000
+
+
+def _usable_terminal_size() -> None:
+    """``COLUMNS`` / ``LINES`` that are no usable size are dropped, so the real terminal's (or 80x24) is used."""
+    for name in ("COLUMNS", "LINES"):
+        text = os.environ.get(name)
+        if text is not None and not (
+            text.strip().isascii() and text.strip().isdigit() and 0 < int(text) <= _MAX_TERMINAL_CELLS
+        ):
+            del os.environ[name]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point: turns CliError into one line on stderr and its exit code."""
     _encodable_output()
+    _usable_terminal_size()
     with _hangup_and_terminate_interrupt():
         return _run(argv)
 
