@@ -47,9 +47,10 @@ profile's fingerprint. No driver, a mismatch (node or TP) or an unusable profile
 with NCCL forced and the reason on stderr (--strict exits instead). A flag or env var you already
 set wins over the profile, with a warning. A one-line summary says how many size ranges run a
 measured winner (topo-gate recommend --explain shows them).
-Exit codes (before CMD starts): 1 mismatch/unusable under --strict, 2 usage, 3 unreadable
---from, 4 no driver under --strict, 5 NVML crashed under --strict, 7 software drift under
---strict, 8 options file not written, 126 CMD not executable, 127 CMD not found.""",
+Exit codes (before CMD starts): 1 mismatch/unusable under --strict, 2 usage (or a CMD its
+launcher would refuse), 3 unreadable --from or a config/options file CMD names, 4 no driver
+under --strict, 5 NVML crashed under --strict, 7 software drift under --strict, 8 options
+file not written, 126 CMD not executable, 127 CMD not found.""",
 )
 @click.option("--profile", "profile", required=True, type=click.Path(dir_okay=True), help="Gating profile.")
 @click.option("--launcher", type=click.Choice(list(LAUNCHERS)), help="Default: detected from CMD.")
