@@ -14,7 +14,9 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "profiles" / "examples" / "synth
 
 @pytest.mark.parametrize("columns", ["0", "-5", "abc", "\u0668\u0660", "99999999999999999999", ""])
 @pytest.mark.parametrize("command", [["show", str(EXAMPLE)], ["validate", str(EXAMPLE)]])
-def test_a_columns_that_is_no_width_prints_as_80(columns: str, command: list[str], capsys, monkeypatch) -> None:
+def test_a_columns_that_is_no_width_prints_as_80(
+    columns: str, command: list[str], capsys, monkeypatch
+) -> None:
     monkeypatch.setenv("COLUMNS", columns)
     monkeypatch.setenv("LINES", "0")
     assert main(command) == 0
