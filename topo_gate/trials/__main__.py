@@ -67,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="BACKEND=KIND",
-        help="harness tests only (needs TOPO_GATE_ALLOW_FAULT_INJECTION=1): hang, crash or wrong",
+        help="harness tests only (needs TOPO_GATE_ALLOW_FAULT_INJECTION=1): hang, hang-late, crash, wrong, "
+        "wrong-odd, stale, transition or slow; _startup=infra|infra-once",
     )
     parser.add_argument("--workdir", type=Path, help="keep worker files here (default: a temp folder)")
     parser.add_argument("--out", type=Path, required=True, help="evidence JSON to write")
