@@ -47,7 +47,9 @@ class CostModel:
     close_s: float  # per session
 
 
-#: CPU: measured with this harness on gloo (2 shared cores, tp 2-4). CUDA: fitted to the phases of
+#: CPU: measured with this harness on gloo (2 shared cores, tp 2-4, idle); with the cores shared by
+#: a dozen jobs a gloo call took ~2 ms, 30x longer, and the estimate errs short by as much (the
+#: budget's deadline then stops the work). CUDA: fitted to the phases of
 #: profiles/h200-x2/h7168-run1.evidence.json (TP2, hidden 7168, 14 sizes, 10 + 16 backends):
 #: start-up 6.2 s, setup 5.9 s for either pattern (FlashInfer's module load, not the backends),
 #: 7-18 ms a check, 12 ms a capture, ~1 ms per sample beyond its calls, 26-28 ms per layer graph,
