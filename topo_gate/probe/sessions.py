@@ -17,8 +17,9 @@ from pathlib import Path
 from topo_gate.probe.budget import WHOLE_RUN, Dropped
 from topo_gate.probe.node import NodeFacts
 from topo_gate.probe.options import PhaseProgress, ProbeOptions, ProbeProgress
-from topo_gate.trials.cost import PHASES, estimate_phases
+from topo_gate.trials.cost import COST_MODELS, PHASES, estimate_phases, plan_phases
 from topo_gate.trials.plan import SessionPlan
+from topo_gate.trials.protocol import Beat
 from topo_gate.trials.results import PlanResult
 from topo_gate.trials.runner import Progress, run_session
 
@@ -87,14 +88,13 @@ def run_sessions(
                 if on_progress is None:
                     return
                 beat, fault = event.beat, event.fault
-                fraction = beat.step / beat.steps if beat is not None and beat.steps else 0.0
                 detail = (
                     fault.reason if fault is not None else (beat.where() if beat is not None else "starting")
                 )
                 if beat is not None and beat.pattern is not None and fault is None:
                     detail = f"{beat.pattern}: {detail}"
                 phase = _PHASE_OF_BEAT.get(beat.phase, "import") if beat is not None else "import"
-                done = done_before + totals[index] * min(fraction, 1.0)
+                done = done_before + _done_in_session(sessions[index], estimates[index], beat, options.device)
                 on_progress(ProbeProgress(
                     index + 1, len(sessions), label, done, sum(totals), detail, phase, progress.at(phase),
                 ))  # fmt: skip
@@ -119,6 +119,23 @@ def run_sessions(
                     progress.at("close"),
                 ))  # fmt: skip
     return run
+
+
+def _done_in_session(session: SessionPlan, phases: dict[str, float], beat: Beat | None, device: str) -> float:
+    """Estimated seconds of ``session`` done at ``beat``: its start-up, the patterns before the one in
+    flight, and that one's share by its heartbeat's step count (a worker counts steps per pattern)."""
+    start = phases["import"] + phases["rendezvous"] + phases["setup"]
+    if beat is None or beat.pattern is None:
+        closing = beat is not None and beat.phase in ("close", "done")
+        return sum(phases.values()) - phases["close"] if closing else 0.0
+    cost = COST_MODELS[device]
+    done = start
+    for plan in session.plans:
+        own = sum(plan_phases(plan, cost).values())
+        if plan.pattern == beat.pattern:
+            return done + own * (min(beat.step / beat.steps, 1.0) if beat.steps else 0.0)
+        done += own
+    return done
 
 
 class _PhaseTimes:
