@@ -43,7 +43,7 @@ from topo_gate.profile.schema import (
     Tool,
     Trials,
 )
-from topo_gate.profile.validate import check_semantics
+from topo_gate.profile.semantics import check_semantics
 from topo_gate.topology.capture import capture_from_dict, capture_to_dict, read_capture
 from topo_gate.topology.fingerprint import node_fingerprint
 from topo_gate.topology.model import Group, build_node
@@ -478,6 +478,7 @@ def build_profile(
         ),
         decisions=tuple(decided.decisions),
         skipped=tuple(Skipped(s["tp"], s["reason"]) for s in evidence.get("skipped", [])),
+        measurements=tuple(decided.measurements),
         evidence=evidence_ref,
     )
     check_semantics(profile)  # what the loader would refuse is never shown or written

@@ -22,9 +22,12 @@ A profile whose digest does not match is shown with a warning (launchers ignore 
 0 shown; 1 invalid; 3 unreadable.""",
 )
 @profile_argument
-@click.option("--json", "as_json", is_flag=True, help="Print the decisions as JSON instead of tables.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the decisions and price tables as JSON instead of tables."
+)
 def command(profile: Path, as_json: bool) -> None:
-    """Render PROFILE: node, software, and per TP size and pattern which backend covers which sizes."""
+    """Render PROFILE: node, software, and per TP size and pattern which backend covers which sizes
+    (and, under each, a line on its price table: the sizes and backends measured)."""
     loaded, digest_problem = load_for_reading(profile, invalid_code=ExitCode.NOT_OK)
     if as_json:
         document = {
@@ -33,6 +36,7 @@ def command(profile: Path, as_json: bool) -> None:
             "fingerprint": loaded.node.fingerprint,
             "digest_ok": digest_problem is None,
             "decisions": [entry.to_dict() for entry in loaded.decisions],
+            "measurements": [table.to_dict() for table in loaded.measurements],
         }
         click.echo(json.dumps(document, indent=2, ensure_ascii=False))
         return
