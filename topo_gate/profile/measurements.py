@@ -67,10 +67,14 @@ def _optional_numbers(values: object, field: str, *, length: int, positive: bool
     items = expect_list(values, field)
     if len(items) != length:
         raise ProfileInvalid(f"must have one entry per size ({length}), found {len(items)}", field)
-    return tuple(
-        None if value is None else _number(value, f"{field}[{i}]", positive=positive)
-        for i, value in enumerate(items)
-    )
+    numbers: list[float | None] = []
+    for i, value in enumerate(items):
+        # The common case inline (a float, finite, in range): a table holds thousands of them.
+        if value is None or (type(value) is float and 0 <= value < math.inf and (value or not positive)):
+            numbers.append(value)
+        else:
+            numbers.append(_number(value, f"{field}[{i}]", positive=positive))
+    return tuple(numbers)
 
 
 def _intervals(

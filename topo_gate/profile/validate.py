@@ -138,6 +138,20 @@ def expect_plain_data(value: object, field: str, depth: int = 0) -> None:
     """JSON data only: str keys, finite floats, no bytes/sets/dates (the digest hashes it as JSON)."""
     if depth > MAX_DEPTH:
         raise ProfileInvalid(f"nested deeper than {MAX_DEPTH} levels", field)
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            # Scalars inline: a price table's lists hold thousands, and a call each is most of the cost.
+            kind = type(item)
+            if item is None or kind is str or kind is bool or (kind is float and math.isfinite(item)):
+                continue
+            expect_plain_data(item, f"{field}[{index}]", depth + 1)
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ProfileInvalid(f"mapping keys must be strings, found {describe(key)}", field)
+            expect_plain_data(item, f"{field}.{key}" if field else key, depth + 1)
+        return
     if value is None or isinstance(value, (str, bool)):
         return
     if isinstance(value, int):
@@ -147,15 +161,5 @@ def expect_plain_data(value: object, field: str, depth: int = 0) -> None:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ProfileInvalid(f"must be a finite number, found {value!r}", field)
-        return
-    if isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            expect_plain_data(item, f"{field}[{index}]", depth + 1)
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise ProfileInvalid(f"mapping keys must be strings, found {describe(key)}", field)
-            expect_plain_data(item, f"{field}.{key}" if field else key, depth + 1)
         return
     raise ProfileInvalid(f"must be plain JSON data, found {describe(value)}", field)

@@ -118,18 +118,25 @@ if yaml.__with_libyaml__:
             Resolver.__init__(self)
 
         def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
-            # A price table is mostly plain decimals: tag them without trying every resolver. These
-            # two forms resolve to float and int in the table above too (nothing earlier matches them).
+            # A price table is thousands of plain decimals and a few words said again and again: tag a
+            # decimal without trying every resolver (nothing in the table above that precedes float
+            # matches one), and remember what each word resolved to (it depends on its text alone).
             if kind is yaml.ScalarNode and implicit[0]:
+                tag = _WORD_TAGS.get(value)
+                if tag is not None:
+                    return tag
                 if _PLAIN_DECIMAL.fullmatch(value):
                     return "tag:yaml.org,2002:float"
-                if _PLAIN_INTEGER.fullmatch(value):
-                    return "tag:yaml.org,2002:int"
-            tag: str = super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
-            return tag
+                word: str = super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+                if len(_WORD_TAGS) < _WORDS_KEPT:
+                    _WORD_TAGS[value] = word
+                return word
+            resolved: str = super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+            return resolved
 
     _PLAIN_DECIMAL = re.compile(r"-?[0-9]+\.[0-9]+")
-    _PLAIN_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+    _WORD_TAGS: dict[str, str] = {}
+    _WORDS_KEPT = 4096
 
     ProfileLoader: type[_ProfileRules] = LibyamlLoader
     # libyaml caps nesting (at 1000) since 0.2.5; older, its composer's recursion is unbounded.
