@@ -99,6 +99,14 @@ def test_the_decision_rests_on_the_same_table(table) -> None:
     )
 
 
+def test_what_the_budget_dropped_is_a_note() -> None:
+    notes = decide(load_evidence(V12), bootstrap=100).notes
+    assert (
+        "TP2 allreduce_rmsnorm: the whole pattern not measured, dropped to fit the time budget "
+        "(over the 120 s budget): NCCL there" in notes
+    )
+
+
 def test_v1_2_fields_are_checked_with_one_line_naming_the_field() -> None:
     evidence = json.loads(V12.read_text(encoding="utf-8"))
     assert evidence_problem(evidence) is None

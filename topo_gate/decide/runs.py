@@ -68,6 +68,12 @@ def decide(
             table, table_notes = price_table(run, hidden=trials["hidden"], dtype=trials["dtype"])
             tables.append(table)
             notes.extend(table_notes)
+    budget = evidence.get("budget") or {}
+    for dropped in budget.get("dropped", []):  # evidence v1.2: what the probe left out to fit its budget
+        notes.append(
+            f"TP{dropped['tp']} {dropped['pattern']}: {dropped['what']} not measured, dropped to fit the "
+            f"time budget ({dropped['reason']}): NCCL there"
+        )
     return DecideResult(decisions=list(decisions.values()), notes=notes, measurements=tables)
 
 

@@ -124,8 +124,9 @@ def _check_speedup(speedup: float, ci: tuple[float, float], where: str, *, basel
 def _check_node_has_group(entry: DecisionEntry, hardware: Any, *, cpu: bool) -> None:
     """The decision's GPUs exist on the node, and the node lists its group under its class."""
     gpus = hardware.get("gpus")
-    if not cpu and isinstance(gpus, list):
-        indices = {gpu.get("index") for gpu in gpus if isinstance(gpu, dict)}
+    indices = {gpu.get("index") for gpu in gpus if isinstance(gpu, dict)} if isinstance(gpus, list) else set()
+    # Only a node that numbers its GPUs can lack one (an entry without an index says nothing).
+    if not cpu and isinstance(gpus, list) and all(isinstance(index, int) for index in indices):
         missing = sorted(set(entry.group) - indices)
         if missing:
             raise ProfileInvalid(
