@@ -31,6 +31,10 @@ def pcie_evidence(tmp_path) -> Path:
     """The seed lesson's trials, recorded on the PCIe node of the capture fixture."""
     evidence = json.loads(SEED_CASE.read_text())["evidence"]
     evidence["node"]["capture"] = json.loads(PCIE_CAPTURE.read_text())
+    # Each run's group under the class this node gives it (decide refuses a run the node contradicts).
+    groups = build_node(load_capture(PCIE_CAPTURE)).to_hardware_dict()["tp_groups"]
+    for run in evidence["runs"]:
+        run["group_class"] = next(g["class"] for g in groups[str(run["tp"])] if g["gpus"] == run["group"])
     path = tmp_path / "evidence.json"
     path.write_text(json.dumps(evidence))
     return path

@@ -20,7 +20,7 @@ from topo_gate.decide import decide
 from topo_gate.probe.options import DecideSettings, ProbeResult
 from topo_gate.profile.io import dump_profile
 from topo_gate.profile.schema import SCHEMA, EvidenceRef, Node, Profile, Skipped, Tool, Trials
-from topo_gate.profile.validate import check_semantics
+from topo_gate.profile.semantics import check_semantics
 from topo_gate.topology.capture import capture_from_dict
 from topo_gate.topology.fingerprint import node_fingerprint
 from topo_gate.topology.model import build_node
@@ -71,6 +71,7 @@ def build_profile(
         decisions=tuple(decided.decisions),
         skipped=tuple(Skipped(s["tp"], s["reason"]) for s in evidence.get("skipped", [])),
         evidence=evidence_ref,
+        measurements=tuple(decided.measurements),
     )
     check_semantics(profile)  # what the loader would refuse is never shown or written
     return profile, notes + decided.notes
