@@ -9,7 +9,8 @@ command and exits with the child's status.
 
 The client prints the end of pytest's output (its summary names the failing test). A child that
 outlives TIMEOUT_S is killed with its whole process group (the workers a runner test
-started included) and reported as a failure, as cosmic-ray counts a hung mutant as killed.
+started included) and reported as a failure, as cosmic-ray counts a hung mutant as killed. SIGTERM
+stops the server and the child in progress with it (the runner's time cap).
 """
 
 from __future__ import annotations
@@ -33,6 +34,20 @@ def serve(path: str, timeout_s: float) -> None:
         except ImportError:
             pass
     assert not any(name.startswith("topo_gate") for name in sys.modules), "the server must not load topo_gate"
+    running: list[int] = []  # the child of the request in progress
+
+    def stop(signum: int, frame: object) -> None:
+        # The runner stops the server (its run is over, or the time cap came): the tests in progress,
+        # and the workers they started, go with it.
+        for child in running:
+            for kill in (os.killpg, os.kill):  # os.kill: a child stopped before it made its group
+                try:
+                    kill(child, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(1)
@@ -48,6 +63,7 @@ def serve(path: str, timeout_s: float) -> None:
             log = f"{path}.out"
             pid = os.fork()
             if pid == 0:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 os.setpgid(0, 0)  # its own group: a timeout kills the workers it started too
                 output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
                 os.dup2(output, 1)
@@ -55,6 +71,7 @@ def serve(path: str, timeout_s: float) -> None:
                 import pytest
 
                 os._exit(int(pytest.main(args)))
+            running[:] = [pid]
             deadline = time.monotonic() + timeout_s
             status = None
             while status is None:
@@ -67,6 +84,7 @@ def serve(path: str, timeout_s: float) -> None:
                     status = 124
                 else:
                     time.sleep(0.01)
+            running.clear()
             with open(log, "rb") as written:
                 tail = written.read()[-4000:]  # pytest's summary: which test failed
             if status == 124:

@@ -171,3 +171,16 @@ def test_an_unchanged_copy_is_the_same_class() -> None:
     assert _moved(capture, copy) == set()
     assert node_fingerprint(build_node(copy)) == node_fingerprint(build_node(capture))
     assert isinstance(capture.gpus[0].fabric, FabricAnswers)
+
+
+def test_the_recorded_h200_node_has_the_fingerprint_its_committed_profiles_carry() -> None:
+    # The fingerprint must not change between topo-gate versions for the same hardware: every profile
+    # already committed would turn foreign (NCCL everywhere). The 2x H200 profiles were probed on the
+    # node this capture recorded.
+    from topo_gate.profile import load_profile
+
+    node = build_node(load_capture(CAPTURES / "h200-x2.real.json"))
+    profiles = sorted((CAPTURES.parents[2] / "profiles" / "h200-x2").glob("*.yaml"))
+    assert profiles
+    for path in profiles:
+        assert load_profile(path).node.fingerprint == node_fingerprint(node), path.name
