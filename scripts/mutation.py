@@ -32,12 +32,23 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))  # the helpers beside this file
-from mutation_report import ModuleResult, check_equivalents, read_equivalents, report, write_results  # noqa: E402
+from mutation_forkserver import TIMEOUT_OPTION  # noqa: E402
+from mutation_report import (  # noqa: E402
+    NOT_STARTED,
+    ModuleResult,
+    check_equivalents,
+    read_equivalents,
+    report,
+    write_results,
+)
 from mutation_run import UNREACHABLE, Plan, Run, read_session, reopen, scope_words  # noqa: E402
 from mutation_scope import Budget, Selection, read_base_commit, select  # noqa: E402
 
 EQUIVALENT_FILE = REPO / "tests" / "mutation" / "equivalent.txt"
 FORKSERVER = REPO / "scripts" / "mutation_forkserver.py"
+BASELINE_LIMIT_S = (
+    1800  # the clean run of a module's tests through the fork server (pytest's own: 300 s a test)
+)
 __all__ = ["MODULES", "EQUIVALENT_FILE", "Target", "main", "read_equivalents"]
 
 
@@ -139,9 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         scratch = Path(tempfile.mkdtemp(prefix="topo-gate-mutation-"))
     started, load_start = time.monotonic(), os.getloadavg()[0]
+    budget = Budget(args.time_cap, args.jobs, len(targets))  # the cap counts from here, copies included
     for target in targets:  # every copy before any run: later edits to the tree do not leak into this run
         copy_tree(scratch / target.slug, keep=target.module if args.survivors is not None else None)
-    budget = Budget(args.time_cap, args.jobs, len(targets))
 
     def run(target: Target) -> ModuleResult:
         return run_target(
@@ -269,31 +280,31 @@ def _run_target(
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider", "-o", "addopts="]
     command += ["--timeout", "300", *tests]
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
-    # The tests must pass on the unmutated copy, or every mutant would count as killed.
-    baseline_started = time.monotonic()
-    baseline = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
-    baseline_s = time.monotonic() - baseline_started
-    if baseline.returncode != 0:
-        tail = "\n".join((baseline.stdout + baseline.stderr).splitlines()[-15:])
-        return ModuleResult(target, [], baseline_s, error=f"tests fail without any mutant:\n{tail}")
-    timeout_s = max(30.0, 5 * baseline_s)  # a mutant that makes the tests hang is killed
+    if plan.budget.remaining() == 0:
+        return ModuleResult(target, [], 0.0, scope="; ".join(filter(None, [scope, NOT_STARTED])))
     socket_path = copy / "pytest.sock"
     socket_path.unlink(missing_ok=True)  # a kept copy's old socket
     server = subprocess.Popen(
-        [sys.executable, str(FORKSERVER), "serve", str(socket_path), f"{timeout_s:.0f}"], cwd=copy, env=env
+        [sys.executable, str(FORKSERVER), "serve", str(socket_path), str(BASELINE_LIMIT_S)], cwd=copy, env=env
     )
     try:
         while not socket_path.exists():
             if server.poll() is not None:
-                return ModuleResult(target, [], baseline_s, error="the pytest fork server did not start")
+                return ModuleResult(target, [], 0.0, error="the pytest fork server did not start")
             time.sleep(0.05)
         warm = [sys.executable, str(FORKSERVER), "run", str(socket_path), *command[3:]]
-        # The same baseline through the server: a server that cannot run the tests would kill every mutant.
-        warm_started = time.monotonic()
-        if subprocess.run(warm, cwd=copy, env=env, capture_output=True).returncode != 0:
-            return ModuleResult(target, [], baseline_s, error="the tests fail through the pytest fork server")
-        per_mutant_s = time.monotonic() - warm_started  # a surviving mutant's cost; a killed one stops early
-        run = Run(target, copy, env, warm, timeout_s + 30, plan, per_mutant_s)
+        # The tests must pass on the unmutated copy, or every mutant would count as killed; run through
+        # the server, as the mutants' are, this also times them as the mutants will be timed.
+        baseline_started = time.monotonic()
+        baseline = subprocess.run(warm, cwd=copy, env=env, capture_output=True, text=True)
+        baseline_s = time.monotonic() - baseline_started
+        if baseline.returncode != 0:
+            tail = "\n".join(baseline.stdout.splitlines()[-15:])
+            return ModuleResult(target, [], baseline_s, error=f"tests fail without any mutant:\n{tail}")
+        timeout_s = max(30.0, 5 * baseline_s)  # a mutant that makes the tests hang is killed
+        mutant_command = [*warm[:4], f"{TIMEOUT_OPTION}{timeout_s:.0f}", *warm[4:]]
+        # baseline_s: a surviving mutant's cost; a killed one stops at its first failing test
+        run = Run(target, copy, env, mutant_command, timeout_s + 30, plan, baseline_s)
         mutants = run.data(equivalents) if target.constant is not None else run.cosmic_ray(equivalents)
         return ModuleResult(target, mutants, time.monotonic() - started, scope=scope_words(scope, mutants))
     finally:

@@ -5,7 +5,7 @@ child per request that runs ``pytest.main`` on the mutated copy; the client is c
 command and exits with the child's status.
 
     python scripts/mutation_forkserver.py serve SOCKET TIMEOUT_S   # in the copy, before the run
-    python scripts/mutation_forkserver.py run SOCKET PYTEST-ARGS... # cosmic-ray's test-command
+    python scripts/mutation_forkserver.py run SOCKET [--serve-timeout=S] PYTEST-ARGS...  # a test run
 
 The client prints the end of pytest's output (its summary names the failing test). A child that
 outlives TIMEOUT_S is killed with its whole process group (the workers a runner test
@@ -20,6 +20,8 @@ import socket
 import sys
 
 # What the mapped test files import that is slow to import and is not the code under test.
+#: A request may start with this option: its own time limit, instead of the server's.
+TIMEOUT_OPTION = "--serve-timeout="
 WARM_MODULES = ("pytest", "hypothesis", "yaml", "jsonschema", "click", "rich", "torch", "torch.distributed")
 
 
@@ -60,6 +62,9 @@ def serve(path: str, timeout_s: float) -> None:
             args = [arg.decode() for arg in request.split(b"\0")]
             if args == ["stop"]:
                 return
+            limit_s = timeout_s
+            if args and args[0].startswith(TIMEOUT_OPTION):  # this request's own limit
+                limit_s, args = float(args[0][len(TIMEOUT_OPTION) :]), args[1:]
             log = f"{path}.out"
             pid = os.fork()
             if pid == 0:
@@ -72,7 +77,7 @@ def serve(path: str, timeout_s: float) -> None:
 
                 os._exit(int(pytest.main(args)))
             running[:] = [pid]
-            deadline = time.monotonic() + timeout_s
+            deadline = time.monotonic() + limit_s
             status = None
             while status is None:
                 done, raw = os.waitpid(pid, os.WNOHANG)
@@ -88,7 +93,7 @@ def serve(path: str, timeout_s: float) -> None:
             with open(log, "rb") as written:
                 tail = written.read()[-4000:]  # pytest's summary: which test failed
             if status == 124:
-                tail += f"\ntimeout: killed after {timeout_s:g} s\n".encode()
+                tail += f"\ntimeout: killed after {limit_s:g} s\n".encode()
             try:
                 connection.sendall(bytes([status & 0xFF]) + tail)
             except OSError:

@@ -24,6 +24,7 @@ END = "<!-- mutation-run: end -->"
 JUDGED = ("killed", "survived")
 # Outcomes of mutants the time cap left out (--changed): not judged, and said so.
 LEFT_OUT = ("not sampled", "over the cap")
+NOT_STARTED = "not started: the time cap was spent"
 
 
 @dataclass
@@ -129,10 +130,13 @@ def report(results: list[ModuleResult], seconds: float, jobs: int) -> None:
             f"{result.count('equivalent'):>6} {rate:>6} {result.seconds:>5.0f}s"
         )
     left = sum(r.count(outcome) for r in results for outcome in LEFT_OUT)
+    unstarted = [r.target.name for r in results if NOT_STARTED in r.scope]
     if left:
         print(
             f"\nWARNING: {left} mutant(s) in scope were not run within the time cap: the full run covers them"
         )
+    if unstarted:
+        print(f"WARNING: not started within the time cap (the full run covers them): {', '.join(unstarted)}")
     print(f"total wall time {seconds:.0f} s with --jobs {jobs}")
 
 

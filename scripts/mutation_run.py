@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mutation_report import LEFT_OUT, Mutant, failing_test, key
-from mutation_scope import Budget, Selection, annotation_spans, in_spans, out_of_scope, seeded_order
+from mutation_scope import AST_LOCK, Budget, Selection, annotation_spans, in_spans, out_of_scope, seeded_order
 
 UNREACHABLE = "fork server unreachable"  # what its client prints when no test could run
 #: Under a time cap, the mutants of a module that run however little of the cap its estimate leaves.
@@ -103,6 +103,8 @@ class Run:
             check=True,
         )
         order = self.hold_back(session)
+        module = copy / target.module
+        original = module.read_bytes()
         released = 0
         while released < len(order):
             count = self.batch_size(first=released == 0)
@@ -119,7 +121,10 @@ class Run:
                     timeout=self.plan.budget.remaining(),
                 )
             except subprocess.TimeoutExpired:
-                break  # the cap: what ran is judged, the rest is reported as left over
+                # The cap: what ran is judged, the rest is left over. cosmic-ray was stopped midway,
+                # perhaps with a mutant applied: the module is put back before its lines are read.
+                module.write_bytes(original)
+                break
         return read_session(session, copy, equivalents, target.functions)
 
     def hold_back(self, session: Path) -> list[str]:
@@ -151,7 +156,8 @@ class Run:
         path = self.copy / target.module
         original = path.read_text(encoding="utf-8")
         lines = original.splitlines()
-        changes = list(data_mutants(original, target.constant or ""))
+        with AST_LOCK:
+            changes = list(data_mutants(original, target.constant or ""))
         in_scope = [c for c in changes if self.plan.lines is None or c.line in self.plan.lines]
         order = seeded_order(
             ((c.line, c.column, c.operator, i) for i, c in enumerate(in_scope)), self.plan.seed, target.slug
@@ -192,10 +198,19 @@ class Run:
                 mutant.killed_by = failing_test(output) if killed else ""
         finally:
             path.write_text(original, encoding="utf-8")
-        skipped = len(changes) - len(in_scope)
         mutants += [
-            Mutant(target.module, 0, "data", target.constant, "", "skipped", why="not on a changed line")
-        ] * skipped
+            Mutant(
+                target.module,
+                c.line,
+                f"{c.operator}@{c.column}",
+                target.constant,
+                "",
+                "skipped",
+                why="not on a changed line",
+            )
+            for c in changes
+            if c not in in_scope
+        ]
         return sorted(mutants, key=lambda m: (m.line, m.operator))
 
 

@@ -31,6 +31,9 @@ FALLBACK_MODULES = (
     "topo_gate/launchers/trtllm.py",
     "topo_gate/trials/safety.py",
 )
+#: CPython 3.11's parser is not safe to run in two threads at once ("AST constructor recursion depth
+#: mismatch"): the targets run in threads, so every ast.parse here takes this lock.
+AST_LOCK = threading.Lock()
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -52,20 +55,20 @@ def read_base_commit(path: Path = BASE_FILE) -> str | None:
     return None
 
 
-def _git(*args: str) -> str | None:
+def _git(repo: Path, *args: str) -> str | None:
     try:
         done = subprocess.run(
-            ["git", "-c", "core.quotePath=false", *args], cwd=REPO, capture_output=True, text=True
+            ["git", "-c", "core.quotePath=false", *args], cwd=repo, capture_output=True, text=True
         )
     except OSError:
         return None
     return done.stdout if done.returncode == 0 else None
 
 
-def changed_lines(base: str) -> dict[str, frozenset[int]]:
+def changed_lines(base: str, repo: Path = REPO) -> dict[str, frozenset[int]]:
     """Every file changed since ``base`` (committed or not, untracked included) -> its changed lines,
     numbered in today's file. Where lines were only deleted, the two lines around the gap count."""
-    diff = _git("diff", "--unified=0", "--no-color", "--no-ext-diff", "--no-renames", base, "--")
+    diff = _git(repo, "diff", "--unified=0", "--no-color", "--no-ext-diff", "--no-renames", base, "--")
     if diff is None:
         raise RuntimeError(f"git diff {base} failed")
     found: dict[str, set[int]] = {}
@@ -78,17 +81,21 @@ def changed_lines(base: str) -> dict[str, frozenset[int]]:
         elif path is not None and (hunk := _HUNK.match(line)):
             start, count = int(hunk[1]), int(hunk[2] or 1)
             found[path].update(range(start, start + count) if count else (start, start + 1))
-    for path in (_git("ls-files", "--others", "--exclude-standard") or "").splitlines():
-        file = REPO / path
+    for path in (_git(repo, "ls-files", "--others", "--exclude-standard") or "").splitlines():
+        file = repo / path
         if file.is_file():
             found[path] = set(range(1, len(file.read_bytes().splitlines()) + 2))
     return {path: frozenset(lines) for path, lines in found.items()}
 
 
-def select(targets: Iterable[Any], base: str | None) -> tuple[list[tuple[Any, Selection]], list[str]]:
+def select(
+    targets: Iterable[Any], base: str | None, repo: Path = REPO
+) -> tuple[list[tuple[Any, Selection]], list[str]]:
     """The targets a change since ``base`` touches, each with its selection, and lines to print."""
     targets = list(targets)
-    known = base is not None and _git("rev-parse", "--verify", "--quiet", f"{base}^{{commit}}") is not None
+    known = (
+        base is not None and _git(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}") is not None
+    )
     if not known:
         where = (
             "no base commit recorded"
@@ -110,7 +117,7 @@ def select(targets: Iterable[Any], base: str | None) -> tuple[list[tuple[Any, Se
             banner,
         ]
     assert base is not None
-    changed = changed_lines(base)
+    changed = changed_lines(base, repo)
     chosen = []
     for target in targets:
         tests = sorted({test.split("::")[0] for test in target.tests} & changed.keys())
@@ -166,7 +173,8 @@ def annotation_spans(module: Path) -> list[tuple[tuple[int, int], tuple[int, int
     annotations``): ``str | None`` -> ``str & None`` there changes nothing, so it is no mutant."""
     import ast
 
-    tree = ast.parse(module.read_text(encoding="utf-8"))
+    with AST_LOCK:
+        tree = ast.parse(module.read_text(encoding="utf-8"))
     postponed = any(
         isinstance(node, ast.ImportFrom)
         and node.module == "__future__"
