@@ -280,8 +280,10 @@ def _run_target(
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider", "-o", "addopts="]
     command += ["--timeout", "300", *tests]
     env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
-    if plan.budget.remaining() == 0:
+    share = plan.budget.share()  # this target's part of what is left of the cap, set now
+    if share is not None and share <= 0:
         return ModuleResult(target, [], 0.0, scope="; ".join(filter(None, [scope, NOT_STARTED])))
+    until = None if share is None else started + share
     socket_path = copy / "pytest.sock"
     socket_path.unlink(missing_ok=True)  # a kept copy's old socket
     server = subprocess.Popen(
@@ -304,7 +306,7 @@ def _run_target(
         timeout_s = max(30.0, 5 * baseline_s)  # a mutant that makes the tests hang is killed
         mutant_command = [*warm[:4], f"{TIMEOUT_OPTION}{timeout_s:.0f}", *warm[4:]]
         # baseline_s: a surviving mutant's cost; a killed one stops at its first failing test
-        run = Run(target, copy, env, mutant_command, timeout_s + 30, plan, baseline_s)
+        run = Run(target, copy, env, mutant_command, timeout_s + 30, plan, baseline_s, until)
         mutants = run.data(equivalents) if target.constant is not None else run.cosmic_ray(equivalents)
         return ModuleResult(target, mutants, time.monotonic() - started, scope=scope_words(scope, mutants))
     finally:

@@ -1,8 +1,10 @@
 """Running one target's mutants: cosmic-ray's session, or the knock-out mutants of a constant.
 
-Under a time cap (``Plan.budget``) every mutant in scope is first held back, then released in a
-fixed pseudo-random order (``mutation_scope.seeded_order``), a batch at a time: as many as the
-target's share of what is left of the cap is estimated to allow, from the time its tests took once.
+Under a time cap (``Plan.budget``) each target gets a share of what is left of the cap when it starts
+(``Budget.share``). Every mutant in scope is first held back, then released in a fixed pseudo-random
+order (``mutation_scope.seeded_order``), a batch at a time: a first batch of three, which times what
+a mutant costs, then as many as the rest of the share allows at that cost; a batch still running
+when the share ends is stopped.
 What was released but not run when the cap came is "over the cap"; what was never released, "not
 sampled". Both are left to the full run.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +23,7 @@ from mutation_report import LEFT_OUT, Mutant, failing_test, key
 from mutation_scope import AST_LOCK, Budget, Selection, annotation_spans, in_spans, out_of_scope, seeded_order
 
 UNREACHABLE = "fork server unreachable"  # what its client prints when no test could run
-#: Under a time cap, the mutants of a module that run however little of the cap its estimate leaves.
+#: Under a time cap, the first batch of a module: it times what one mutant really costs here.
 MIN_MUTANTS = 3
 
 # Operator replacements that only ever produce a TypeError on this code (shifts, powers, modulo of
@@ -75,16 +78,26 @@ class Run:
     command: list[str]
     timeout_s: float
     plan: Plan
-    per_mutant_s: float
+    per_mutant_s: float  # the estimate until the first batch has been timed
+    until: float | None = None  # this target's share of the cap ends here (time.monotonic); None: no cap
+
+    def time_left(self) -> float | None:
+        """What this target may still spend: its share of the cap, within the cap itself."""
+        if self.until is None:
+            return None
+        left = min(self.until - time.monotonic(), self.plan.budget.remaining() or 0.0)
+        return max(0.0, left)
 
     def batch_size(self, first: bool) -> int:
-        """How many more mutants the cap's share for this target is estimated to allow (0: none)."""
-        share = self.plan.budget.share()
-        if share is None:
+        """How many more mutants fit in what is left of this target's share (0: none). The first batch
+        is small: it times the real cost of a mutant (cosmic-ray's own work included)."""
+        left = self.time_left()
+        if left is None:
             return sys.maxsize
-        if share <= 0:
+        if left <= 0:
             return 0
-        return max(MIN_MUTANTS if first else 1, int(share / max(self.per_mutant_s, 0.1)))
+        estimate = max(1, int(left / max(self.per_mutant_s, 0.1)))
+        return min(MIN_MUTANTS, estimate) if first else estimate
 
     def cosmic_ray(self, equivalents: dict[tuple[str, str, str], str]) -> list[Mutant]:
         target, copy = self.target, self.copy
@@ -112,14 +125,16 @@ class Run:
                 break
             batch, released = order[released : released + count], released + count
             reopen(session, batch)
+            began = time.monotonic()
             try:
                 subprocess.run(
                     [*cosmic, "exec", str(config), str(session)],
                     cwd=copy,
                     env=self.env,
                     check=True,
-                    timeout=self.plan.budget.remaining(),
+                    timeout=self.time_left(),
                 )
+                self.per_mutant_s = max(0.1, (time.monotonic() - began) / len(batch))
             except subprocess.TimeoutExpired:
                 # The cap: what ran is judged, the rest is left over. cosmic-ray was stopped midway,
                 # perhaps with a mutant applied: the module is put back before its lines are read.
@@ -162,18 +177,17 @@ class Run:
         order = seeded_order(
             ((c.line, c.column, c.operator, i) for i, c in enumerate(in_scope)), self.plan.seed, target.slug
         )
-        allowed = self.batch_size(first=True)
         mutants = []
         try:
-            for rank, index in enumerate(order):
+            for index in order:
                 change = in_scope[index]
                 operator = f"{change.operator}@{change.column}"
                 mutant = Mutant(
                     target.module, change.line, operator, target.constant, lines[change.line - 1].strip(), ""
                 )
                 mutants.append(mutant)
-                remaining = self.plan.budget.remaining()
-                if rank >= allowed or (remaining is not None and remaining <= 0):
+                remaining = self.time_left()
+                if remaining is not None and remaining <= 0:
                     mutant.outcome = "not sampled"
                     continue
                 path.write_text(change.source, encoding="utf-8")

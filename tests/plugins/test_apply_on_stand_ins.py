@@ -215,6 +215,14 @@ def test_sglang_a_user_value_equal_to_the_plan_is_no_conflict() -> None:
     assert server_args.enforce_disable_flashinfer_allreduce_fusion is True
 
 
+def test_sglang_a_user_string_equal_to_the_plan_is_no_conflict() -> None:
+    # The parser builds its own string object for the user's value: equal, not the same object.
+    users = "".join(["trt", "llm"])
+    server_args = StandInServerArgs(model_path="/models/llama", flashinfer_allreduce_fusion_backend=users)
+    assert _sglang_apply(server_args, SGLANG_FAST) == ()
+    assert server_args.flashinfer_allreduce_fusion_backend == "trtllm"
+
+
 def test_sglang_a_flag_with_no_field_is_reported_not_applied() -> None:
     # A plan flag this ServerArgs has no field for (an older or newer release) is named, never dropped silently.
     @dataclass

@@ -135,6 +135,15 @@ def test_a_driver_upgrade_on_the_open_kernel_module_is_drift_too(node, recorded_
     assert decision.backend == "nccl" and "driver 580.95.05 -> 590.48.01" in decision.reason
 
 
+@pytest.mark.parametrize("component", ["cuda_driver", "nvml", "python"])
+def test_what_the_reader_cannot_read_cheaply_is_unknown_not_guessed(node, component):
+    # The CUDA driver API and NVML versions need the driver's libraries; a launcher's Python is not a
+    # recorded package. Unknown is "not compared" -- never another component's reading.
+    node.install(moved("driver"))
+    assert drift.current_version(component) is None
+    assert drift.current_version("driver") == UPGRADED["driver"]
+
+
 def test_every_component_moved_is_named_in_one_warning(node, recorded_profile, fingerprint):
     node.install(UPGRADED)
     (warning,) = topo_gate.gate(recorded_profile, tp=2, fingerprint=fingerprint).warnings
