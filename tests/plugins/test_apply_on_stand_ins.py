@@ -309,3 +309,12 @@ def test_vllm_a_pass_the_user_configured_is_kept() -> None:
     assert engine_args.compilation_config.pass_config.eliminate_noops is False
     assert engine_args.disable_custom_all_reduce is True
     assert kept == ("pass_config.fuse_allreduce_rms=False",)
+
+
+def test_vllm_a_pass_the_user_turned_on_stays_on_under_the_nccl_plan() -> None:
+    compilation = StandInCompilationConfig(StandInPassConfig(fuse_allreduce_rms=True))
+    engine_args = StandInEngineArgs(tensor_parallel_size=2, compilation_config=compilation)
+    kept = vllm_plugin._apply(engine_args, VLLM_NCCL)
+    assert engine_args.compilation_config.pass_config.fuse_allreduce_rms is True  # the user's
+    assert kept == ("pass_config.fuse_allreduce_rms=True",)
+
