@@ -187,6 +187,17 @@ def markdown(run: dict[str, Any]) -> str:
         f"{minutes:.0f} minutes wall with --jobs {run['jobs']}. *Mutants* are the judged ones (killed + "
         "surviving); the equivalent ones (tests/mutation/equivalent.txt) are counted apart.",
         "",
+        *(
+            [
+                f"Then, after tests were added for their survivors, {', '.join(run['rerun_modules'])} had "
+                "their survivors run again in the kept copies ("
+                + "; ".join(f"`{r['command']}` on `{r['commit']}`" for r in run["reruns"])
+                + "): their rows are those re-runs' results.",
+                "",
+            ]
+            if run.get("rerun_modules")
+            else []
+        ),
         "| module | mutants | killed | surviving | equivalent | rate | time |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
         *rows,
@@ -200,14 +211,36 @@ def markdown(run: dict[str, Any]) -> str:
     return "\n".join([*lines, "", END])
 
 
+def merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first run, with each module that a later run (``--survivors``, after tests were added)
+    judged again replaced by that later result."""
+    first = dict(runs[0])
+    modules = {module["name"]: module for module in first["modules"]}
+    again = []
+    for later in runs[1:]:
+        for module in later["modules"]:
+            if module["name"] in modules:
+                modules[module["name"]] = module
+                again.append(f"`{module['name'].removeprefix('topo_gate/')}`")
+        first.setdefault("reruns", []).append({"command": later["command"], "commit": later["commit"]})
+    first["modules"] = list(modules.values())
+    first["rerun_modules"] = again
+    return first
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Print (or update) docs/mutation.md's section for a saved run."
     )
-    parser.add_argument("results", type=Path, help="a run saved by scripts/mutation.sh --results FILE")
+    parser.add_argument(
+        "results",
+        type=Path,
+        nargs="+",
+        help="a run saved by scripts/mutation.sh --results FILE, then any --survivors re-runs of it",
+    )
     parser.add_argument("--update", type=Path, metavar="DOC", help="replace the section in DOC instead")
     args = parser.parse_args(argv)
-    section = markdown(json.loads(args.results.read_text(encoding="utf-8")))
+    section = markdown(merged([json.loads(path.read_text(encoding="utf-8")) for path in args.results]))
     if args.update is None:
         print(section)
         return 0
