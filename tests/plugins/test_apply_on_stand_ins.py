@@ -317,4 +317,3 @@ def test_vllm_a_pass_the_user_turned_on_stays_on_under_the_nccl_plan() -> None:
     kept = vllm_plugin._apply(engine_args, VLLM_NCCL)
     assert engine_args.compilation_config.pass_config.fuse_allreduce_rms is True  # the user's
     assert kept == ("pass_config.fuse_allreduce_rms=True",)
-
