@@ -34,6 +34,7 @@ FALLBACK_MODULES = (
 #: CPython 3.11's parser is not safe to run in two threads at once ("AST constructor recursion depth
 #: mismatch"): the targets run in threads, so every ast.parse here takes this lock.
 AST_LOCK = threading.Lock()
+SCOPE_PATHS = ("topo_gate", "tests")  # where the core's modules and their test files live
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -66,9 +67,11 @@ def _git(repo: Path, *args: str) -> str | None:
 
 
 def changed_lines(base: str, repo: Path = REPO) -> dict[str, frozenset[int]]:
-    """Every file changed since ``base`` (committed or not, untracked included) -> its changed lines,
-    numbered in today's file. Where lines were only deleted, the two lines around the gap count."""
-    diff = _git(repo, "diff", "--unified=0", "--no-color", "--no-ext-diff", "--no-renames", base, "--")
+    """Every file under SCOPE_PATHS changed since ``base`` (committed or not, untracked included) ->
+    its changed lines, numbered in today's file. Where lines were only deleted, the two lines around the gap count."""
+    diff = _git(
+        repo, "diff", "--unified=0", "--no-color", "--no-ext-diff", "--no-renames", base, "--", *SCOPE_PATHS
+    )
     if diff is None:
         raise RuntimeError(f"git diff {base} failed")
     found: dict[str, set[int]] = {}
@@ -81,7 +84,9 @@ def changed_lines(base: str, repo: Path = REPO) -> dict[str, frozenset[int]]:
         elif path is not None and (hunk := _HUNK.match(line)):
             start, count = int(hunk[1]), int(hunk[2] or 1)
             found[path].update(range(start, start + count) if count else (start, start + 1))
-    for path in (_git(repo, "ls-files", "--others", "--exclude-standard") or "").splitlines():
+    for path in (
+        _git(repo, "ls-files", "--others", "--exclude-standard", "--", *SCOPE_PATHS) or ""
+    ).splitlines():
         file = repo / path
         if file.is_file():
             found[path] = set(range(1, len(file.read_bytes().splitlines()) + 2))

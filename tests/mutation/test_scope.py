@@ -33,10 +33,10 @@ def _git(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> tuple[Path, str]:
-    (tmp_path / "pkg").mkdir()
+    (tmp_path / "topo_gate").mkdir()
     (tmp_path / "tests").mkdir()
-    (tmp_path / "pkg" / "a.py").write_text(ORIGINAL)
-    (tmp_path / "pkg" / "b.py").write_text(ORIGINAL)
+    (tmp_path / "topo_gate" / "a.py").write_text(ORIGINAL)
+    (tmp_path / "topo_gate" / "b.py").write_text(ORIGINAL)
     (tmp_path / "tests" / "test_b.py").write_text("def test(): pass\n")
     _git(tmp_path, "init", "-q")
     _git(tmp_path, "add", "-A")
@@ -50,42 +50,44 @@ def test_changed_lines_are_numbered_in_todays_file(repo: tuple[Path, str]) -> No
     lines[2] = "line 3 changed\n"  # a changed line
     lines[6:7] = ["line 7\n", "new a\n", "new b\n"]  # two lines added after line 7 (today's 8 and 9)
     del lines[10]  # original line 9 deleted (it was today's 11; the gap lies between today's 10 and 11)
-    (root / "pkg" / "a.py").write_text("".join(lines))
+    (root / "topo_gate" / "a.py").write_text("".join(lines))
     _git(root, "commit", "-qam", "change")  # committed...
-    (root / "pkg" / "new.py").write_text("x = 1\ny = 2\n")  # ...and untracked, as by hand before a commit
+    (root / "topo_gate" / "new.py").write_text(
+        "x = 1\ny = 2\n"
+    )  # ...and untracked, as by hand before a commit
     changed = changed_lines(base, root)
-    assert changed["pkg/a.py"] == {3, 8, 9, 10, 11}
-    assert changed["pkg/new.py"] >= {1, 2}
-    assert "pkg/b.py" not in changed
+    assert changed["topo_gate/a.py"] == {3, 8, 9, 10, 11}
+    assert changed["topo_gate/new.py"] >= {1, 2}
+    assert "topo_gate/b.py" not in changed
 
 
 def test_a_changed_module_is_judged_on_its_lines_and_one_whose_tests_changed_whole(
     repo: tuple[Path, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     root, base = repo
-    (root / "pkg" / "a.py").write_text(ORIGINAL.replace("line 5\n", "line five\n"))
+    (root / "topo_gate" / "a.py").write_text(ORIGINAL.replace("line 5\n", "line five\n"))
     (root / "tests" / "test_b.py").write_text("def test(): assert True\n")
-    (root / "pkg" / "outside.py").write_text("z = 0\n")
+    (root / "topo_gate" / "outside.py").write_text("z = 0\n")
     targets = [
-        FakeTarget("pkg/a.py", ("tests/test_a.py",)),
-        FakeTarget("pkg/b.py", ("tests/test_b.py::test",)),
+        FakeTarget("topo_gate/a.py", ("tests/test_a.py",)),
+        FakeTarget("topo_gate/b.py", ("tests/test_b.py::test",)),
     ]
     chosen, notes = select(targets, base, root)
-    assert [(t.module, s.lines) for t, s in chosen] == [("pkg/a.py", {5}), ("pkg/b.py", None)]
+    assert [(t.module, s.lines) for t, s in chosen] == [("topo_gate/a.py", {5}), ("topo_gate/b.py", None)]
     assert "its tests changed" in chosen[1][1].why
     assert notes[0].startswith(f"mutation scope: changes since {base[:12]}")
 
 
 def test_nothing_changed_in_the_core_selects_nothing_and_says_so(repo: tuple[Path, str]) -> None:
     root, base = repo
-    chosen, notes = select([FakeTarget("pkg/a.py", ("tests/test_a.py",))], base, root)
+    chosen, notes = select([FakeTarget("topo_gate/a.py", ("tests/test_a.py",))], base, root)
     assert chosen == [] and "nothing to mutate" in notes[-1]
 
 
 @pytest.mark.parametrize("base", [None, "0" * 40, "not-a-revision"])
 def test_a_missing_base_commit_falls_back_loudly(repo: tuple[Path, str], base: str | None) -> None:
     root, _ = repo
-    targets = [FakeTarget(module, ()) for module in (*mutation_scope.FALLBACK_MODULES, "pkg/a.py")]
+    targets = [FakeTarget(module, ()) for module in (*mutation_scope.FALLBACK_MODULES, "topo_gate/a.py")]
     chosen, notes = select(targets, base, root)
     assert [t.module for t, _ in chosen] == list(mutation_scope.FALLBACK_MODULES)
     assert all(selection.lines is None for _, selection in chosen)
