@@ -195,7 +195,10 @@ def run_meta(argv: list[str], args: argparse.Namespace, seconds: float, load_sta
         return done.stdout.strip() if done.returncode == 0 else ""
 
     return {
-        "command": " ".join(["scripts/mutation.sh", *argv]),
+        # Paths as their last part only: the section goes into the docs, which name no path of a machine.
+        "command": " ".join(
+            ["scripts/mutation.sh", *(Path(a).name if os.path.isabs(a) else a for a in argv)]
+        ),
         "commit": git("rev-parse", "--short=12", "HEAD") or "unknown",
         "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
