@@ -181,7 +181,7 @@ def markdown(run: dict[str, Any]) -> str:
     lines = [
         BEGIN,
         "",
-        f"`{run['command']}` on commit `{run['commit']}`{' (uncommitted changes)' if run['dirty'] else ''}, "
+        f"`{_no_paths(run['command'])}` on commit `{run['commit']}`{' (uncommitted changes)' if run['dirty'] else ''}, "
         f"{run['date']}: cosmic-ray {run['cosmic_ray']}, Python {run['python']}, {run['cpus']} cores, load "
         f"average {run['load_start']:.1f} at the start and {run['load_end']:.1f} at the end; "
         f"{minutes:.0f} minutes wall with --jobs {run['jobs']}. *Mutants* are the judged ones (killed + "
@@ -191,7 +191,7 @@ def markdown(run: dict[str, Any]) -> str:
             [
                 f"Then, after tests were added for their survivors, {', '.join(run['rerun_modules'])} had "
                 "their survivors run again in the kept copies ("
-                + "; ".join(f"`{r['command']}` on `{r['commit']}`" for r in run["reruns"])
+                + "; ".join(f"`{_no_paths(r['command'])}` on `{r['commit']}`" for r in run["reruns"])
                 + "): their rows are those re-runs' results.",
                 "",
             ]
@@ -209,6 +209,11 @@ def markdown(run: dict[str, Any]) -> str:
     if errors:
         lines += ["", "Modules that could not be run:", "", *errors]
     return "\n".join([*lines, "", END])
+
+
+def _no_paths(command: str) -> str:
+    """The command with each absolute path cut to its last part (the docs name no machine's paths)."""
+    return " ".join(Path(word).name if word.startswith("/") else word for word in command.split())
 
 
 def merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
