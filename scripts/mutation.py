@@ -78,8 +78,8 @@ class Target:
 # first failure, so quick files that kill most mutants go first; slow ones (hypothesis, real workers) last.
 MODULES = (
     Target("topo_gate/profile/digest.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py")),
-    Target("topo_gate/profile/validate.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_malformed.py", "tests/profile/test_fail_closed.py")),
-    Target("topo_gate/profile/reader.py", ("tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py")),
+    Target("topo_gate/profile/validate.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_malformed.py", "tests/profile/test_fail_closed.py", "tests/profile/test_semantic_boundaries.py")),
+    Target("topo_gate/profile/reader.py", ("tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py", "tests/profile/test_reader_edges.py", "tests/profile/test_profile_set.py")),
     Target("topo_gate/decide.py", ("tests/decide/test_decide_rules.py", "tests/decide/test_decide_cases.py", "tests/decide/test_decide_properties.py")),
     Target("topo_gate/trials/safety.py", ("tests/trials/test_worker_entry.py", "tests/trials/test_safety_env.py")),
     Target("topo_gate/trials/worker/checks.py", ("tests/trials/test_checks.py",)),
