@@ -23,8 +23,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 BASE_FILE = REPO / "tests" / "mutation" / "base-commit"
-#: Mutated whole when the base commit cannot be found: the most direct guards, and cheap (~2 minutes
-#: on 2 cores): the NCCL-forcing sets and the multicast-off settings.
+#: Mutated whole when the base commit cannot be found: the most direct guards, and cheap (a few
+#: minutes on 2 cores): the NCCL-forcing sets and the multicast-off settings.
 FALLBACK_MODULES = (
     "topo_gate/launchers/sglang.py",
     "topo_gate/launchers/vllm.py",
