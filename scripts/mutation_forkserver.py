@@ -5,11 +5,12 @@ child per request that runs ``pytest.main`` on the mutated copy; the client is c
 command and exits with the child's status.
 
     python scripts/mutation_forkserver.py serve SOCKET TIMEOUT_S   # in the copy, before the run
-    python scripts/mutation_forkserver.py run SOCKET PYTEST-ARGS... # cosmic-ray's test-command
+    python scripts/mutation_forkserver.py run SOCKET [--serve-timeout=S] PYTEST-ARGS...  # a test run
 
 The client prints the end of pytest's output (its summary names the failing test). A child that
 outlives TIMEOUT_S is killed with its whole process group (the workers a runner test
-started included) and reported as a failure, as cosmic-ray counts a hung mutant as killed.
+started included) and reported as a failure, as cosmic-ray counts a hung mutant as killed. SIGTERM
+stops the server and the child in progress with it (the runner's time cap).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import socket
 import sys
 
 # What the mapped test files import that is slow to import and is not the code under test.
+#: A request may start with this option: its own time limit, instead of the server's.
+TIMEOUT_OPTION = "--serve-timeout="
 WARM_MODULES = ("pytest", "hypothesis", "yaml", "jsonschema", "click", "rich", "torch", "torch.distributed")
 
 
@@ -33,6 +36,20 @@ def serve(path: str, timeout_s: float) -> None:
         except ImportError:
             pass
     assert not any(name.startswith("topo_gate") for name in sys.modules), "the server must not load topo_gate"
+    running: list[int] = []  # the child of the request in progress
+
+    def stop(signum: int, frame: object) -> None:
+        # The runner stops the server (its run is over, or the time cap came): the tests in progress,
+        # and the workers they started, go with it.
+        for child in running:
+            for kill in (os.killpg, os.kill):  # os.kill: a child stopped before it made its group
+                try:
+                    kill(child, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(1)
@@ -45,9 +62,13 @@ def serve(path: str, timeout_s: float) -> None:
             args = [arg.decode() for arg in request.split(b"\0")]
             if args == ["stop"]:
                 return
+            limit_s = timeout_s
+            if args and args[0].startswith(TIMEOUT_OPTION):  # this request's own limit
+                limit_s, args = float(args[0][len(TIMEOUT_OPTION) :]), args[1:]
             log = f"{path}.out"
             pid = os.fork()
             if pid == 0:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 os.setpgid(0, 0)  # its own group: a timeout kills the workers it started too
                 output = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
                 os.dup2(output, 1)
@@ -55,7 +76,8 @@ def serve(path: str, timeout_s: float) -> None:
                 import pytest
 
                 os._exit(int(pytest.main(args)))
-            deadline = time.monotonic() + timeout_s
+            running[:] = [pid]
+            deadline = time.monotonic() + limit_s
             status = None
             while status is None:
                 done, raw = os.waitpid(pid, os.WNOHANG)
@@ -67,10 +89,11 @@ def serve(path: str, timeout_s: float) -> None:
                     status = 124
                 else:
                     time.sleep(0.01)
+            running.clear()
             with open(log, "rb") as written:
                 tail = written.read()[-4000:]  # pytest's summary: which test failed
             if status == 124:
-                tail += f"\ntimeout: killed after {timeout_s:g} s\n".encode()
+                tail += f"\ntimeout: killed after {limit_s:g} s\n".encode()
             try:
                 connection.sendall(bytes([status & 0xFF]) + tail)
             except OSError:

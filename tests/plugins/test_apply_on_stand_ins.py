@@ -1,0 +1,319 @@
+"""The plugins apply a plan's flags to the launcher's parsed configuration, and say exactly what they applied.
+
+A plugin runs after the launcher parsed its command line, so each flag of a plan becomes the field it
+sets (``plugins/fields.py``). This venv has neither launcher, so the configuration objects here are
+labelled stand-ins: dataclasses with the real field names and defaults of the pinned releases, only
+the fields the plugins read or set:
+
+- SGLang 0.5.23 ``ServerArgs`` (a msgspec Struct assembled from ``sglang/srt/arg_groups/fields/``):
+  ``model_path`` (``model.py:51``, no default), ``trust_remote_code = False`` (``model.py:106``),
+  ``revision = None`` (``model.py:122``), ``tp_size = 1`` (``parallel.py:45``) and, in ``exec_.py``,
+  ``disable_custom_all_reduce = False`` (725), ``enable_torch_symm_mem = False`` (736),
+  ``enable_flashinfer_allreduce_fusion = False`` (765),
+  ``enforce_disable_flashinfer_allreduce_fusion = False`` (766),
+  ``flashinfer_allreduce_fusion_backend = None`` (770-790).
+- vLLM 0.33.0 ``EngineArgs`` (a dataclass, ``vllm/engine/arg_utils.py:488``):
+  ``tensor_parallel_size = 1`` (548, ``ParallelConfig``), ``disable_custom_all_reduce = False`` (649),
+  ``compilation_config`` (771, a fresh ``CompilationConfig`` whose ``pass_config`` is a ``PassConfig``,
+  ``vllm/config/compilation.py:692``); ``PassConfig`` (``compilation.py:113-170``) has every fusion
+  switch ``None`` ("decided by the optimisation level") except ``eliminate_noops = True``.
+
+The plans are built here (``LaunchPlan`` with known args and env), not read from a profile: what a
+planner emits is its own tests' business; applying whatever it emits is this file's. The real
+launchers run the same code in tests/plugins/test_real_launchers.py (scripts/launcher_parsers.sh).
+SGLang's ``_apply`` reads the defaults through msgspec, which is not installed here: its flags are
+applied here through ``apply_flags`` with the stand-in's defaults, which is what ``_apply`` hands it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+
+import pytest
+
+from topo_gate.launchers import LaunchPlan
+from topo_gate.plugins import Outcome, apply_flags, export_env, record
+from topo_gate.plugins import vllm as vllm_plugin
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+# -- labelled stand-ins of the pinned releases' configuration objects ---------------------------------
+
+
+@dataclass
+class StandInServerArgs:
+    """Stand-in for SGLang 0.5.23 ``ServerArgs``: real field names and defaults (see the module doc)."""
+
+    model_path: str
+    tp_size: int = 1
+    trust_remote_code: bool = False
+    revision: str | None = None
+    disable_custom_all_reduce: bool = False
+    enable_torch_symm_mem: bool = False
+    enable_flashinfer_allreduce_fusion: bool = False
+    enforce_disable_flashinfer_allreduce_fusion: bool = False
+    flashinfer_allreduce_fusion_backend: str | None = None
+
+
+@dataclass
+class StandInPassConfig:
+    """Stand-in for vLLM 0.33.0 ``PassConfig`` (``vllm/config/compilation.py:113-170``)."""
+
+    fuse_norm_quant: bool | None = None
+    fuse_act_quant: bool | None = None
+    fuse_attn_quant: bool | None = None
+    eliminate_noops: bool = True
+    fuse_allreduce_rms: bool | None = None
+    enable_qk_norm_rope_fusion: bool | None = None
+    fuse_rope_kvcache_cat_mla: bool | None = None
+    fuse_act_padding: bool | None = None
+    fuse_mla_dual_rms_norm: bool | None = None
+    fuse_rope_kvcache: bool | None = None
+    fuse_qk_norm_rope_kvcache: bool | None = None
+    rope_kvcache_fusion_max_token_num: int = 256
+    fi_allreduce_fusion_max_size_mb: float | None = None
+
+
+@dataclass
+class StandInCompilationConfig:
+    """Stand-in for vLLM 0.33.0 ``CompilationConfig``: only its ``pass_config`` (compilation.py:692)."""
+
+    pass_config: StandInPassConfig = field(default_factory=StandInPassConfig)
+
+
+@dataclass
+class StandInEngineArgs:
+    """Stand-in for vLLM 0.33.0 ``EngineArgs``: real field names and defaults (see the module doc)."""
+
+    model: str = "Qwen/Qwen3-0.6B"
+    tensor_parallel_size: int = 1
+    disable_custom_all_reduce: bool = False
+    compilation_config: StandInCompilationConfig = field(default_factory=StandInCompilationConfig)
+
+
+def _defaults(config: object) -> dict[str, object]:
+    return {f.name: f.default for f in dataclasses.fields(config)}  # type: ignore[arg-type]
+
+
+# -- plans with known content --------------------------------------------------------------------------
+
+
+def _plan(launcher: str, args: tuple[str, ...], env: dict[str, str], *, fallback: bool = False) -> LaunchPlan:
+    version = {"sglang": "0.5.23", "vllm": "0.33.0"}[launcher]
+    reason = "NCCL because the test says so" if fallback else "following profile h200-x2 for TP 2"
+    return LaunchPlan(launcher, version, args, env, notes=(), fallback=fallback, reason=reason)
+
+
+SGLANG_FAST = _plan(
+    "sglang",
+    (
+        "--disable-custom-all-reduce",
+        "--enable-torch-symm-mem",
+        "--flashinfer-allreduce-fusion-backend",
+        "trtllm",
+    ),
+    {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "0"},
+)
+SGLANG_NCCL = _plan(
+    "sglang",
+    ("--disable-custom-all-reduce", "--enforce-disable-flashinfer-allreduce-fusion"),
+    {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "0"},
+    fallback=True,
+)
+VLLM_FUSING = _plan(
+    "vllm",
+    ("--disable-custom-all-reduce", "--compilation-config", '{"pass_config":{"fuse_allreduce_rms":true}}'),
+    {"VLLM_ALLREDUCE_USE_SYMM_MEM": "0", "VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm"},
+)
+VLLM_NCCL = _plan(
+    "vllm",
+    ("--disable-custom-all-reduce", "--compilation-config", '{"pass_config":{"fuse_allreduce_rms":false}}'),
+    {"VLLM_ALLREDUCE_USE_FLASHINFER": "0", "VLLM_ALLREDUCE_USE_SYMM_MEM": "0"},
+    fallback=True,
+)
+PLAN_ENV = {name for plan in (SGLANG_FAST, SGLANG_NCCL, VLLM_FUSING, VLLM_NCCL) for name in plan.env}
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The plugins set the process environment; every variable they may set starts unset and is unset again.
+    for name in (*PLAN_ENV, "TOPO_GATE_PLUGIN_APPLIED", "TOPO_GATE_NODE_FINGERPRINT"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _sglang_apply(server_args: StandInServerArgs, plan: LaunchPlan) -> tuple[str, ...]:
+    """What the SGLang plugin's ``_apply`` does, with the stand-in's defaults in place of msgspec's."""
+    unapplied, kept = apply_flags(server_args, "sglang", plan, _defaults(server_args))
+    assert unapplied == ()
+    return (*kept, *export_env(plan.env, os.environ))
+
+
+# -- SGLang ------------------------------------------------------------------------------------------
+
+
+def test_sglang_every_flag_of_the_plan_sets_its_field(capsys: pytest.CaptureFixture[str]) -> None:
+    server_args = StandInServerArgs(model_path="/models/llama", tp_size=2)
+    kept = _sglang_apply(server_args, SGLANG_FAST)
+    assert kept == ()
+    assert server_args.disable_custom_all_reduce is True
+    assert server_args.enable_torch_symm_mem is True
+    assert server_args.flashinfer_allreduce_fusion_backend == "trtllm"
+    # what the plan does not mention stays as parsed
+    assert server_args.enforce_disable_flashinfer_allreduce_fusion is False
+    assert (server_args.model_path, server_args.tp_size) == ("/models/llama", 2)
+    assert os.environ["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] == "0"
+    record(Outcome("sglang", DIGEST, SGLANG_FAST, (), kept), None, os.environ)
+    assert capsys.readouterr().err == (
+        f"topo-gate: sglang plugin: profile {DIGEST}: following profile h200-x2 for TP 2; applied "
+        "--disable-custom-all-reduce --enable-torch-symm-mem --flashinfer-allreduce-fusion-backend trtllm "
+        "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=0\n"
+    )
+
+
+def test_sglang_the_nccl_plan_turns_every_path_off(capsys: pytest.CaptureFixture[str]) -> None:
+    server_args = StandInServerArgs(model_path="/models/llama", tp_size=2)
+    kept = _sglang_apply(server_args, SGLANG_NCCL)
+    assert server_args.disable_custom_all_reduce is True
+    assert server_args.enforce_disable_flashinfer_allreduce_fusion is True
+    assert (
+        server_args.enable_torch_symm_mem is False and server_args.flashinfer_allreduce_fusion_backend is None
+    )
+    record(Outcome("sglang", DIGEST, SGLANG_NCCL, (), kept), None, os.environ)
+    assert capsys.readouterr().err == (
+        f"topo-gate: sglang plugin: profile {DIGEST}: NCCL forced (NCCL because the test says so); applied "
+        "--disable-custom-all-reduce --enforce-disable-flashinfer-allreduce-fusion "
+        "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=0\n"
+    )
+
+
+def test_sglang_a_value_the_user_set_is_kept_and_not_claimed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server_args = StandInServerArgs(
+        model_path="/models/llama", tp_size=2, flashinfer_allreduce_fusion_backend="mnnvl"
+    )
+    monkeypatch.setenv("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE", "1")
+    kept = _sglang_apply(server_args, SGLANG_FAST)
+    assert server_args.flashinfer_allreduce_fusion_backend == "mnnvl"  # the user's
+    assert os.environ["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] == "1"  # the user's
+    assert server_args.disable_custom_all_reduce is True and server_args.enable_torch_symm_mem is True
+    record(Outcome("sglang", DIGEST, SGLANG_FAST, (), kept), None, os.environ)
+    assert capsys.readouterr().err == (
+        f"topo-gate: sglang plugin: profile {DIGEST}: following profile h200-x2 for TP 2; applied "
+        "--disable-custom-all-reduce --enable-torch-symm-mem; "
+        "yours kept: flashinfer_allreduce_fusion_backend=mnnvl, SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1\n"
+    )
+
+
+def test_sglang_a_user_value_equal_to_the_plan_is_no_conflict() -> None:
+    server_args = StandInServerArgs(model_path="/models/llama", disable_custom_all_reduce=True)
+    assert _sglang_apply(server_args, SGLANG_NCCL) == ()
+    assert server_args.disable_custom_all_reduce is True
+    assert server_args.enforce_disable_flashinfer_allreduce_fusion is True
+
+
+def test_sglang_a_user_string_equal_to_the_plan_is_no_conflict() -> None:
+    # The parser builds its own string object for the user's value: equal, not the same object.
+    users = "".join(["trt", "llm"])
+    server_args = StandInServerArgs(model_path="/models/llama", flashinfer_allreduce_fusion_backend=users)
+    assert _sglang_apply(server_args, SGLANG_FAST) == ()
+    assert server_args.flashinfer_allreduce_fusion_backend == "trtllm"
+
+
+def test_sglang_a_flag_with_no_field_is_reported_not_applied() -> None:
+    # A plan flag this ServerArgs has no field for (an older or newer release) is named, never dropped silently.
+    @dataclass
+    class OlderServerArgs:
+        model_path: str
+        disable_custom_all_reduce: bool = False
+
+    server_args = OlderServerArgs(model_path="/models/llama")
+    unapplied, kept = apply_flags(server_args, "sglang", SGLANG_FAST, _defaults(server_args))
+    assert unapplied == ("--enable-torch-symm-mem", "--flashinfer-allreduce-fusion-backend")
+    assert kept == () and server_args.disable_custom_all_reduce is True
+
+
+# -- vLLM: the plugin's own _apply (dataclasses, as vLLM's are) -------------------------------------------
+
+
+def test_vllm_every_flag_of_the_plan_sets_its_field(capsys: pytest.CaptureFixture[str]) -> None:
+    parsed = StandInCompilationConfig()
+    engine_args = StandInEngineArgs(tensor_parallel_size=2, compilation_config=parsed)
+    kept = vllm_plugin._apply(engine_args, VLLM_FUSING)
+    assert kept == ()
+    assert engine_args.disable_custom_all_reduce is True
+    assert engine_args.compilation_config.pass_config.fuse_allreduce_rms is True
+    # the other passes keep their defaults, and the parser's own object is not written into
+    untouched = {k: v for k, v in dataclasses.asdict(engine_args.compilation_config.pass_config).items()}
+    assert untouched == {**dataclasses.asdict(StandInPassConfig()), "fuse_allreduce_rms": True}
+    assert parsed.pass_config.fuse_allreduce_rms is None
+    assert {name: os.environ[name] for name in VLLM_FUSING.env} == dict(VLLM_FUSING.env)
+    record(Outcome("vllm", DIGEST, VLLM_FUSING, (), kept), None, os.environ)
+    assert capsys.readouterr().err == (
+        f"topo-gate: vllm plugin: profile {DIGEST}: following profile h200-x2 for TP 2; applied "
+        '--disable-custom-all-reduce --compilation-config {"pass_config":{"fuse_allreduce_rms":true}} '
+        "VLLM_ALLREDUCE_USE_SYMM_MEM=0 VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm\n"
+    )
+
+
+def test_vllm_the_nccl_plan_turns_fusion_and_custom_all_reduce_off(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    engine_args = StandInEngineArgs(tensor_parallel_size=4)
+    kept = vllm_plugin._apply(engine_args, VLLM_NCCL)
+    assert engine_args.disable_custom_all_reduce is True
+    assert engine_args.compilation_config.pass_config.fuse_allreduce_rms is False
+    assert (
+        os.environ["VLLM_ALLREDUCE_USE_FLASHINFER"] == "0"
+        and os.environ["VLLM_ALLREDUCE_USE_SYMM_MEM"] == "0"
+    )
+    record(Outcome("vllm", DIGEST, VLLM_NCCL, (), kept), None, os.environ)
+    line = capsys.readouterr().err
+    assert line.startswith(
+        f"topo-gate: vllm plugin: profile {DIGEST}: NCCL forced (NCCL because the test says so); "
+    )
+    assert line.endswith(
+        'applied --disable-custom-all-reduce --compilation-config {"pass_config":{"fuse_allreduce_rms":false}} '
+        "VLLM_ALLREDUCE_USE_FLASHINFER=0 VLLM_ALLREDUCE_USE_SYMM_MEM=0\n"
+    )
+    assert os.environ["TOPO_GATE_PLUGIN_APPLIED"].endswith(
+        "profile " + DIGEST + ": NCCL forced (NCCL because the test says so)"
+    )
+
+
+def test_vllm_a_value_the_user_set_is_kept_and_not_claimed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine_args = StandInEngineArgs(tensor_parallel_size=2, disable_custom_all_reduce=False)
+    monkeypatch.setenv("VLLM_ALLREDUCE_USE_SYMM_MEM", "1")
+    kept = vllm_plugin._apply(engine_args, VLLM_FUSING)
+    assert os.environ["VLLM_ALLREDUCE_USE_SYMM_MEM"] == "1"  # the user's
+    assert os.environ["VLLM_FLASHINFER_ALLREDUCE_BACKEND"] == "trtllm"
+    assert engine_args.disable_custom_all_reduce is True
+    record(Outcome("vllm", DIGEST, VLLM_FUSING, (), kept), None, os.environ)
+    assert capsys.readouterr().err == (
+        f"topo-gate: vllm plugin: profile {DIGEST}: following profile h200-x2 for TP 2; applied "
+        '--disable-custom-all-reduce --compilation-config {"pass_config":{"fuse_allreduce_rms":true}} '
+        "VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm; yours kept: VLLM_ALLREDUCE_USE_SYMM_MEM=1\n"
+    )
+
+
+def test_vllm_a_pass_the_user_configured_is_kept() -> None:
+    compilation = StandInCompilationConfig(StandInPassConfig(fuse_allreduce_rms=False, eliminate_noops=False))
+    engine_args = StandInEngineArgs(tensor_parallel_size=2, compilation_config=compilation)
+    kept = vllm_plugin._apply(engine_args, VLLM_FUSING)
+    assert engine_args.compilation_config.pass_config.fuse_allreduce_rms is False  # the user's
+    assert engine_args.compilation_config.pass_config.eliminate_noops is False
+    assert engine_args.disable_custom_all_reduce is True
+    assert kept == ("pass_config.fuse_allreduce_rms=False",)
+
+
+def test_vllm_a_pass_the_user_turned_on_stays_on_under_the_nccl_plan() -> None:
+    compilation = StandInCompilationConfig(StandInPassConfig(fuse_allreduce_rms=True))
+    engine_args = StandInEngineArgs(tensor_parallel_size=2, compilation_config=compilation)
+    kept = vllm_plugin._apply(engine_args, VLLM_NCCL)
+    assert engine_args.compilation_config.pass_config.fuse_allreduce_rms is True  # the user's
+    assert kept == ("pass_config.fuse_allreduce_rms=True",)
