@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Protocol
 
 from topo_gate.launchers import knobs
-from topo_gate.launchers.planning import NVLS_ENV, describe, size
+from topo_gate.launchers.planning import describe, size
+from topo_gate.launchers.routes.nccl import NVLS, NVLS_ENV
 from topo_gate.launchers.routes import Context, Knobs, route, sglang, trtllm, vllm
 from topo_gate.launchers.routes.base import Cite
 from topo_gate.launchers.routes.flashinfer import HEURISTIC, oneshot_limit
@@ -107,16 +108,16 @@ def _defaults() -> list[str]:
 
 
 def _parity() -> list[str]:
-    setting = " ".join(f"`{k}={v}`" for k, v in NVLS_ENV.items())
     return [
-        "### NCCL baseline parity",
+        "### Which NCCL the default runs",
         "",
         "Trials measure NCCL with NVLS off and `NCCL_GRAPH_MIXING_SUPPORT=0` (`topo_gate/trials/safety.py`). "
-        f"A plan that enables a fast path at TP > 2 sets {setting}, so the NCCL it is compared with is the "
-        "measured one (SGLang already defaults to it; vLLM and TensorRT-LLM leave NCCL's default, which may "
-        "use NVLS on NVSwitch at TP > 2). Graph mixing is left alone: the baseline with it off was the faster "
-        "NCCL, so measured speed-ups are conservative. At TP 2, and in plans that keep NCCL everywhere, the "
-        "launcher's NCCL env is untouched and the plan's notes say so.",
+        "NCCL uses NVLS only with more than two GPUs on a multicast-capable NVSwitch node, so at TP 2 every "
+        "launcher's NCCL is the measured one. Above TP 2 there, SGLang sets "
+        f"`{NVLS_ENV}=0` itself (unless you set the variable, `--enable-nccl-nvls` or `--enable-symm-mem`); "
+        f"vLLM and TensorRT-LLM leave NCCL's default, which uses NVLS: that NCCL (`{NVLS}` in `--explain`) "
+        "was not measured, so a plan neither replaces it nor sets the variable. Graph mixing is left alone: "
+        "the baseline with it off was the faster NCCL in back-to-back graphs only.",
         "",
     ]
 
