@@ -38,7 +38,10 @@ def backend(spec: Mapping[str, Any], sizes: Sequence[int]) -> BackendPrices:
         else Transition(
             tuple(sorted(transition)),
             tuple(
-                tuple(None if prior <= size else cost for size, cost in zip(sizes, transition[prior], strict=True))
+                tuple(
+                    None if prior <= size else cost
+                    for size, cost in zip(sizes, transition[prior], strict=True)
+                )
                 for prior in sorted(transition)
             ),
         ),

@@ -9,7 +9,16 @@ from __future__ import annotations
 import pytest
 from price_tables import ROW, SIZES, flat, scaled, table
 
-from topo_gate.launchers.costmodel import Pricing, Side, Step, checked_sizes, pieces, price_at, problems, total
+from topo_gate.launchers.costmodel import (
+    Pricing,
+    Side,
+    Step,
+    checked_sizes,
+    pieces,
+    price_at,
+    problems,
+    total,
+)
 from topo_gate.launchers.pricing import NCCL
 from topo_gate.launchers.workload import Workload
 
@@ -78,7 +87,14 @@ def test_sizes_beyond_the_largest_measured_are_never_changed() -> None:
 
 
 def test_a_piece_is_checked_at_its_ends_and_every_rung_inside() -> None:
-    assert checked_sizes(SIZES, ROW * 3, ROW * 40) == [ROW * 3, ROW * 4, ROW * 8, ROW * 16, ROW * 32, ROW * 40]
+    assert checked_sizes(SIZES, ROW * 3, ROW * 40) == [
+        ROW * 3,
+        ROW * 4,
+        ROW * 8,
+        ROW * 16,
+        ROW * 32,
+        ROW * 40,
+    ]
     assert checked_sizes(SIZES, ROW, None) is None
     assert checked_sizes(SIZES, ROW, SIZES[-1] + ROW) is None
 
@@ -133,7 +149,9 @@ def test_a_lamport_plan_is_refused_when_its_transition_makes_it_dearer() -> None
     workload = Workload.from_weights("mixed", {1: 0.5, 512: 0.5})
     lamport = {"median": flat(4.0), "transition": {SIZES[-1]: flat(420.0)}}  # 210 us / 21 calls = +10
     tabs = tables({"nccl": {"median": flat(8.0)}, "lamport": lamport})
-    assert problems(side(upto(512, "lamport"), workload=workload), side(NCCL_EVERYWHERE, workload=workload), pricing(tabs))
+    assert problems(
+        side(upto(512, "lamport"), workload=workload), side(NCCL_EVERYWHERE, workload=workload), pricing(tabs)
+    )
     # Alone, without larger steps before it, the same path is cheaper.
     assert problems(side(upto(512, "lamport")), side(NCCL_EVERYWHERE), pricing(tabs)) == []
 
@@ -142,7 +160,10 @@ def test_transitions_are_paid_once_per_buffer_per_step() -> None:
     workload = Workload.from_weights("mixed", {1: 0.5, 8: 0.5})
     cost = {8 * ROW: [100.0] * 3 + [None] * 11}
     plain = {"nccl": {"median": flat(8.0)}, "trtllm_oneshot_vllm": {"median": flat(3.0), "transition": cost}}
-    fused = {"nccl": {"median": flat(10.0)}, "trtllm_fused_oneshot_vllm": {"median": flat(5.0), "transition": cost}}
+    fused = {
+        "nccl": {"median": flat(10.0)},
+        "trtllm_fused_oneshot_vllm": {"median": flat(5.0), "transition": cost},
+    }
     tabs = tables(plain, fused)
     plan = side(upto(8, "trtllm_oneshot_vllm"), upto(8, "trtllm_fused_oneshot_vllm"), workload=workload)
     steps = total(plan, side(NCCL_EVERYWHERE, workload=workload), pricing(tabs), workload).steps
@@ -154,7 +175,10 @@ def test_transitions_are_paid_once_per_buffer_per_step() -> None:
 def test_pieces_cut_both_routes_at_whole_tokens() -> None:
     plan = side(((3 * ROW + 1, "a"), (None, None)))
     default = side(((2 * ROW + 100, "b"), (None, None)))
-    cut = [(p.first // ROW, None if p.last is None else p.last // ROW, p.plan, p.default) for p in pieces(plan, default, PLAIN, ROW)]
+    cut = [
+        (p.first // ROW, None if p.last is None else p.last // ROW, p.plan, p.default)
+        for p in pieces(plan, default, PLAIN, ROW)
+    ]
     assert cut == [(1, 2, "a", "b"), (3, 3, "a", NCCL), (4, None, NCCL, NCCL)]
 
 
@@ -163,7 +187,9 @@ def test_the_fused_pattern_prices_a_plain_kernel_as_its_composite() -> None:
     tabs = tables({"nccl": {"median": flat(8.0)}, "fast": {"median": flat(4.0)}}, fused)
     plan = side(upto(64, "fast"), upto(64, "fast"))
     assert problems(plan, side(NCCL_EVERYWHERE), pricing(tabs)) == []
-    assert total(plan, side(NCCL_EVERYWHERE), pricing(tabs), ONE_TOKEN).plan_us == pytest.approx(4.0 + 20 * 6.0)
+    assert total(plan, side(NCCL_EVERYWHERE), pricing(tabs), ONE_TOKEN).plan_us == pytest.approx(
+        4.0 + 20 * 6.0
+    )
 
 
 def test_an_nvls_nccl_is_not_the_measured_one() -> None:

@@ -26,7 +26,9 @@ def test_the_default_is_serving_with_the_documented_shares() -> None:
 
 
 def test_decode_is_log_uniform_up_to_512() -> None:
-    assert dict(PRESETS["decode"].steps) == {t: pytest.approx(0.1) for t in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)}
+    assert dict(PRESETS["decode"].steps) == {
+        t: pytest.approx(0.1) for t in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+    }
 
 
 def test_a_file_is_normalised(tmp_path: Path) -> None:
