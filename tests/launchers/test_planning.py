@@ -59,7 +59,10 @@ def fast(tokens: int) -> Candidate:
     return Candidate(Knobs(config={"fast": tokens}), (f"fast up to {tokens}",))
 
 
-def plan(read: Reading, candidates: list[Candidate], *, user: Knobs = Knobs(), workload: Workload = DECODE):
+NOTHING = Knobs()
+
+
+def plan(read: Reading, candidates: list[Candidate], *, user: Knobs = NOTHING, workload: Workload = DECODE):
     return choose("trtllm", candidates, read, 2, user=user, workload=workload, step=STEP)
 
 
