@@ -9,8 +9,11 @@ is imported from the launcher: its source is parsed, never executed, so no torch
     pip download --no-deps -d .cache/wheels sglang==0.5.23 vllm==0.33.0
     python scripts/extract_knobs.py sglang .cache/wheels/sglang-0.5.23-*.whl
     python scripts/extract_knobs.py vllm .cache/wheels/vllm-0.33.0-*.whl
-    # TensorRT-LLM's wheel is several GB: point at its source files (a checkout, or excerpts of them).
-    python scripts/extract_knobs.py trtllm --version 1.3.0rc0 --commit <sha> llm_args.py helper.py
+    # TensorRT-LLM's wheel is several GB: point at its source files (a checkout, or excerpts of them);
+    # the C++ headers give the AUTO lookup table (customAllReduceUtils.h) and the strategy enum.
+    python scripts/extract_knobs.py trtllm --version git-<sha7> --commit <sha> \\
+        customAllReduceUtils.h customAllReduceKernels.h llm_args.py allreduce_helper.py \\
+        --read-at llm_args.py=<sha of the commit it was read at>
     # FlashInfer (a library the launchers call, not a launcher): its one-/two-shot heuristic table.
     python scripts/extract_knobs.py flashinfer --version 0.7.2.post1 <flashinfer>/comm/trtllm_ar.py
 
@@ -416,12 +419,13 @@ def keyword_default(tree: ast.AST, cls: str, arg: str) -> object:
 
 
 def trtllm_manifest(src: Source) -> dict:
-    """``allreduce_strategy`` choices (llm_args.py) and the env vars read next to the all-reduce workspace."""
+    """``allreduce_strategy`` choices (llm_args.py), the env vars read next to the all-reduce, the
+    workspace default, and from the C++ headers the ``AUTO`` lookup table with what its numbers mean."""
     config_keys: dict[str, dict] = {}
     env: dict[str, dict] = {}
     flags: dict[str, dict] = {}
-    default_workspace = None
-    for path in src.files:
+    tables: dict[str, object] = {}
+    for path in sorted(p for p in src.files if p.endswith(".py")):
         tree = src.tree(path)
         for node in ast.walk(tree):
             if (
@@ -440,27 +444,107 @@ def trtllm_manifest(src: Source) -> dict:
                 for arg in node.args:
                     if isinstance(arg, ast.Constant) and str(arg.value).startswith("--"):
                         flags[arg.value] = {"takes_value": not switch, "choices": None}
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "getenv"
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-            ):
-                env[node.args[0].value] = {
-                    "default": _maybe_literal(node.args[1]) if len(node.args) > 1 else None
+            if _is_env_read(node):
+                env[node.args[0].value] = {  # type: ignore[attr-defined]
+                    "default": _maybe_literal(node.args[1]) if len(node.args) > 1 else None  # type: ignore[attr-defined]
                 }
         try:
-            # CustomAllReduceHelper.max_workspace_size_auto: ONESHOT/TWOSHOT run up to this size, NCCL above.
-            default_workspace = literal(find_assignment(tree, "default_size"))
+            # CustomAllReduceHelper.max_workspace_size_auto: the Lamport workspace the PyTorch backend allocates.
+            tables["allreduce_workspace_default_size"] = literal(find_assignment(tree, "default_size"))
         except LookupError:
             pass
-    return {
-        "flags": flags,
-        "env": env,
-        "config_keys": config_keys,
-        "tables": {"allreduce_workspace_default_size": default_workspace},
+    for path in sorted(p for p in src.files if p.endswith(".h")):
+        tables.update(trtllm_header_tables(src.files[path]))
+    return {"flags": flags, "env": env, "config_keys": config_keys, "tables": tables}
+
+
+def _is_env_read(node: ast.AST) -> bool:
+    """``os.getenv("X", ...)`` or ``os.environ.get("X", ...)``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args):
+        return False
+    if not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return False
+    if node.func.attr == "getenv":
+        return True
+    owner = node.func.value
+    return node.func.attr == "get" and isinstance(owner, ast.Attribute) and owner.attr == "environ"
+
+
+def trtllm_header_tables(text: str) -> dict[str, object]:
+    """What ``customAllReduceUtils.h`` and ``customAllReduceKernels.h`` say about routing, read from
+    their C++ text: the strategy enum, the fusion-op index map, the per-SM lookup tables, the
+    lookup's out-of-range fallback, and ``getMaxRequiredWorkspaceSize``'s default and env."""
+    code = re.sub(r"//[^\n]*", "", text)  # comments out: the tables' row comments are not data
+    out: dict[str, object] = {}
+    enum = re.search(r"enum class AllReduceStrategyType\s*:\s*int8_t\s*\{([^}]*)\}", code)
+    if enum:
+        out["allreduce_strategy_values"] = {
+            name: int(value) for name, value in re.findall(r"(\w+)\s*=\s*(\d+)", enum.group(1))
+        }
+    fusion = re.search(r"mapFusionOpToIndex\s*=\s*\{(.*?)\};", code, re.S)
+    if fusion:
+        out["allreduce_auto_table_fusion_index"] = {
+            name: int(index)
+            for name, index in re.findall(r"AllReduceFusionOp::(\w+)\s*,\s*(\d+)", fusion.group(1))
+        }
+    tables = {
+        sm: _brace_list(code, match.end())
+        for sm, match in (
+            (m.group(1), m)
+            for m in re.finditer(
+                r"AllReduceBestStrategyTableType\s+AllReduceBestStrategyTableSM(\d+)\s*=", code
+            )
+        )
     }
+    if tables:
+        registered = dict(re.findall(r"\{\s*(\d+)\s*,\s*AllReduceBestStrategyTableSM(\d+)\s*\}", code))
+        if any(registered.get(sm) != sm for sm in tables):
+            raise ValueError(
+                f"lookup tables {sorted(tables)} are not registered under their own SM: {registered}"
+            )
+        out["allreduce_auto_table"] = {sm: tables[sm] for sm in sorted(tables, key=int)}
+        lookup = re.search(r"selectStrategyLookUpTable\s*\(.*?\n\}", code, re.S)
+        if lookup is None:
+            raise ValueError("selectStrategyLookUpTable not found next to the tables")
+        fallback = re.findall(r"return\s+AllReduceStrategyType::(\w+)\s*;", lookup.group(0))
+        if len(fallback) != 1:
+            raise ValueError(
+                f"expected one out-of-range fallback in selectStrategyLookUpTable, found {fallback}"
+            )
+        out["allreduce_auto_table_out_of_range"] = fallback[0]
+    workspace = re.search(r"getMaxRequiredWorkspaceSize\s*\(.*?\n\}", code, re.S)
+    if workspace:
+        body = workspace.group(0)
+        returns = re.findall(r"return\s+(\d+)\s*;", body)
+        if len(returns) != 1:
+            raise ValueError(f"expected one constant default in getMaxRequiredWorkspaceSize, found {returns}")
+        out["allreduce_routing_limit_default"] = int(returns[0])
+        out["allreduce_routing_limit_env"] = re.findall(r'std::getenv\("(\w+)"\)', body)
+    return out
+
+
+def _brace_list(code: str, start: int) -> list:
+    """The nested ``{...}`` initializer starting at or after ``start``, as nested lists of ints."""
+    opening = code.index("{", start)
+    stack: list[list] = []
+    number = ""
+    for char in code[opening:]:
+        if char.isdigit():
+            number += char
+            continue
+        if number:
+            stack[-1].append(int(number))
+            number = ""
+        if char == "{":
+            stack.append([])
+        elif char == "}":
+            done = stack.pop()
+            if not stack:
+                return done
+            stack[-1].append(done)
+        elif not (char.isspace() or char == ","):
+            raise ValueError(f"unexpected {char!r} in a strategy table")
+    raise ValueError("unterminated strategy table")
 
 
 # ------------------------------------------------------------------------------------------- FlashInfer
@@ -506,7 +590,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--version", help="release version (trtllm, flashinfer; read from the wheel name otherwise)"
     )
-    parser.add_argument("--commit", help="source commit the trtllm files were read at")
+    parser.add_argument("--commit", help="the pinned source commit of the trtllm files")
+    parser.add_argument(
+        "--read-at",
+        action="append",
+        default=[],
+        metavar="FILE=SHA",
+        help="trtllm: a source file (by name) read at another commit than --commit (repeatable)",
+    )
     parser.add_argument("--out", type=Path, default=OUT_DIR)
     args = parser.parse_args(argv)
 
@@ -523,13 +614,21 @@ def main(argv: list[str] | None = None) -> int:
     elif args.launcher == "trtllm":
         if not (args.version and args.commit):
             parser.error("trtllm needs --version and --commit")
+        read_at = dict(item.split("=", 1) for item in args.read_at)
         src = Source({str(p): p.read_text("utf-8") for p in args.sources})
         manifest, version = trtllm_manifest(src), args.version
         origin = {
             "kind": "source",
             "repository": "NVIDIA/TensorRT-LLM",
             "commit": args.commit,
-            "files": sorted(p.name for p in args.sources),
+            # The commit each file was read at (the pin unless --read-at names another), and its sha256.
+            "files": {
+                p.name: {
+                    "commit": read_at.get(p.name, args.commit),
+                    "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
+                }
+                for p in sorted(args.sources, key=lambda p: p.name)
+            },
         }
     else:
         wheel = args.sources[0]

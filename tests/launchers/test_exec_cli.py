@@ -15,11 +15,11 @@ from launcher_profiles import FINGERPRINT
 
 WINNING = {
     "allreduce": [
-        [16777216, "trtllm_oneshot", ["trtllm_oneshot_sglang", "trtllm_oneshot_vllm"]],
+        [67108864, "trtllm_oneshot", ["trtllm_oneshot_sglang", "trtllm_oneshot_vllm"]],
         [None, "nccl"],
     ],
     "allreduce_rmsnorm": [
-        [16777216, "trtllm_fused_oneshot", ["trtllm_fused_oneshot_sglang", "trtllm_fused_oneshot_vllm"]],
+        [67108864, "trtllm_fused_oneshot", ["trtllm_fused_oneshot_sglang", "trtllm_fused_oneshot_vllm"]],
         [None, "nccl"],
     ],
 }

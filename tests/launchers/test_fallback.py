@@ -11,11 +11,11 @@ from topo_gate.launchers import PLANNERS, nccl_plan, sglang, trtllm, vllm
 
 WINNING = {
     "allreduce": [
-        [16777216, "trtllm_oneshot", ["trtllm_oneshot_sglang", "trtllm_oneshot_vllm"]],
+        [67108864, "trtllm_oneshot", ["trtllm_oneshot_sglang", "trtllm_oneshot_vllm"]],
         [None, "nccl"],
     ],
     "allreduce_rmsnorm": [
-        [33554432, "trtllm_fused_oneshot", ["trtllm_fused_oneshot_sglang", "trtllm_fused_oneshot_vllm"]],
+        [67108864, "trtllm_fused_oneshot", ["trtllm_fused_oneshot_sglang", "trtllm_fused_oneshot_vllm"]],
         [None, "nccl"],
     ],
 }
@@ -34,7 +34,7 @@ def _invalid(tmp_path: Path, write_profile) -> tuple[Path, dict]:
 
 def _tampered(tmp_path: Path, write_profile) -> tuple[Path, dict]:
     path = write_profile(WINNING)
-    path.write_text(path.read_text().replace("16777216", "67108864"))  # widen a range, keep the old digest
+    path.write_text(path.read_text().replace("67108864", "134217728"))  # widen a range, keep the old digest
     return path, {}
 
 

@@ -20,7 +20,7 @@ DATA = Path(__file__).resolve().parents[2] / "topo_gate" / "launchers" / "data"
 MANIFESTS = {
     "sglang": DATA / "knobs-sglang-0.5.23.json",
     "vllm": DATA / "knobs-vllm-0.33.0.json",
-    "trtllm": DATA / "knobs-trtllm-git-0004396.json",
+    "trtllm": DATA / "knobs-trtllm-git-f6a156b.json",
 }
 FALSE_WORDS = {"0", "false", "False"}
 

@@ -45,3 +45,22 @@ def test_flashinfer_manifest_is_current(tmp_path: Path) -> None:
     version = LIBRARIES["flashinfer"]
     committed = json.loads((DATA / f"knobs-flashinfer-{version}.json").read_text(encoding="utf-8"))
     assert _extract(tmp_path, "flashinfer", "--version", version, str(source)) == committed
+
+
+def test_trtllm_manifest_is_current(tmp_path: Path) -> None:
+    """TOPO_GATE_LAUNCHER_SOURCES also holds the TensorRT-LLM files the manifest names (the two C++
+    headers and the Python excerpts, anywhere below it); each is re-extracted at its recorded commit."""
+    committed = json.loads((DATA / f"knobs-trtllm-{PINNED['trtllm']}.json").read_text(encoding="utf-8"))
+    files = committed["source"]["files"]
+    found = {name: next(Path(SOURCES).rglob(name), None) for name in files}
+    if None in found.values():
+        pytest.skip(
+            f"TensorRT-LLM sources not under TOPO_GATE_LAUNCHER_SOURCES: {sorted(n for n, p in found.items() if p is None)}"
+        )
+    pin = committed["source"]["commit"]
+    read_at = [f"--read-at={name}={spec['commit']}" for name, spec in files.items() if spec["commit"] != pin]
+    paths = [str(found[name]) for name in files]
+    assert (
+        _extract(tmp_path, "trtllm", "--version", PINNED["trtllm"], "--commit", pin, *paths, *read_at)
+        == committed
+    )

@@ -153,8 +153,8 @@ def test_pcie_sm120_tp2_never_gets_sglang_fusion_or_trtllm_strategies() -> None:
 
 def test_nvls_is_switched_off_only_where_a_fast_path_is_compared_with_nccl() -> None:
     ladders = {
-        "allreduce": [[16 << 20, "trtllm_oneshot"], [None, "nccl"]],
-        "allreduce_rmsnorm": [[16 << 20, "trtllm_fused_oneshot"], [None, "nccl"]],
+        "allreduce": [[64 << 20, "trtllm_oneshot"], [None, "nccl"]],
+        "allreduce_rmsnorm": [[64 << 20, "trtllm_fused_oneshot"], [None, "nccl"]],
     }
     tp4 = PLANNERS["trtllm"](build_profile(ladders, tp=4), tp=4, fingerprint=FINGERPRINT)
     tp2 = PLANNERS["trtllm"](build_profile(ladders, tp=2), tp=2, fingerprint=FINGERPRINT)

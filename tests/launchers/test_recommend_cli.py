@@ -58,11 +58,15 @@ def test_json_has_everything(capsys, write_profile) -> None:
 
 
 def test_trtllm_yaml_is_the_options_file(capsys, write_profile) -> None:
+    # One-shot won up to TensorRT-LLM's 64 MiB routing limit: ONESHOT covers exactly that range.
+    winning_to_limit = {
+        pattern: [[64 << 20, *rungs[0][1:]], *rungs[1:]] for pattern, rungs in WINNING.items()
+    }
     code, out, _ = run(
-        capsys, str(write_profile(WINNING)), "--tp", "2", "--launcher", "trtllm", "--format", "yaml"
+        capsys, str(write_profile(winning_to_limit)), "--tp", "2", "--launcher", "trtllm", "--format", "yaml"
     )
     assert code == 0 and yaml.safe_load(out) == {"allreduce_strategy": "ONESHOT"}
-    assert "TensorRT-LLM git-0004396" in out
+    assert "TensorRT-LLM git-f6a156b" in out
 
 
 def test_missing_profile_forces_nccl_with_reason(capsys, tmp_path) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 # The releases whose knobs topo-gate emits. TensorRT-LLM is pinned to a source commit: its wheel is
 # several GB, so its manifest was extracted from the source files at that commit instead.
-PINNED: dict[str, str] = {"sglang": "0.5.23", "vllm": "0.33.0", "trtllm": "git-0004396"}
+PINNED: dict[str, str] = {"sglang": "0.5.23", "vllm": "0.33.0", "trtllm": "git-f6a156b"}
 LAUNCHERS: tuple[str, ...] = tuple(PINNED)
 #: Libraries the launchers call whose tables the route models read (FlashInfer's one-/two-shot heuristic).
 LIBRARIES: dict[str, str] = {"flashinfer": "0.7.2.post1"}

@@ -92,17 +92,24 @@ def _defaults() -> list[str]:
     lines = [
         "### What each launcher runs with no knobs (default routing, hidden 7168, bf16)",
         "",
-        "Names are trial backends; `mnnvl_*`, `custom_v2_sglang`, `trtllm_auto_table*`, `symm_mem_multimem` "
-        "are paths no trial times, so a plan never leaves them on.",
+        "Names are trial backends; `mnnvl_*`, `custom_v2_sglang`, `trtllm_autotuned*`, `symm_mem_multimem` "
+        "are paths no trial times, so a plan never leaves them on. `trtllm (table)` is TensorRT-LLM's AUTO "
+        f"with `{trtllm.AUTOTUNE_OFF_ENV}=1`: its lookup table, which resolves to the timed kernels.",
         "",
         "| node | launcher | allreduce | allreduce_rmsnorm (unfused sizes: plain backend + RMSNorm) |",
         "| --- | --- | --- | --- |",
     ]
     for label, ctx in REFERENCE_NODES:
-        for launcher in ("sglang", "vllm", "trtllm"):
-            routes = route(launcher, Knobs(), ctx)
+        table_knobs = Knobs(env={trtllm.AUTOTUNE_OFF_ENV: "1"})
+        for launcher, knobset, shown in (
+            ("sglang", Knobs(), "sglang"),
+            ("vllm", Knobs(), "vllm"),
+            ("trtllm", Knobs(), "trtllm"),
+            ("trtllm", table_knobs, "trtllm (table)"),
+        ):
+            routes = route(launcher, knobset, ctx)
             lines.append(
-                f"| {label} | {launcher} | {describe(routes['allreduce'])} | {describe(routes['allreduce_rmsnorm'])} |"
+                f"| {label} | {shown} | {describe(routes['allreduce'])} | {describe(routes['allreduce_rmsnorm'])} |"
             )
     return [*lines, ""]
 

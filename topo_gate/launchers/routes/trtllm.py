@@ -1,60 +1,102 @@
-"""TensorRT-LLM: which kernel serves each all-reduce, given ``allreduce_strategy`` and env.
+"""TensorRT-LLM (PyTorch backend): which kernel serves each all-reduce, given ``allreduce_strategy`` and env.
 
-``AllreduceOp::selectImplementation`` (cpp/tensorrt_llm/thop/allreduceOp.cpp) takes NCCL / UB /
-NCCL_SYMMETRIC as given; every other strategy falls back to NCCL when the message is larger than
-the all-reduce workspace or the group lacks P2P or NVLink (``ifFallbackToNCCL``) -- so on a PCIe
-group ONESHOT and TWOSHOT run NCCL at every size. TWOSHOT below TP tokens runs ONESHOT; AUTO
-consults a compiled-in lookup table. One strategy serves plain and fused all-reduces alike.
+**Pin.** ``git-f6a156b`` (commit ``f6a156b4391beb31347c0fa775f35764eb95cfc6``), the commit whose
+``cpp/tensorrt_llm/common/customAllReduceUtils.h`` -- the ``AUTO`` lookup table and the routing limit --
+the source tools hold and return in full; the manifest's table is extracted from it. The former pin
+``0004396`` held only ``llm_args.py``: its all-reduce dispatch could not be read. The tools store each
+file only at the commits that changed it, so no single commit returns every file cited here; the
+other files are read at the stored commits named in ``CITES`` (each the version that goes with the
+64 MiB / ``TRTLLM_ALLREDUCE_FUSION_WORKSPACE_SIZE`` header: same limit call, same fallbacks).
+
+**Dispatch** (``AllreduceOp::selectImplementation``):
+
+- ``NCCL``, ``UB``, ``NCCL_SYMMETRIC`` run as given.
+- Every other strategy is first *admitted*: NCCL when the message is over the routing limit or the
+  group lacks P2P or NVLink (``ifFallbackToNCCL``) -- so on PCIe it is NCCL at every size.
+- Then ``TWOSHOT`` below TP tokens runs ``ONESHOT``; ``AUTO`` takes the lookup table's *preference*
+  (``trtllm_table``); the fusion op at the norm site is ``RESIDUAL_RMS_NORM``.
+- The one-/two-shot Lamport kernels dispatch only TP 2/4/8/16 (``DISPATCH_RANKS``): elsewhere a
+  routed message fails, so such knobs are refused.
+
+**AUTO is autotuned by default.** The PyTorch backend sends ``AUTO`` to ``tunable_allreduce`` unless
+``TLLM_DISABLE_ALLREDUCE_AUTOTUNE=1`` (``AllReduce.forward``): TensorRT-LLM's AutoTuner times
+NCCL_SYMMETRIC, NCCL, ONESHOT and TWOSHOT per token bucket at warm-up and runs its pick, which no
+source can tell -- that route is ``trtllm_autotuned`` at every size. Only with the autotuner off does
+AUTO follow the table, resolving to the trial backends ``trtllm_[fused_]oneshot`` / ``_twoshot``.
 """
 
 from __future__ import annotations
 
 from topo_gate.launchers import knobs
-from topo_gate.launchers.routes.base import Cite, Context, Knobs, Route, RouteError, clipped, split_at, up_to
+from topo_gate.launchers.routes import trtllm_table
+from topo_gate.launchers.routes.base import (
+    Cite,
+    Context,
+    Knobs,
+    Route,
+    RouteError,
+    clipped,
+    normalised,
+    split_at,
+    up_to,
+)
 
 LAUNCHER = "trtllm"
-#: The pinned commit (0004396) could not be read through the source tools; the dispatch was read at
-#: the stored commits named in each citation (the functions cited exist in all of them).
-RELEASE = "TensorRT-LLM 01e2c36"
+RELEASE = "TensorRT-LLM f6a156b"
+_UTILS = "cpp/tensorrt_llm/common/customAllReduceUtils.h"
+_OP = "cpp/tensorrt_llm/thop/allreduceOp.cpp"
+_OP_AT = "TensorRT-LLM 01e2c36"
 CITES = {
-    "select": Cite(RELEASE, "cpp/tensorrt_llm/thop/allreduceOp.cpp", "AllreduceOp::selectImplementation"),
-    "fallback": Cite(RELEASE, "cpp/tensorrt_llm/thop/allreduceOp.cpp", "AllreduceOp::ifFallbackToNCCL"),
-    "limit": Cite(
-        "TensorRT-LLM 005b299",
-        "cpp/tensorrt_llm/common/customAllReduceUtils.h",
-        "getMaxRequiredWorkspaceSize",
-    ),
+    "select": Cite(_OP_AT, _OP, "AllreduceOp::selectImplementation"),
+    "fallback": Cite(_OP_AT, _OP, "AllreduceOp::ifFallbackToNCCL"),
+    "limit": Cite(RELEASE, _UTILS, "37-49"),
+    "table": Cite(RELEASE, _UTILS, "89-124"),
+    "table_data": Cite(RELEASE, _UTILS, "126-259"),
+    "autotune": Cite("TensorRT-LLM 0071496", "tensorrt_llm/_torch/distributed/ops.py", "AllReduce.forward"),
     "workspace": Cite(
         "TensorRT-LLM 4fb601b",
         "tensorrt_llm/_torch/distributed/allreduce_helper.py",
         "CustomAllReduceHelper.max_workspace_size_auto",
     ),
+    "ranks": Cite(
+        "TensorRT-LLM b35ac1b",
+        "cpp/tensorrt_llm/kernels/communicationKernels/allReduceFusionKernels.cu",
+        "allreduce_fusion_op (DISPATCH_RANKS)",
+    ),
 }
-#: The largest message a non-NCCL strategy takes (``getMaxRequiredWorkspaceSize``): decimal 16 MB at
-#: TP <= 2, 8 MB above -- fixed, not the workspace env (FORCE_DETERMINISTIC changes it, and the kernel).
-ROUTING_LIMIT_TP2 = 16_000_000
-ROUTING_LIMIT_ABOVE_TP2 = 8_000_000
 WORKSPACE_ENV = "TRTLLM_ALLREDUCE_FUSION_WORKSPACE_SIZE"
+AUTOTUNE_OFF_ENV = "TLLM_DISABLE_ALLREDUCE_AUTOTUNE"
+#: ``getMaxRequiredWorkspaceSize``: a non-NCCL strategy takes messages of at most this many bytes (any
+#: TP), unless ``WORKSPACE_ENV`` is set -- the same value the PyTorch backend sizes its workspace with
+#: (``max_workspace_size_auto``), so the two never disagree.
+ROUTING_LIMIT_DEFAULT: int = knobs.table(LAUNCHER, "allreduce_routing_limit_default")
+#: ``std::atoi`` returns an ``int``: a larger env value is undefined behaviour, refused here.
+ATOI_MAX = 2**31 - 1
+#: TP sizes the Lamport one-/two-shot kernels are compiled for (``DISPATCH_RANKS``).
+FUSION_KERNEL_TPS = frozenset({2, 4, 8, 16})
+#: The fusion op each pattern passes (AllReduceFusionOp): plain, and all-reduce + residual + RMSNorm.
+FUSION_OPS = {"allreduce": "NONE", "allreduce_rmsnorm": "RESIDUAL_RMS_NORM"}
 #: Knob -> what TensorRT-LLM does with it -> where (docs/launchers.md is generated from these).
 KNOB_DOCS = (
     (
         "`allreduce_strategy` (default AUTO)",
-        "NCCL / UB / NCCL_SYMMETRIC as given; any other strategy runs NCCL for messages over the workspace "
+        "NCCL / UB / NCCL_SYMMETRIC as given; any other strategy runs NCCL for messages over the routing limit "
         "and on groups without NVLink or P2P (so on PCIe ONESHOT and TWOSHOT are NCCL at every size); "
-        "TWOSHOT below TP tokens runs ONESHOT; AUTO follows a compiled-in lookup table",
-        ("select", "fallback"),
+        "TWOSHOT below TP tokens runs ONESHOT; AUTO follows the lookup table by SM / TP / fusion op / "
+        "log2 hidden / log2 tokens",
+        ("select", "fallback", "table"),
     ),
     (
-        "(fixed) routing limit",
-        "a non-NCCL strategy takes messages of at most 16,000,000 B at TP <= 2 and 8,000,000 B above; larger "
-        "ones run NCCL",
-        ("limit", "select"),
+        f"`{AUTOTUNE_OFF_ENV}`",
+        "unset (default): AUTO goes to the runtime AutoTuner, whose per-size pick is unknown "
+        "(`trtllm_autotuned`); `1`: AUTO follows the lookup table",
+        ("autotune",),
     ),
     (
         f"`{WORKSPACE_ENV}`",
-        "sizes the Lamport workspace the PyTorch backend allocates (default 64 MiB); it does not move the "
-        "routing limit, and a value below it leaves routed messages without room -- never set by topo-gate",
-        ("workspace",),
+        "the routing limit (default 64 MiB at every TP) and the Lamport workspace the PyTorch backend "
+        "allocates, both from this one value",
+        ("limit", "workspace"),
     ),
     (
         "`NCCL_NVLS_ENABLE`",
@@ -62,15 +104,19 @@ KNOB_DOCS = (
         (),
     ),
 )
-#: Strategies whose kernels no trial times: routed to these names, which a profile never lists.
-_UNMEASURED = {
-    "AUTO": "trtllm_auto_table",
+#: Strategies (or AUTO's outcomes) whose kernels no trial times: routed to these names, which a profile
+#: never lists. Any other strategy name the manifest accepts gets ``trtllm_<name>``.
+UNMEASURED = {
+    "AUTOTUNED": "trtllm_autotuned",
     "MINLATENCY": "trtllm_minlatency",
+    "MIN_LATENCY": "trtllm_minlatency",
     "LOWPRECISION": "trtllm_lowprecision",
     "MNNVL": "mnnvl_trtllm",
     "UB": "trtllm_userbuffers",
     "NCCL_SYMMETRIC": "nccl_symmetric_trtllm",
 }
+#: Strategies the Lamport one-/two-shot kernels serve, by the trial name's stem.
+LAMPORT = {"ONESHOT": "oneshot", "TWOSHOT": "twoshot"}
 
 
 def strategy(knobset: Knobs) -> str:
@@ -81,39 +127,93 @@ def strategy(knobset: Knobs) -> str:
     return value
 
 
-def routing_limit(tp: int) -> int:
-    """The largest message (bytes) a non-NCCL strategy runs at ``tp``."""
-    return ROUTING_LIMIT_TP2 if tp <= 2 else ROUTING_LIMIT_ABOVE_TP2
+def routing_limit(tp: int, env: dict[str, str] | None = None) -> int:
+    """The largest message (bytes) a non-NCCL strategy runs (``getMaxRequiredWorkspaceSize``)."""
+    del tp  # the pinned limit is the same at every TP
+    raw = (env or {}).get(WORKSPACE_ENV)
+    if raw is None:
+        return ROUTING_LIMIT_DEFAULT
+    # C++ reads it with atoi (an empty or non-numeric value is 0); Python with int(), which raises.
+    try:
+        value = int(raw) if raw else 0
+    except ValueError:
+        raise RouteError(
+            f"{WORKSPACE_ENV}={raw!r}: TensorRT-LLM's int() rejects it ({CITES['workspace']})"
+        ) from None
+    if value > ATOI_MAX:
+        raise RouteError(f"{WORKSPACE_ENV}={raw}: over atoi's int range, undefined in {CITES['limit']}")
+    return max(value, 0)
+
+
+def name(outcome: str, *, fused: bool) -> str | None:
+    """The trial (or declared unmeasured) backend name of a dispatch outcome; None is NCCL."""
+    if outcome == "NCCL":
+        return None
+    if outcome in LAMPORT:
+        return ("trtllm_fused_" if fused else "trtllm_") + LAMPORT[outcome]
+    base = UNMEASURED.get(outcome, f"trtllm_{outcome.lower()}")
+    return base + ("_fused" if fused else "")
+
+
+def admitted_tokens(ctx: Context, env: dict[str, str]) -> int:
+    """Admission of every non-NCCL-as-given strategy: the largest token count that may leave NCCL
+    (0: none) -- within the routing limit, on a group with P2P and NVLink (``ifFallbackToNCCL``)."""
+    if not (ctx.p2p and ctx.full_nvlink):
+        return 0
+    return routing_limit(ctx.tp, env) // ctx.row_bytes
+
+
+def _needs_fusion_kernel(ctx: Context, what: str) -> None:
+    if ctx.tp not in FUSION_KERNEL_TPS:
+        raise RouteError(
+            f"{what} at TP {ctx.tp}: the one-/two-shot kernels dispatch TP 2/4/8/16 ({CITES['ranks']})"
+        )
+
+
+def table_route(ctx: Context, *, fused: bool, max_tokens: int) -> Route:
+    """AUTO with the autotuner off: the lookup table's pick per token bucket, NCCL past admission."""
+    spans: list[tuple[int | None, str | None]] = []
+    for first, last in trtllm_table.token_buckets(max_tokens):
+        outcome = trtllm_table.strategy(
+            capability=ctx.capability,
+            tp=ctx.tp,
+            fusion_op=FUSION_OPS["allreduce_rmsnorm" if fused else "allreduce"],
+            hidden=ctx.hidden,
+            tokens=first,
+        )
+        if outcome in LAMPORT:
+            _needs_fusion_kernel(ctx, f"AUTO's table picks {outcome}")
+        spans.append((last * ctx.row_bytes + 1, name(outcome, fused=fused)))
+    return normalised((*spans, (None, None)))
 
 
 def _route(knobset: Knobs, ctx: Context, *, fused: bool) -> Route:
     chosen = strategy(knobset)
-    # An unmeasured strategy's kernel; in the fused pattern it fuses, so its name says so.
-    unmeasured = _UNMEASURED.get(chosen, "") + ("_fused" if fused else "")
-    if chosen == "NCCL":
+    env = dict(knobset.env)
+    if chosen in ("NCCL", "UB", "NCCL_SYMMETRIC"):
+        return up_to(None, name(chosen, fused=fused))  # as given, no fallback
+    if chosen == "AUTO" and env.get(AUTOTUNE_OFF_ENV) != "1":
+        return up_to(None, name("AUTOTUNED", fused=fused))  # the AutoTuner's pick: unknown at every size
+    if chosen == "MNNVL":
+        # MNNVLAllReduce where the mapping passes is_mnnvl, else AUTO's autotuned path (AllReduce.forward):
+        # unmeasured either way.
+        return up_to(None, name(chosen, fused=fused))
+    max_tokens = admitted_tokens(ctx, env)
+    if max_tokens == 0:
         return up_to(None, None)
-    if chosen in ("UB", "NCCL_SYMMETRIC"):
-        return up_to(None, unmeasured)
-    if not (ctx.full_nvlink and ctx.p2p):
-        return up_to(None, None)  # ifFallbackToNCCL: no NVLink (or P2P) in the group
-    if knobset.env.get(WORKSPACE_ENV) and int(knobset.env[WORKSPACE_ENV]) < routing_limit(ctx.tp):
-        raise RouteError(
-            f"{WORKSPACE_ENV} below the routing limit ({routing_limit(ctx.tp)} B) leaves routed messages "
-            f"without workspace ({CITES['workspace']})"
-        )
-    limit = routing_limit(ctx.tp) + 1  # message_size_bytes > max_workspace_size -> NCCL
-    prefix = "trtllm_fused_" if fused else "trtllm_"
-    if chosen == "ONESHOT":
-        return up_to(limit, prefix + "oneshot")
+    limit = max_tokens * ctx.row_bytes + 1  # message_size_bytes > max_workspace_size -> NCCL
+    if chosen == "AUTO":
+        return table_route(ctx, fused=fused, max_tokens=max_tokens)
+    if chosen in LAMPORT:
+        _needs_fusion_kernel(ctx, chosen)
     if chosen == "TWOSHOT":
         below_tp_tokens = (ctx.tp - 1) * ctx.row_bytes + 1  # seq_len < tp_size -> ONESHOT
-        return clipped(split_at(below_tp_tokens, prefix + "oneshot", prefix + "twoshot"), limit)
-    return up_to(limit, unmeasured)
+        return clipped(
+            split_at(below_tp_tokens, name("ONESHOT", fused=fused), name("TWOSHOT", fused=fused)), limit
+        )
+    return up_to(limit, name(chosen, fused=fused))
 
 
 def routes(knobset: Knobs, ctx: Context) -> dict[str, Route]:
     """Per pattern, the kernel TensorRT-LLM runs at each message size with ``knobset`` on ``ctx``."""
-    return {
-        "allreduce": _route(knobset, ctx, fused=False),
-        "allreduce_rmsnorm": _route(knobset, ctx, fused=True),
-    }
+    return {pattern: _route(knobset, ctx, fused=pattern == "allreduce_rmsnorm") for pattern in FUSION_OPS}
