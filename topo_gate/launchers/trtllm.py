@@ -1,9 +1,12 @@
 """TensorRT-LLM: the ``allreduce_strategy`` (an extra LLM-API options YAML) that is nowhere slower than
 TensorRT-LLM's own default, AUTO, on this node (``planning``; the route model is ``routes/trtllm.py``).
 
-TensorRT-LLM takes one strategy for every all-reduce, plain and fused. The candidates are AUTO (the
-default: its compiled-in table, resolved by the route model to the kernels it picks), NCCL, ONESHOT
-and TWOSHOT; a strategy the user set in their own options file is theirs.
+TensorRT-LLM takes one strategy for every all-reduce, plain and fused. Its default AUTO is tuned at
+warm-up by the PyTorch backend's autotuner (``routes/trtllm.py``): a choice no trial reproduces, so
+a plan leaves it alone. Only with ``TLLM_DISABLE_ALLREDUCE_AUTOTUNE=1`` in the user's environment does
+AUTO follow its compiled-in table, which the route model resolves to the one-/two-shot kernels the
+trials time; then NCCL, ONESHOT and TWOSHOT are priced against it. A strategy the user set in their
+own options file is theirs.
 """
 
 from __future__ import annotations
