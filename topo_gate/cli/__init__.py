@@ -30,6 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "Does this node match the profile? Exit 0 if it does."),
     "recommend": ("recommend", "Print the launcher flags/env a profile implies for a TP size."),
     "exec": ("exec_", "Check the node, then run a launcher command with the profile's flags."),
+    "ab": (
+        "ab",
+        "Run your benchmark with and without the plan, interleaved; win, no difference or regression.",
+    ),
     "fleet": ("fleet", "Merge many nodes' evidence into one profile; find nodes slower than their twins."),
     "report": ("report", "Figures, a self-contained HTML page and a PR summary from evidence."),
 }

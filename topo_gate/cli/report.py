@@ -9,6 +9,7 @@ import click
 
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.probe import DecideSettings
+from topo_gate.report.ab_report import AbSource, ab_labels
 from topo_gate.report.build import FORMATS, needs_matplotlib, write_report
 from topo_gate.report.sources import ReportInputError, load_baseline, load_sources
 
@@ -30,6 +31,7 @@ Examples:
   topo-gate report node.yaml --out r --baseline old-node.yaml  # what changed
   topo-gate report node-a.evidence.json node-b.evidence.json --out r \\
       --format md
+  topo-gate report node.yaml ab.json --out r   # A/B record + its profile
   pip install 'topo-gate[report]'   # matplotlib, for html and png
 
 Writes into DIR: report.html (self-contained: figures embedded, no network), summary.md (for a
@@ -41,7 +43,7 @@ Exit codes: 0 written; 2 usage, or matplotlib missing for html/png; 3 an input i
 invalid, or DIR cannot be written.""",
 )
 @click.argument(
-    "inputs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="EVIDENCE_OR_PROFILE..."
+    "inputs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="EVIDENCE_PROFILE_OR_AB..."
 )
 @click.option(
     "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder to write into."
@@ -82,6 +84,8 @@ def command(
     with its 95% CI band, NCCL heavier, each chosen range shaded and labelled with its backend and
     speed-up) and speed-up vs NCCL with the margin line and the cells that could not be measured,
     with why; in-context and size-transition figures when the evidence has those measurements.
+    An A/B record (topo-gate ab --out) adds its arms' samples, ratios and verdict, next to the
+    profile it validated when that profile is an input too.
     """
     if needs_matplotlib(formats):
         from topo_gate.report.render import MissingExtra, require_matplotlib
@@ -90,13 +94,14 @@ def command(
             require_matplotlib()
         except MissingExtra as missing:
             raise fail(ExitCode.USAGE, str(missing)) from None
+    records, others = _split_ab_records(inputs)
     try:
-        sources = load_sources(list(inputs), DecideSettings(margin=margin))
+        sources = load_sources(others, DecideSettings(margin=margin))
         old = None if baseline is None else (str(baseline), load_baseline(baseline))
     except ReportInputError as error:
         raise fail(ExitCode.UNREADABLE, str(error)) from None
     try:
-        result = write_report(sources, out, formats=formats, baseline=old)
+        result = write_report(sources, out, formats=formats, baseline=old, ab_records=records)
     except OSError as error:
         raise fail(ExitCode.UNREADABLE, f"{out}: cannot write: {error.strerror or error}") from None
     if as_json:
@@ -115,3 +120,17 @@ def command(
         click.echo(f"wrote {path}")
     for note in result.notes + [f"{s.label}: {note}" for s in sources for note in s.notes]:
         click.echo(f"note: {note}", err=True)
+
+
+def _split_ab_records(inputs: tuple[Path, ...]) -> tuple[list[AbSource], list[Path]]:
+    """The A/B records among the inputs (loaded, checked, untampered: else exit 3) and the rest."""
+    from topo_gate.ab.record import RecordError, load_record, looks_like_record
+
+    paths = [path for path in inputs if looks_like_record(path)]
+    records = []
+    for path, label in zip(paths, ab_labels(paths), strict=True):
+        try:
+            records.append(AbSource(label, path, load_record(path)))
+        except RecordError as error:
+            raise fail(ExitCode.UNREADABLE, str(error)) from None
+    return records, [path for path in inputs if path not in paths]

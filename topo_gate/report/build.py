@@ -14,6 +14,7 @@ from pathlib import Path
 
 from topo_gate._atomic import write_atomic
 from topo_gate.profile.schema import Profile
+from topo_gate.report.ab_report import AbSource, ab_figure_spec
 from topo_gate.report.changes import changes
 from topo_gate.report.figures import FigureSpec, figure_specs
 from topo_gate.report.html_page import report_html
@@ -43,15 +44,19 @@ def write_report(
     *,
     formats: Collection[str] = FORMATS,
     baseline: tuple[str, Profile] | None = None,
+    ab_records: Sequence[AbSource] = (),
 ) -> ReportResult:
-    """Write the requested formats for ``sources`` into ``out`` (created if missing)."""
+    """Write the requested formats for ``sources`` and the A/B records into ``out`` (created if missing)."""
     specs, notes = figure_specs(sources)
+    ab_specs = [(record.label, ab_figure_spec(record)) for record in ab_records]
     rendered: list[tuple[FigureSpec, bytes]] = []
+    ab_pngs: dict[str, bytes] = {}
     if needs_matplotlib(formats):
-        from topo_gate.report.render import render_png, require_matplotlib
+        from topo_gate.report.render import render_ab_png, render_png, require_matplotlib
 
         require_matplotlib()
         rendered = [(spec, render_png(spec)) for spec in specs]
+        ab_pngs = {label: render_ab_png(spec) for label, spec in ab_specs}
     compared = None
     if baseline is not None:
         label, old = baseline
@@ -64,10 +69,15 @@ def write_report(
         for spec, png in rendered:
             written.append(write_atomic(out / FIGURES_DIR / f"{spec.name}.png", png))
             figure_links.append((spec.title, f"{FIGURES_DIR}/{spec.name}.png"))
+        for label, ab_spec in ab_specs:
+            written.append(write_atomic(out / FIGURES_DIR / f"{ab_spec.name}.png", ab_pngs[label]))
+    ab_links = {label: f"{FIGURES_DIR}/{ab_spec.name}.png" for label, ab_spec in ab_specs if "png" in formats}
     if "html" in formats:
-        page = report_html(sources, rendered, notes=notes, baseline=compared)
+        page = report_html(sources, rendered, notes=notes, baseline=compared, ab=(ab_records, ab_pngs))
         written.append(write_atomic(out / HTML_NAME, page))
     if "md" in formats:
-        text = summary_markdown(sources, figures=figure_links, notes=notes, baseline=compared)
+        text = summary_markdown(
+            sources, figures=figure_links, notes=notes, baseline=compared, ab=(ab_records, ab_links)
+        )
         written.append(write_atomic(out / SUMMARY_NAME, text))
     return ReportResult(written, specs, notes)

@@ -5,11 +5,12 @@ fetched from a network), with the inputs, the decision tables with reasons, and 
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 
 from topo_gate._version import __version__
 from topo_gate.profile.schema import NCCL, DecisionEntry, Rule
+from topo_gate.report.ab_report import AbSource, ab_html
 from topo_gate.report.changes import Changes, ranges
 from topo_gate.report.figures import FigureSpec, Key
 from topo_gate.report.markdown import node_words
@@ -36,6 +37,7 @@ def report_html(
     *,
     notes: Sequence[str] = (),
     baseline: tuple[str, Sequence[Changes]] | None = None,
+    ab: tuple[Sequence[AbSource], Mapping[str, bytes]] = ((), {}),
 ) -> str:
     parts = [
         "<!DOCTYPE html>",
@@ -49,6 +51,7 @@ def report_html(
         _notes(notes, sources),
         # What changed comes before the details: it is what a reviewer of a new profile reads first.
         "" if baseline is None else _baseline(baseline, sources),
+        ab_html(ab[0], sources, ab[1]),  # the launcher's own benchmark: the verdict that matters most
     ]
     for key in _keys(sources, figures):
         parts.append(_section(key, sources, [(spec, png) for spec, png in figures if spec.key == key]))

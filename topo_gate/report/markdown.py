@@ -4,12 +4,16 @@ pull request. Pure text; every value that comes from a file is escaped for a tab
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from topo_gate.profile.schema import NCCL, Profile
 from topo_gate.report.changes import Changes, ranges
 from topo_gate.report.sources import Source
 from topo_gate.report.tables import alternatives_words, size_range
+
+if TYPE_CHECKING:  # ab_report imports this module's cell()
+    from topo_gate.report.ab_report import AbSource
 
 _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 
@@ -27,11 +31,15 @@ def summary_markdown(
     figures: Sequence[tuple[str, str]] = (),
     notes: Sequence[str] = (),
     baseline: tuple[str, Sequence[Changes]] | None = None,
+    ab: tuple[Sequence[AbSource], Mapping[str, str]] = ((), {}),
 ) -> str:
     """The whole ``summary.md``. ``figures``: (title, relative PNG path) to link; ``baseline``: its
-    label and one ``Changes`` per source (same order)."""
+    label and one ``Changes`` per source (same order); ``ab``: A/B records and their figure links."""
+    from topo_gate.report.ab_report import ab_markdown
+
     lines = ["# topo-gate report", ""]
     lines += _inputs(sources)
+    lines += ab_markdown(ab[0], sources, ab[1])
     if baseline is not None:  # first: what a reviewer of a new profile reads first
         label, per_source = baseline
         lines += ["", f"## Changes against the baseline `{cell(label)}`", ""]

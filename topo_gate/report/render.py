@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from topo_gate.decide import human_bytes
 from topo_gate.profile.schema import BACKENDS
+from topo_gate.report.ab_report import AbFigureSpec
 from topo_gate.report.figures import CONTEXT, FigureSpec, Line
 
 if TYPE_CHECKING:  # matplotlib (the optional extra) is imported on first use, not with this module
@@ -311,3 +312,82 @@ def _log_ticks(low: float, high: float) -> list[float]:
         if len(inside) >= 4:
             return inside
     return inside
+
+
+#: A/B arms: the default black (the reference, as NCCL is in the size figures), the plan blue.
+_ARM_COLOURS = {"default": "#000000", "plan": "#1f77b4", "nccl": "#7f7f7f"}
+
+
+def render_ab_png(spec: AbFigureSpec) -> bytes:
+    """An A/B record's figure: each arm's measured runs as points (a faint line joins each to the
+    default's run of its round: the pairs its ratio rests on), its median as a bar, failed runs as
+    crosses below. The first arm is the default (the record's order)."""
+    require_matplotlib()
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.transforms import blended_transform_factory
+
+    with matplotlib.rc_context(_RC):
+        height = 4.6 + NOTE_LINE_IN * len(spec.notes)
+        figure = Figure(figsize=(8.0, height), dpi=DPI)
+        FigureCanvasAgg(figure)
+        figure.subplots_adjust(
+            left=0.12,
+            right=0.97,
+            top=1 - 0.45 / height,
+            bottom=(0.6 + NOTE_LINE_IN * len(spec.notes)) / height,
+        )
+        axes = figure.add_subplot()
+        rounds = sorted({r for arm in spec.arms for r, _ in (*arm.points, *arm.failed)})
+        offset = {
+            r: (i - (len(rounds) - 1) / 2) * min(0.08, 0.5 / max(1, len(rounds)))
+            for i, r in enumerate(rounds)
+        }
+        reference = dict(spec.arms[0].points) if spec.arms else {}
+        for index, arm in enumerate(spec.arms[1:], start=1):
+            for r, value in arm.points:
+                if r in reference:  # the pair this arm's ratio rests on: the default's run of the round
+                    xs = [offset[r], index + offset[r]]
+                    axes.plot(xs, [reference[r], value], color="#bbbbbb", linewidth=0.7, zorder=1)
+        below = blended_transform_factory(axes.transData, axes.transAxes)
+        for index, arm in enumerate(spec.arms):
+            colour = _ARM_COLOURS.get(arm.arm, backend_colour(arm.arm))
+            axes.plot(
+                [index + offset[r] for r, _ in arm.points],
+                [v for _, v in arm.points],
+                "o",
+                color=colour,
+                markersize=5,
+                zorder=3,
+            )
+            if arm.median is not None:
+                axes.plot(
+                    [index - 0.3, index + 0.3],
+                    [arm.median, arm.median],
+                    color=colour,
+                    linewidth=2.4,
+                    zorder=2,
+                )
+            if arm.failed:
+                axes.plot(
+                    [index + offset[r] for r, _ in arm.failed],
+                    [0.03] * len(arm.failed),
+                    "x",
+                    color="#d62728",
+                    markersize=7,
+                    markeredgewidth=1.8,
+                    transform=below,
+                    clip_on=False,
+                    zorder=4,
+                )
+        axes.set_xticks(range(len(spec.arms)), [arm.arm for arm in spec.arms])
+        axes.set_xlim(-0.6, len(spec.arms) - 0.4)
+        axes.set_title(spec.title, loc="left")
+        axes.set_ylabel(spec.ylabel)
+        for index, note in enumerate(spec.notes):
+            y = (NOTE_LINE_IN * (len(spec.notes) - index) - 0.05) / height
+            figure.text(0.01, y, note, fontsize=8, color="#444444", va="bottom")
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()

@@ -1,0 +1,372 @@
+"""``topo-gate ab`` end to end: real processes of the stand-in benchmark, each launcher's real result
+format, the verdicts, failing runs, and what reaches the record."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from ab_helpers import CAPTURE, DATA, FINGERPRINT, PROFILE, arm_markers, node_args, planned
+
+from topo_gate.ab.record import load_record
+from topo_gate.cli import main
+from topo_gate.launchers.trtllm import OPTIONS_FLAG
+from topo_gate.profile import load_profile
+
+# Per arm, the value of each call: the warm-up first, then rounds 1-5.
+STEADY = [100.0, 100.0, 101.0, 102.0, 99.0, 100.0]
+
+
+def faster(factor: float) -> list[float]:
+    return [v * factor for v in STEADY]
+
+
+def sglang_scenario(bench, **extra) -> list[str]:
+    markers, _ = arm_markers("sglang")
+    bench.scenario(
+        arms=markers,
+        template=str(DATA / "sglang-one-batch.jsonl"),
+        set=["median_decode_throughput"],
+        result_flag="--result-filename",
+        **extra,
+    )
+    return [
+        *bench.module("sglang.benchmark.one_batch"),
+        "--model-path",
+        "M",
+        "--tp-size",
+        "2",
+        "--batch-size",
+        "8",
+    ]
+
+
+def ab(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["ab", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_sglang_win_is_recorded_shown_and_sealed(bench, capsys, tmp_path) -> None:
+    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": faster(1.1)})
+    out = tmp_path / "ab.json"
+    code, stdout, err = ab(capsys, *node_args(), "--out", str(out), "--", *cmd)
+    assert code == 0, err
+    assert "verdict: win" in stdout
+    record = load_record(out)
+    assert record["verdict"] == "win" and record["benchmark"] == "sglang-one-batch"
+    assert record["result_via"] == "flag --result-filename"
+    assert record["metric"] == {
+        "name": "median_decode_throughput",
+        "direction": "higher",
+        "unit": "tok/s",
+        "source": "file",
+        "benchmark": "sglang-one-batch",
+        "path": ["median_decode_throughput"],
+    }
+    (comparison,) = record["comparisons"]
+    assert comparison["ratio"] == pytest.approx(1.1) and comparison["pairs"] == 5
+    assert record["summary"]["default"]["samples"] == STEADY[1:]
+    assert record["profile"] == {
+        "path": str(PROFILE),
+        "digest": load_profile(PROFILE).digest,
+        "fingerprint": FINGERPRINT,
+    }
+    plan = planned("sglang")
+    assert record["arms"]["plan"]["env"] == dict(plan.env) and record["arms"]["plan"]["args"] == list(
+        plan.args
+    )
+    assert [(r["arm"], r["round"]) for r in record["runs"][:4]] == [
+        ("default", None),
+        ("plan", None),
+        ("default", 1),
+        ("plan", 1),
+    ]
+    seen = bench.seen()
+    assert len(seen) == 12
+    for call in seen:  # the plan's env reaches only the plan arm; every run writes to a fresh file
+        assert all((call["env"].get(k) == v) == (call["arm"] == "plan") for k, v in plan.env.items())
+        assert call["argv"][-2] == "--result-filename"
+    assert len({call["argv"][-1] for call in seen}) == 12
+    assert all(Path(r["stdout"]).parts[0] == "ab.runs" for r in record["runs"])
+
+
+def test_show_displays_the_record_and_refuses_an_edited_one(bench, capsys, tmp_path) -> None:
+    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": faster(1.1)})
+    out = tmp_path / "ab.json"
+    assert ab(capsys, *node_args(), "--json", "--out", str(out), "--", *cmd)[0] == 0
+    assert main(["show", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "plan/default" in shown and "verdict: win" in shown and "SGLANG_PCIE_IPC_MAX_NUMEL" in shown
+    assert main(["show", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == load_record(out)
+    data = json.loads(out.read_text())
+    data["summary"]["plan"]["median"] = 999.0
+    out.write_text(json.dumps(data))
+    assert main(["show", str(out)]) == 1
+    assert "digest mismatch" in capsys.readouterr().err
+
+
+def test_vllm_latency_regression_exits_1(bench, capsys) -> None:
+    markers, _ = arm_markers("vllm")
+    bench.scenario(
+        arms=markers,
+        values={"default": faster(0.01), "plan": faster(0.0105)},  # 5% more latency with the plan
+        template=str(DATA / "vllm-latency.json"),
+        set=["avg_latency"],
+        result_flag="--output-json",
+        stdout="Avg latency: {value} seconds",
+    )
+    cmd = [
+        bench.program("vllm"),
+        "bench",
+        "latency",
+        "--model",
+        "M",
+        "-tp",
+        "2",
+        "--output-json",
+        "mine.json",
+    ]
+    code, stdout, err = ab(capsys, *node_args(), "--json", "--", *cmd)
+    assert code == 1, err
+    record = json.loads(stdout)
+    assert record["verdict"] == "regression" and record["metric"]["direction"] == "lower"
+    assert record["comparisons"][0]["ratio"] == pytest.approx(1.05)
+    # ab's own path comes last, so the user's --output-json mine.json never receives a run's result
+    assert all(call["argv"][-2:][0] == "--output-json" for call in bench.seen())
+    assert not Path("mine.json").exists()
+
+
+def test_trtllm_no_difference_reads_the_options_file_the_plan_wrote(bench, capsys) -> None:
+    markers, _ = arm_markers("trtllm")
+    assert "config" in markers[0]  # TensorRT-LLM's knob lives in its options file
+    bench.scenario(
+        arms=markers,
+        config_flag=OPTIONS_FLAG,
+        values={"default": [100, 100, 102, 98, 101, 99], "plan": [100, 101, 99, 100, 102, 98]},
+        template=str(DATA / "trtllm-throughput.json"),
+        set=["performance", "system_output_throughput_tok_s"],
+        result_flag="--report_json",
+    )
+    cmd = [bench.program("trtllm-bench"), "--model", "M", "throughput", "--tp", "2", "--dataset", "d.jsonl"]
+    code, stdout, err = ab(capsys, *node_args(), "--json", "--", *cmd)
+    assert code == 0, err
+    record = json.loads(stdout)
+    assert record["verdict"] == "no difference" and record["tp"] == 2
+    options = [
+        call["argv"][call["argv"].index(OPTIONS_FLAG) + 1] for call in bench.seen() if call["arm"] == "plan"
+    ]
+    assert len(options) == 6
+    assert not any(os.path.exists(path) for path in options)  # the options files are removed afterwards
+    assert all(OPTIONS_FLAG not in call["argv"] for call in bench.seen() if call["arm"] == "default")
+
+
+def test_a_failing_run_and_a_missing_metric_are_failed_runs_not_zeros(bench, capsys) -> None:
+    cmd = sglang_scenario(
+        bench,
+        values={"default": STEADY, "plan": faster(1.1)},
+        exit={"plan": {"2": 3}},  # round 2 of the plan exits 3
+        omit={"default": [4]},  # round 4 of the default writes its result without the metric
+    )
+    code, stdout, err = ab(capsys, *node_args(), "--json", "--", *cmd)
+    assert code == 0, err
+    record = json.loads(stdout)
+    runs = {(r["arm"], r["round"]): r for r in record["runs"]}
+    failed, missing = runs[("plan", 2)], runs[("default", 4)]
+    assert (failed["status"], failed["exit_code"], failed["value"]) == ("failed", 3, None)
+    assert failed["tail"] == ["fake benchmark: plan call 2 fails with status 3"]
+    assert missing["status"] == "no-metric" and "has no median_decode_throughput" in missing["reason"]
+    assert record["summary"]["plan"]["failures"] == 1 and record["summary"]["default"]["failures"] == 1
+    assert record["comparisons"][0]["pairs"] == 3 and record["verdict"] == "win"
+
+
+def test_fewer_than_three_successful_runs_is_no_verdict(bench, capsys, tmp_path) -> None:
+    cmd = sglang_scenario(
+        bench, values={"default": STEADY, "plan": faster(1.1)}, exit={"plan": {"1": 1, "2": 1, "3": 1}}
+    )
+    code, stdout, err = ab(capsys, *node_args(), "--out", str(tmp_path / "ab.json"), "--", *cmd)
+    assert code == 1, err
+    assert "verdict: no verdict" in stdout and "Runs that do not count" in stdout
+    (comparison,) = load_record(tmp_path / "ab.json")["comparisons"]
+    assert comparison["reason"] == "plan has 2 successful runs of 5 (a verdict needs 3)"
+
+
+def test_three_arms_the_nccl_arm_and_no_plugin_in_any_arm(bench, capsys, monkeypatch) -> None:
+    markers, distinct = arm_markers("sglang")
+    assert distinct
+    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": faster(1.1), "nccl": faster(0.97)})
+    monkeypatch.setenv("TOPO_GATE_PROFILE", str(PROFILE))
+    code, stdout, err = ab(capsys, *node_args(), "--arms", "nccl,plan,default", "--json", "--", *cmd)
+    assert code == 0, err
+    record = json.loads(stdout)
+    assert list(record["arms"]) == ["default", "plan", "nccl"]
+    assert [(c["arm"], c["verdict"]) for c in record["comparisons"]] == [
+        ("plan", "win"),
+        ("nccl", "regression"),
+    ]
+    assert {call["arm"] for call in bench.seen()} == {"default", "plan", "nccl"}
+    assert all("TOPO_GATE_PROFILE" not in call["env"] for call in bench.seen())
+    assert any("TOPO_GATE_PROFILE removed" in note for note in record["notes"])
+
+
+def test_a_plan_the_command_already_has_is_identical_and_not_run(bench, capsys, monkeypatch) -> None:
+    plan = planned("sglang")
+    cmd = sglang_scenario(bench, values={"default": STEADY})
+    for key, value in plan.env.items():
+        monkeypatch.setenv(key, value)
+    code, stdout, err = ab(capsys, *node_args(), "--json", "--", *cmd, *plan.args)
+    assert code == 0, err
+    record = json.loads(stdout)
+    assert record["verdict"] == "identical" and record["runs"] == []
+    assert bench.seen() == []
+
+
+def test_the_node_from_a_capture(bench, capsys) -> None:
+    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": faster(1.1)})
+    code, stdout, err = ab(capsys, "--profile", str(PROFILE), "--from", str(CAPTURE), "--json", "--", *cmd)
+    assert code == 0, err
+    assert json.loads(stdout)["node"] == {"fingerprint": FINGERPRINT, "checked_by": "capture"}
+
+
+def test_a_client_benchmark_runs_through_a_wrapper_that_reads_the_result_path(bench, capsys) -> None:
+    markers, _ = arm_markers("vllm")
+    bench.scenario(
+        arms=markers,
+        values={"default": STEADY, "plan": faster(1.1)},
+        template=str(DATA / "vllm-serve.json"),
+        set=["output_throughput"],
+    )
+    wrapper = bench.program("serve_and_bench.sh")
+    code, stdout, err = ab(
+        capsys, *node_args(), "--bench", "vllm-serve", "--json", "--", wrapper, "M", "-tp", "2"
+    )
+    assert code == 0, err
+    record = json.loads(stdout)
+    assert record["result_via"] == "env TOPO_GATE_AB_RESULT" and record["verdict"] == "win"
+    assert all("--result-filename" not in call["argv"] for call in bench.seen())
+
+
+def test_regex_metric_on_stdout(bench, capsys) -> None:
+    cmd = sglang_scenario(
+        bench,
+        values={"default": STEADY, "plan": faster(0.8)},
+        stdout="Decode.  median throughput: {value} token/s",
+    )
+    regex = r"tps=median throughput: (?P<value>[0-9.]+)"
+    code, stdout, err = ab(
+        capsys, *node_args(), "--metric-regex", regex, "--higher-is-better", "--json", "--", *cmd
+    )
+    assert code == 1, err
+    record = json.loads(stdout)
+    assert record["metric"]["source"] == "stdout" and record["verdict"] == "regression"
+
+
+def test_shuffled_order_is_recorded_and_reproducible(bench, capsys) -> None:
+    from topo_gate.ab.schedule import schedule
+
+    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": faster(1.1)})
+    code, stdout, _ = ab(capsys, *node_args(), "--order", "shuffle", "--seed", "5", "--json", "--", *cmd)
+    record = json.loads(stdout)
+    expected = schedule(["default", "plan"], runs=5, order="shuffle", seed=5)
+    assert [(r["arm"], r["round"]) for r in record["runs"]] == [(s.arm, s.round) for s in expected]
+    assert record["method"]["order"] == "shuffle" and record["method"]["seed"] == 5 and code == 0
+
+
+def test_secrets_in_the_command_stay_out_of_the_record(bench, capsys, tmp_path) -> None:
+    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": faster(1.1)})
+    out = tmp_path / "ab.json"
+    code, _, err = ab(capsys, *node_args(), "--out", str(out), "--", *cmd, "--api-key", "hunter2secret")
+    assert code == 0, err
+    assert "hunter2secret" not in out.read_text()
+    assert load_record(out)["command"][-2:] == ["--api-key", "<redacted>"]
+
+
+@pytest.mark.parametrize(
+    "argv, code, message",
+    [
+        (["--bench", "vllm-latency", "--", "no-such-benchmark-here", "-tp", "2"], 127, "command not found"),
+        (["--", "vllm", "bench", "serve", "-tp", "2"], 2, "is a client"),
+        (["--", "./bench.sh", "-tp", "2"], 2, "cannot tell the launcher"),
+        (["--launcher", "vllm", "--", "./bench.sh", "-tp", "2"], 2, "give --bench"),
+        (["--bench", "vllm-latency", "--arms", "plan", "--", "x"], 2, "--arms"),
+        (["--bench", "vllm-latency", "--metric", "tps", "--", "x"], 2, "choose from avg_latency"),
+        (["--bench", "vllm-latency", "--higher-is-better", "--", "x"], 2, "go with --metric-regex"),
+    ],
+)
+def test_bad_input_is_one_line_and_the_documented_code(bench, capsys, argv, code, message) -> None:
+    found, _, err = ab(capsys, "--profile", str(PROFILE), "--node-fingerprint", FINGERPRINT, *argv)
+    assert found == code
+    assert err.startswith("topo-gate: error: ") and message in err and len(err.strip().splitlines()) == 1
+    assert bench.seen() == []
+
+
+def test_fewer_than_three_rounds_is_refused_before_anything_runs(bench, capsys) -> None:
+    code, _, err = ab(capsys, *node_args(), "--bench", "vllm-latency", "--runs", "2", "--", "x", "-tp", "2")
+    assert code == 2 and "'--runs': 2 is not in the range x>=3" in err
+
+
+def test_a_command_that_is_not_executable_exits_126(bench, capsys) -> None:
+    script = bench.root / "bench.sh"
+    script.write_text("#!/bin/sh\n")
+    code, _, err = ab(capsys, *node_args(), "--bench", "vllm-latency", "--", str(script), "-tp", "2")
+    assert code == 126 and "not an executable file" in err
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--node-fingerprint", "sha256:" + "cd" * 32], "the profile gives no plan here"),
+        (["--node-fingerprint", FINGERPRINT, "--tp", "4"], "disagrees with the command's TP size 2"),
+    ],
+)
+def test_a_plan_that_cannot_be_made_exits_1_with_the_reason_and_runs_nothing(
+    bench, capsys, extra, message
+) -> None:
+    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": STEADY})
+    code, _, err = ab(capsys, "--profile", str(PROFILE), *extra, "--", *cmd)
+    assert code == 1 and message in err and err.startswith("topo-gate: error: ")
+    assert bench.seen() == []
+
+
+def test_an_unreadable_capture_exits_3(bench, capsys, tmp_path) -> None:
+    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": STEADY})
+    (tmp_path / "bad.json").write_text("{")
+    code, _, err = ab(capsys, "--profile", str(PROFILE), "--from", str(tmp_path / "bad.json"), "--", *cmd)
+    assert code == 3 and "no plan without the node" in err
+
+
+def test_an_out_that_cannot_be_written_exits_8_before_any_run(bench, capsys, tmp_path) -> None:
+    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": STEADY})
+    code, _, err = ab(capsys, *node_args(), "--out", str(tmp_path / "missing" / "ab.json"), "--", *cmd)
+    assert code == 8 and "does not exist" in err
+    assert bench.seen() == []
+
+
+def test_the_plan_arm_is_the_exec_plan(bench, capsys) -> None:
+    """What the plan arm runs is what ``topo-gate exec`` runs: the same argv and launcher env."""
+    import subprocess
+
+    reporter = bench.root / "reporter.py"
+    reporter.write_text(
+        "import json, os, sys\nprint(json.dumps({'argv': sys.argv[1:], 'env': {k: v for k, v in os.environ.items()"
+        " if k.startswith(('SGLANG_', 'TOPO_GATE_NODE'))}}))\n"
+    )
+    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": faster(1.1)})
+    exec_cmd = [sys.executable, str(reporter), *cmd[3:]]
+    done = subprocess.run(
+        [sys.executable, "-m", "topo_gate", "exec", *node_args(), "--launcher", "sglang", "--", *exec_cmd],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    by_exec = json.loads(done.stdout)
+    assert ab(capsys, *node_args(), "--json", "--", *cmd)[0] == 0
+    plan_call = next(call for call in bench.seen() if call["arm"] == "plan")
+    assert plan_call["argv"][:-2] == by_exec["argv"]  # ab appends only its result flag
+    ours = {k: v for k, v in plan_call["env"].items() if k.startswith(("SGLANG_", "TOPO_GATE_NODE"))}
+    assert ours == by_exec["env"]

@@ -1,0 +1,171 @@
+"""Each arm's command and environment, exactly as ``topo-gate exec`` would run it.
+
+- ``default``: the command and environment as given: what the launcher runs when left alone.
+- ``plan``: the profile's plan (``launchers.PLANNERS``) folded into the command by
+  ``launchers.exec.prepare``, the same merge ``exec`` does (the user's own flags and env win, with a
+  warning; TensorRT-LLM's config goes into a fresh options file merged with the user's).
+- ``nccl``: ``launchers.nccl_plan``'s NCCL-forcing knobs through the same ``prepare``.
+
+Every arm runs without the plugin variables (``TOPO_GATE_PROFILE``, ``TOPO_GATE_PLUGIN_APPLIED``):
+a launcher plugin would otherwise apply the plan inside the ``default`` arm too, and the A/B would
+compare the plan with itself.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from topo_gate.ab.benchmarks import Benchmark, tp_from_flags
+from topo_gate.launchers import PLANNERS, LaunchPlan, nccl_plan
+from topo_gate.launchers.detect import TpFlagError, tp_from_command
+from topo_gate.launchers.exec import prepare
+from topo_gate.plugins import APPLIED_ENV, PROFILE_ENV
+from topo_gate.profile.reader import FINGERPRINT_ENV
+
+ARMS = ("default", "plan", "nccl")
+PLUGIN_ENV = (PROFILE_ENV, APPLIED_ENV)
+NCCL_REASON = "the nccl arm: every fast path off, NCCL at every size"
+
+
+class PlanUnavailable(Exception):
+    """The plan arm cannot follow the profile; the message is the planner's reason, one line."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    """What one arm runs, and the knobs that make it differ from the default (for the record)."""
+
+    name: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    knobs: Mapping[str, Any]
+    temp_dirs: tuple[str, ...] = ()
+    same_as: str | None = None  # an earlier arm whose command and environment this one repeats
+
+
+def command_tp(cmd: Sequence[str], launcher: str, benchmark: Benchmark | None) -> int | None:
+    """The TP size ``cmd`` names: the launcher's own TP flags (``launchers.detect``), else the
+    benchmark's (``trtllm-bench --tp``). ``ValueError`` for a value that is not a TP size."""
+    try:
+        named = tp_from_command(cmd, launcher)
+    except TpFlagError as error:
+        raise ValueError(str(error)) from None
+    if named is None and benchmark is not None and benchmark.tp_flags:
+        named = tp_from_flags(cmd, benchmark.tp_flags)
+    return named
+
+
+def make_plan(
+    profile: str,
+    launcher: str,
+    *,
+    tp: int,
+    gpus: list[int] | None,
+    hidden: int | None,
+    model: str | None,
+    fingerprint: str,
+) -> LaunchPlan:
+    """The plan ``exec`` would follow on this verified node; ``PlanUnavailable`` on any fallback
+    (there is then no plan to compare: the arm would run NCCL or the launcher's default)."""
+    plan = PLANNERS[launcher](
+        profile,
+        tp=tp,
+        gpus=gpus,
+        strict=False,
+        fallback="launcher-default",
+        fingerprint=fingerprint,
+        hidden=hidden,
+        model=model,
+        trust_unverified_node=False,
+    )
+    if plan.fallback:
+        raise PlanUnavailable(f"the profile gives no plan here: {plan.reason}")
+    return plan
+
+
+def build_arms(
+    names: Sequence[str],
+    cmd: Sequence[str],
+    environ: Mapping[str, str],
+    *,
+    launcher: str,
+    plan: LaunchPlan | None,
+    fingerprint: str | None,
+) -> list[Arm]:
+    """The arms named, in order. ``ValueError``/``OSError`` when a plan cannot be merged into ``cmd``
+    (a malformed ``--compilation-config``, an unreadable options file); temp files of arms already
+    built are removed then."""
+    base = {key: value for key, value in environ.items() if key not in PLUGIN_ENV}
+    built: list[Arm] = []
+    try:
+        for name in names:
+            if name == "default":
+                arm = Arm("default", tuple(cmd), base, _knobs(None, (), (), "CMD and environment as given"))
+            elif name == "plan":
+                if plan is None:
+                    raise ValueError("the plan arm needs a plan")
+                arm = _merged("plan", cmd, base, plan, fingerprint)
+            elif name == "nccl":
+                arm = _merged("nccl", cmd, base, nccl_plan(launcher, NCCL_REASON, fallback="nccl"), None)
+            else:
+                raise ValueError(f"unknown arm {name!r} (known: {', '.join(ARMS)})")
+            earlier = next((a.name for a in built if _identity(a) == _identity(arm)), None)
+            built.append(
+                Arm(arm.name, arm.argv, arm.env, {**arm.knobs, "same_as": earlier}, arm.temp_dirs, earlier)
+            )
+    except BaseException:
+        remove_temp_dirs(built)
+        raise
+    return built
+
+
+def _merged(
+    name: str, cmd: Sequence[str], environ: Mapping[str, str], plan: LaunchPlan, fingerprint: str | None
+) -> Arm:
+    merged = prepare(cmd, plan, environ, verified_fingerprint=fingerprint)
+    knobs = _knobs(plan, merged.added, merged.warnings, plan.reason)
+    return Arm(name, merged.argv, merged.env, knobs, merged.temp_dirs)
+
+
+def _knobs(
+    plan: LaunchPlan | None, added: Sequence[str], warnings: Sequence[str], reason: str
+) -> dict[str, Any]:
+    return {
+        "args": list(plan.args) if plan else [],
+        "env": dict(plan.env) if plan else {},
+        "config": dict(plan.config) if plan else {},
+        "added": list(added),
+        "warnings": list(warnings),
+        "notes": list(plan.notes) if plan else [],
+        "reason": reason,
+    }
+
+
+def _identity(arm: Arm) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """What the arm runs, with a written options file read back (its path is fresh per arm) and the
+    fingerprint export left out (it only tells a launcher-side ``gate()`` the node was checked)."""
+    argv = tuple(_file_content(token, arm.temp_dirs) for token in arm.argv)
+    env = tuple(sorted((k, v) for k, v in arm.env.items() if k != FINGERPRINT_ENV))
+    return argv, env
+
+
+def _file_content(token: str, temp_dirs: Sequence[str]) -> str:
+    name, eq, value = token.partition("=")
+    path = value if eq else token
+    if not any(path.startswith(folder + os.sep) for folder in temp_dirs):
+        return token
+    with open(path, encoding="utf-8") as handle:
+        content = handle.read()
+    return f"{name}=<file {content}>" if eq else f"<file {content}>"
+
+
+def remove_temp_dirs(arms: Sequence[Arm]) -> None:
+    """Remove the options files written for the arms (``exec`` never needs to: it becomes CMD)."""
+    import shutil
+
+    for arm in arms:
+        for folder in arm.temp_dirs:
+            shutil.rmtree(folder, ignore_errors=True)

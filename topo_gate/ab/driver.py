@@ -1,0 +1,238 @@
+"""What ``topo-gate ab`` does between reading its options and printing: which benchmark, launcher,
+metric, arms and TP size the command means, then the session and its record.
+
+Every refusal is a ``Refused`` with one line and its kind: ``usage`` (exit 2: the command or options
+do not say what to measure) or ``no-plan`` (exit 1: there is no plan to compare with).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from topo_gate._atomic import OutputRefused
+from topo_gate.ab import verdict
+from topo_gate.ab.arms import ARMS, PLUGIN_ENV, Arm, command_tp
+from topo_gate.ab.benchmarks import BENCHMARKS, RESULT_ENV, Benchmark, recognize
+from topo_gate.ab.metrics import MetricSpec, file_metric, regex_metric
+from topo_gate.ab.schedule import schedule
+from topo_gate.ab.session import Progress
+
+
+class Refused(Exception):
+    """``ab`` cannot start. ``kind``: ``usage`` or ``no-plan``."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def resolve_benchmark(
+    cmd: Sequence[str], bench: str | None, launcher: str | None
+) -> tuple[Benchmark | None, bool, str]:
+    """The benchmark whose result to read, whether CMD is that benchmark itself (then its result flag
+    is appended; else a wrapper reads ``TOPO_GATE_AB_RESULT``), and the launcher to plan for."""
+    from topo_gate.launchers import LAUNCHERS
+    from topo_gate.launchers.detect import detect_launcher
+
+    benchmark = BENCHMARKS[bench] if bench else recognize(cmd)
+    by_flag = benchmark is not None and recognize(cmd) is benchmark
+    if benchmark is not None and benchmark.client and by_flag:
+        raise Refused(
+            "usage",
+            f"{benchmark.title} is a client: the plan must reach the server; run a script that starts the "
+            f"server with its arguments and writes the client's result to ${RESULT_ENV}, with --bench {benchmark.name}",
+        )
+    chosen = launcher or (benchmark.launcher if benchmark else None) or detect_launcher(cmd)
+    if chosen is None:
+        raise Refused(
+            "usage", f"cannot tell the launcher from {cmd[0]!r}; pass --launcher {'|'.join(LAUNCHERS)}"
+        )
+    return benchmark, by_flag, chosen
+
+
+def choose_metric(
+    benchmark: Benchmark | None, name: str | None, regex: str | None, higher_is_better: bool | None
+) -> MetricSpec:
+    """``--metric`` of the benchmark (default: its headline metric) or ``--metric-regex``."""
+    try:
+        if regex is not None:
+            if name is not None:
+                raise ValueError("give --metric or --metric-regex, not both")
+            return regex_metric(regex, higher_is_better=higher_is_better)
+        if higher_is_better is not None:
+            raise ValueError(
+                "--higher-is-better/--lower-is-better go with --metric-regex (a file metric knows its own)"
+            )
+        if benchmark is None:
+            raise ValueError(
+                f"cannot tell which benchmark CMD runs: give --bench ({', '.join(BENCHMARKS)}) or --metric-regex NAME=REGEX"
+            )
+        return file_metric(benchmark, name)
+    except ValueError as error:
+        raise Refused("usage", str(error)) from None
+
+
+def arm_names(text: str) -> list[str]:
+    """``--arms``: the default and at least one other, in ``ARMS`` order (the default, the reference
+    of every ratio, first)."""
+    names = list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    unknown = [name for name in names if name not in ARMS]
+    if unknown or "default" not in names or len(names) < 2:
+        raise Refused(
+            "usage",
+            f"--arms: default and at least one of plan, nccl (known: {', '.join(ARMS)}), got {text!r}",
+        )
+    return [name for name in ARMS if name in names]
+
+
+def resolve_tp(
+    tp: int | None, cmd: Sequence[str], launcher: str, benchmark: Benchmark | None
+) -> tuple[int, str | None]:
+    """The TP size as ``exec`` reads it, and a warning; where exec would force NCCL (``--tp``
+    disagrees with CMD), there is no plan to compare."""
+    try:
+        named = command_tp(cmd, launcher, benchmark)
+    except ValueError as error:
+        raise Refused("usage", str(error)) from None
+    if tp is None:
+        if named is None:
+            raise Refused("usage", "CMD names no TP size (e.g. -tp 4): pass --tp N")
+        return named, None
+    if named is None:
+        return tp, f"CMD names no TP size; planning for --tp {tp}"
+    if named != tp:
+        raise Refused("no-plan", f"no plan: --tp {tp} disagrees with the command's TP size {named}")
+    return tp, None
+
+
+def logs_folder(logs: Path | None, out: Path | None) -> Path:
+    """``--logs`` (new or empty), else a fresh folder under ``<out>.runs/`` (or ``topo-gate-ab.runs/``)."""
+    try:
+        if logs is not None:
+            if logs.exists() and any(logs.iterdir()):
+                raise OutputRefused(f"{logs}: refusing to write run logs into a folder that is not empty")
+            logs.mkdir(exist_ok=True)
+            return logs
+        base = out.with_name(out.stem + ".runs") if out is not None else Path("topo-gate-ab.runs")
+        base.mkdir(exist_ok=True)
+        folder = base / f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{os.getpid()}"
+        folder.mkdir()
+        return folder
+    except OSError as error:
+        raise OutputRefused(f"cannot create the run log folder: {error.strerror or error}") from None
+
+
+def session_notes(arms: Sequence[Arm], environ: Mapping[str, str]) -> list[str]:
+    """What a reader of the result must know about how the arms were built."""
+    notes = [
+        f"{name} removed from every arm's environment (a plugin would apply the plan in the default arm too)"
+        for name in PLUGIN_ENV
+        if name in environ
+    ]
+    for arm in arms:
+        if arm.same_as == "default":
+            notes.append(f"{arm.name} adds nothing to CMD: it is not run, its verdict is 'identical'")
+        elif arm.same_as:
+            notes.append(f"{arm.name} runs the same command as {arm.same_as}; both are run")
+        notes.extend(f"{arm.name}: {warning}" for warning in arm.knobs["warnings"])
+    return notes
+
+
+@dataclass(frozen=True)
+class Request:
+    """Everything the session and its record need, as the command line gave it."""
+
+    cmd: tuple[str, ...]
+    arms: tuple[Arm, ...]
+    metric: MetricSpec
+    by_flag: bool
+    launcher: str
+    tp: int
+    model: str | None
+    hidden: int | None
+    profile: str
+    fingerprint: str | None
+    checked_by: str
+    runs: int
+    warmup: int
+    order: str
+    seed: int
+    margin: float
+    timeout_s: float | None
+    out: Path | None
+    logs: Path
+    notes: tuple[str, ...]
+
+    @property
+    def measured(self) -> list[str]:
+        """The arms that run: every arm but one that repeats the default's command."""
+        return [arm.name for arm in self.arms if arm.same_as != "default"]
+
+
+def run_ab(request: Request, *, on_progress: Progress | None = None) -> dict[str, Any]:
+    """Run the session, judge it, write the record to ``request.out`` if given; the sealed record."""
+    from topo_gate.ab.outcome import build_record, evaluate
+    from topo_gate.ab.profile_info import profile_info
+    from topo_gate.ab.record import seal, write_record
+    from topo_gate.ab.session import run_session, sigterm_as_interrupt
+    from topo_gate.launchers import PINNED
+
+    measured = request.measured
+    slots = (
+        schedule(measured, runs=request.runs, order=request.order, seed=request.seed, warmups=request.warmup)
+        if len(measured) > 1
+        else []  # every other arm repeats the default's command: nothing to compare
+    )
+    with sigterm_as_interrupt():
+        results = run_session(
+            request.arms,
+            slots,
+            metric=request.metric,
+            logs=request.logs,
+            timeout_s=request.timeout_s,
+            result_by_flag=request.by_flag,
+            on_progress=on_progress if slots else None,
+        )
+    summaries, comparisons = evaluate(
+        request.arms, results, metric=request.metric, margin=request.margin, seed=request.seed
+    )
+    metric = request.metric
+    record = build_record(
+        command=request.cmd,
+        launcher=request.launcher,
+        launcher_version=PINNED[request.launcher],
+        metric=metric,
+        result_via="stdout"
+        if metric.regex is not None or metric.benchmark is None
+        else (f"flag {metric.benchmark.result_flag}" if request.by_flag else f"env {RESULT_ENV}"),
+        model=request.model,
+        hidden=request.hidden,
+        tp=request.tp,
+        profile=profile_info(request.profile, request.fingerprint),
+        node={"fingerprint": request.fingerprint, "checked_by": request.checked_by},
+        method={
+            "runs": request.runs,
+            "warmups": request.warmup,
+            "order": request.order,
+            "seed": request.seed,
+            "margin": request.margin,
+            "ci_level": verdict.CI_LEVEL,
+            "bootstrap": verdict.RESAMPLES,
+            "timeout_s": request.timeout_s,
+            "logs": str(request.logs),
+        },
+        arms=request.arms,
+        results=results,
+        summaries=summaries,
+        comparisons=comparisons,
+        notes=request.notes,
+        folder=(request.out.parent if request.out is not None else request.logs),
+    )
+    if request.out is not None:
+        write_record(request.out, record)
+    return seal(record)
