@@ -63,6 +63,7 @@ BACKENDS: tuple[str, ...] = (
     "trtllm_fused_oneshot_sglang",
     "trtllm_fused_twoshot_sglang",
     "symm_mem_twoshot_vllm",
+    "custom_v2_sglang",
     "pcie_ipc",
     "gloo",
     "gloo_ring",

@@ -37,6 +37,7 @@ _CUDA_PLAIN = (
     "trtllm_twoshot_sglang",
     "symm_mem_twoshot_vllm",
     "vllm_custom",
+    "custom_v2_sglang",
     "pcie_ipc",
 )
 

@@ -35,6 +35,7 @@ BACKENDS_BY_NAME: dict[str, str] = {
     "symm_mem_twoshot": "topo_gate.trials.backends.symm_mem:SymmMemTwoshot",
     "symm_mem_twoshot_vllm": "topo_gate.trials.backends.symm_mem:SymmMemTwoshotVllm",
     "vllm_custom": "topo_gate.trials.backends.vllm_custom:VllmCustom",
+    "custom_v2_sglang": "topo_gate.trials.backends.custom_v2:CustomV2Sglang",
     "pcie_ipc": "topo_gate.trials.backends.pcie_ipc:PcieIpc",
 }
 

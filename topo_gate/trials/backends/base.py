@@ -91,6 +91,13 @@ class Backend(ABC):
         """Return a callable doing one collective on ``buffers``; it must be capturable in a CUDA
         graph (no host sync, no allocation after its first call) and deterministic in its outputs."""
 
+    def prepare_result(self, tokens: int, x: torch.Tensor) -> Callable[[], torch.Tensor] | None:
+        """For a kernel that allocates its own output (SGLang's custom all-reduce v2): a call like
+        ``prepare``'s that returns the tensor holding the sum of ``x``, which the ``+rmsnorm``
+        composite hands to the norm as the launcher does, instead of through a copy into ``out``.
+        ``None`` (the default): the backend writes ``out``, and only ``prepare`` is used."""
+        return None
+
     def after_capture(self) -> None:  # noqa: B027 -- optional hook
         """Collective: the timer calls it on every rank right after each CUDA graph capture of this
         backend's calls, before the first replay. vLLM's custom all-reduce needs it to exchange the

@@ -78,13 +78,20 @@ class _Composite(Backend):
             )
 
     def prepare(self, tokens: int, buffers: TrialBuffers) -> Callable[[], None]:
-        reduced = torch.empty_like(buffers.x)  # allocated here, never inside the captured call
-        all_reduce = self._plain.prepare(tokens, TrialBuffers(x=buffers.x, out=reduced))
         norm, residual, weight = self._norm, buffers.residual, buffers.weight
         out, residual_out = buffers.out, buffers.residual_out
         assert residual is not None and weight is not None and residual_out is not None, (
             "the allreduce_rmsnorm pattern's buffers carry residual, weight and residual_out"
         )
+        returning = self._plain.prepare_result(tokens, buffers.x)
+        if returning is not None:
+            # The kernel's own output goes to the norm, as in the launcher (Backend.prepare_result).
+            def norm_of_result() -> None:
+                norm(returning(), residual, weight, out, residual_out)
+
+            return norm_of_result
+        reduced = torch.empty_like(buffers.x)  # allocated here, never inside the captured call
+        all_reduce = self._plain.prepare(tokens, TrialBuffers(x=buffers.x, out=reduced))
 
         def all_reduce_then_norm() -> None:
             all_reduce()
