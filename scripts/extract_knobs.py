@@ -31,13 +31,54 @@ import sys
 import zipfile
 from pathlib import Path
 
+import extract_route_tables as route_tables
+
 RELEVANT = re.compile(
     r"all[-_]?reduce|extra_llm_api_options|symm[-_]?mem|mscclpp|nccl|pcie[-_]ipc|compilation[-_]config|^-cc$|^-O$",
     re.IGNORECASE,
 )
 # Env vars the route models read whose names RELEVANT does not catch: SGLang's torch symm-mem
-# communicator raises its size limit under these (srt/distributed/device_communicators/torch_symm_mem.py).
-ROUTED_ENV = {"SGLANG_OPT_USE_INKLING_CUSTOM_AR", "SGLANG_OPT_USE_INKLING_FUSED_AR_SCONV"}
+# communicator raises its size limit under these (srt/distributed/device_communicators/torch_symm_mem.py);
+# vLLM's batch-invariant mode turns FlashInfer, symm-mem and the fusion pass off (cuda_communicator.py).
+ROUTED_ENV = {
+    "SGLANG_OPT_USE_INKLING_CUSTOM_AR",
+    "SGLANG_OPT_USE_INKLING_FUSED_AR_SCONV",
+    "VLLM_BATCH_INVARIANT",
+}
+# Flags the route models read whose names RELEVANT does not catch. SGLang: what its per-architecture
+# fusion auto-enable checks besides the model (arg_groups/overrides.py: attention DP, the MoE A2A
+# backend, Waterfill's A2A override, the node count). vLLM: what decides whether the fusion pass runs
+# (config/vllm.py: the optimization level's pass defaults, and --enforce-eager's compilation mode NONE).
+ROUTED_FLAGS = {
+    "sglang": {
+        "--attn-dp-size",
+        "--attention-data-parallel-size",
+        "--dp-size",
+        "--data-parallel-size",
+        "--enable-dp-attention",
+        "--moe-a2a-backend",
+        "--enable-waterfill",
+        "--nnodes",
+    },
+    "vllm": {"--optimization-level", "--enforce-eager"},
+}
+# Env vars outside a launcher's namespace that change its routing, read by a library it calls; the
+# launcher's own source never names them, so they are declared here with who reads them and why.
+FOREIGN_ENV: dict[str, dict[str, dict]] = {
+    "sglang": {
+        # torch c10d symmetric memory (CUDASymmetricMemoryUtils.cpp, device_has_multicast_support):
+        # "1" stops torch from creating NVLink multicast objects; SGLang's torch symm-mem communicator
+        # then disables itself and custom all-reduce v2 loses its multicast two-shot pull.
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST": {"kind": "foreign", "read_by": "torch", "default": None},
+    },
+    "vllm": {
+        # As above: vLLM's symm-mem communicator disables itself, and custom all-reduce keeps its
+        # 8 MiB default instead of the capability table it uses next to symm-mem.
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST": {"kind": "foreign", "read_by": "torch", "default": None},
+        # config/vllm.py reads it ("1": compilation mode NONE, so the fusion pass never runs).
+        "TORCH_COMPILE_DISABLE": {"kind": "foreign", "read_by": "vllm (config/vllm.py)", "default": None},
+    },
+}
 OUT_DIR = Path(__file__).resolve().parent.parent / "topo_gate" / "launchers" / "data"
 # Names used in the launchers' size tables (``64 * MiB``); anything else in a table is an error.
 SIZE_NAMES = {"KiB": 1024, "MiB": 1024 * 1024, "KB": 1024, "MB": 1024 * 1024, "GiB": 1024**3}
@@ -244,6 +285,7 @@ def _maybe_literal(node: ast.AST) -> object:
 
 def sglang_manifest(src: Source) -> dict:
     comm = "sglang/srt/distributed/device_communicators/"
+    overrides = "sglang/srt/arg_groups/overrides.py"
     return {
         "flags": sglang_flags(src),
         "env": sglang_env(src),
@@ -280,6 +322,22 @@ def sglang_manifest(src: Source) -> dict:
                     src.tree(comm + "torch_symm_mem.py"),
                     "_WORLD_SIZES_MULTIMEM",
                     in_class="TorchSymmMemCommunicator",
+                )
+            ),
+            # The JIT custom all-reduce v2's tuned dispatch tables (configs/custom_all_reduce_v2.py):
+            # per architecture table and world size, graph and eager thresholds, multicast allowed.
+            "custom_ar_v2_configs": route_tables.sglang_custom_v2_configs(src.files[route_tables.V2_CONFIGS]),
+            # Architectures whose fusion SGLang switches on by itself (arg_groups/overrides.py), and the
+            # MiMo ones that get the CuTe DSL backend instead, for the TP sizes that backend supports.
+            "flashinfer_allreduce_fusion_archs": route_tables.frozenset_literal(
+                src.tree(overrides), "_FLASHINFER_ALLREDUCE_FUSION_ARCHS"
+            ),
+            "cutedsl_fusion_archs": route_tables.membership_tuple(
+                src.tree(overrides), "_flashinfer_allreduce_fusion_auto_enable", "is_mimo"
+            ),
+            "cutedsl_fusion_world_sizes": literal(
+                find_assignment(
+                    src.tree("sglang/srt/layers/flashinfer_mnnvl_cutedsl.py"), "SUPPORTED_TP_SIZES"
                 )
             ),
         },
@@ -398,6 +456,17 @@ def vllm_manifest(src: Source) -> dict:
                 find_assignment(
                     src.tree(comm + "symm_mem.py"), "_WORLD_SIZES_MULTIMEM", in_class="SymmMemCommunicator"
                 )
+            ),
+            # The standalone FlashInfer MNNVL all-reduce's tuned limit, keyed "capability,TP,nodes"
+            # (all_reduce_utils.py; flashinfer_all_reduce.py reads it when the backend resolves to mnnvl).
+            "fi_mnnvl_allreduce_max_size_mb": route_tables.tuple_keyed(
+                ast.literal_eval(
+                    find_assignment(src.tree(comm + "all_reduce_utils.py"), "FI_MNNVL_ALLREDUCE_MAX_SIZE_MB")
+                )
+            ),
+            # vLLM's NCCL symmetric-memory all-reduce ranges (VLLM_USE_NCCL_SYMM_MEM=1).
+            "nccl_symm_mem_all_reduce_config": literal(
+                find_assignment(src.tree(comm + "all_reduce_utils.py"), "NCCL_SYMM_MEM_ALL_REDUCE_CONFIG")
             ),
         },
     }
@@ -569,11 +638,13 @@ def flashinfer_manifest(src: Source) -> dict:
 # ------------------------------------------------------------------------------------------------ main
 
 
-def keep_relevant(manifest: dict) -> dict:
+def keep_relevant(manifest: dict, launcher: str) -> dict:
+    routed = ROUTED_ENV | ROUTED_FLAGS.get(launcher, set())
     for section in ("flags", "env"):
         manifest[section] = {
-            k: v for k, v in sorted(manifest[section].items()) if RELEVANT.search(k) or k in ROUTED_ENV
+            k: v for k, v in sorted(manifest[section].items()) if RELEVANT.search(k) or k in routed
         }
+    manifest["env"] = dict(sorted({**manifest["env"], **FOREIGN_ENV.get(launcher, {})}.items()))
     manifest["config_keys"] = dict(sorted(manifest["config_keys"].items()))
     return manifest
 
@@ -647,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
         "version": version,
         "source": origin,
         "extracted_by": "scripts/extract_knobs.py",
-        **keep_relevant(manifest),
+        **keep_relevant(manifest, args.launcher),
     }
     out = args.out / f"knobs-{args.launcher}-{version}.json"
     out.write_text(json.dumps(document, indent=1, sort_keys=False) + "\n", encoding="utf-8")

@@ -58,17 +58,22 @@ def test_sglang_legacy_custom_ar_is_inclusive_8_mib_and_runs_on_two_pcie_gpus() 
     assert route("sglang", Knobs(env=LEGACY_CUSTOM), four)["allreduce"] == ((None, None),)
 
 
-def test_sglang_default_custom_ar_is_the_unmeasured_v2_on_full_nvlink() -> None:
-    assert at(route("sglang", Knobs(), H200_TP2)["allreduce"], MiB) == "custom_v2_sglang"
+def test_sglang_default_custom_ar_is_v2_on_full_nvlink_for_an_unlisted_architecture() -> None:
+    llama = Context(
+        tp=2, capability=(9, 0), group_class="nvswitch", hidden=7168, architecture="LlamaForCausalLM"
+    )
+    assert at(route("sglang", Knobs(), llama)["allreduce"], MiB) == "custom_v2_sglang"
 
 
 def test_sglang_symm_mem_limit_grows_to_512_mib_under_the_default_env() -> None:
     on = ("--enable-torch-symm-mem",)
     default_env = route("sglang", Knobs(args=(*on, "--disable-custom-all-reduce")), H200_TP2)["allreduce"]
-    assert at(default_env, 500 * MiB) == "symm_mem_twoshot_vllm"
+    assert at(default_env, 500 * MiB) == "symm_mem_twoshot_multicast_vllm"
     table = Knobs(args=(*on, "--disable-custom-all-reduce"), env={"SGLANG_OPT_USE_INKLING_CUSTOM_AR": "0"})
     limited = route("sglang", table, H200_TP2)["allreduce"]
-    assert at(limited, 64 * MiB - 1) == "symm_mem_twoshot_vllm" and at(limited, 64 * MiB) is None  # '<'
+    assert (
+        at(limited, 64 * MiB - 1) == "symm_mem_twoshot_multicast_vllm" and at(limited, 64 * MiB) is None
+    )  # '<'
 
 
 def test_symm_mem_needs_multicast_and_uses_multimem_at_tp4() -> None:
@@ -77,7 +82,9 @@ def test_symm_mem_needs_multicast_and_uses_multimem_at_tp4() -> None:
         env={"SGLANG_OPT_USE_INKLING_CUSTOM_AR": "0"},
     )
     assert route("sglang", on, PCIE_SM120_TP2)["allreduce"] == ((None, None),)
-    tp4 = Context(tp=4, capability=(9, 0), group_class="nvswitch", hidden=7168)
+    tp4 = Context(
+        tp=4, capability=(9, 0), group_class="nvswitch", hidden=7168, architecture="LlamaForCausalLM"
+    )
     assert at(route("sglang", on, tp4)["allreduce"], MiB) == "symm_mem_multimem"
     assert at(route("vllm", Knobs(args=("--disable-custom-all-reduce",)), tp4)["allreduce"], 20 * MiB) == (
         "symm_mem_multimem"

@@ -36,3 +36,28 @@ def test_every_preset_is_a_plausible_activation_width():
     for preset in PRESETS.values():
         assert preset.hidden % 64 == 0 and 1024 <= preset.hidden <= 16384, preset
         assert preset.dtype == "bfloat16"
+
+
+def test_every_preset_names_its_layers_and_architecture():
+    # The planner prices a step with the layer count; the launchers route by the architecture.
+    for preset in PRESETS.values():
+        assert preset.layers is not None and 16 <= preset.layers <= 128, preset
+        assert preset.architecture is not None and preset.architecture.endswith(
+            ("ForCausalLM", "ForConditionalGeneration")
+        ), preset
+
+
+@pytest.mark.parametrize(
+    ("name", "layers", "architecture"),
+    [
+        ("deepseek-ai/DeepSeek-V3", 61, "DeepseekV3ForCausalLM"),
+        ("deepseek-v3.2", 61, "DeepseekV32ForCausalLM"),
+        ("meta-llama/Llama-3.1-70B-Instruct", 80, "LlamaForCausalLM"),
+        ("Qwen/Qwen3-32B", 64, "Qwen3ForCausalLM"),
+        ("Qwen/Qwen3-235B-A22B", 94, "Qwen3MoeForCausalLM"),
+        ("openai/gpt-oss-120b", 36, "GptOssForCausalLM"),
+    ],
+)
+def test_presets_carry_the_hf_config_numbers(name, layers, architecture):
+    preset = lookup_model(name)
+    assert (preset.layers, preset.architecture) == (layers, architecture)

@@ -2,7 +2,9 @@
 which kernel does the launcher run for a message of each size? Pure; every rule cites its source.
 
 ``route(launcher, knobs, ctx)`` -> ``{pattern: Route}``; ``check.violations`` compares a route with a
-profile's measured ladders. See ``base`` for the route shape and names.
+profile's measured ladders. See ``base`` for the route shape and names. SGLang and vLLM route by the
+served architecture: with ``ctx.architecture`` (and its ``model`` preset) unknown, the sizes where
+``architecture_variants(launcher)`` disagree are ``model_dependent_<launcher>``.
 """
 
 from __future__ import annotations
@@ -17,8 +19,13 @@ ROUTERS: dict[str, Callable[[Knobs, Context], dict[str, Route]]] = {
     "vllm": vllm.routes,
     "trtllm": trtllm.routes,
 }
+#: Launchers whose routes depend on the served architecture, with one architecture per class.
+_VARIANTS: dict[str, Callable[[], tuple[str, ...]]] = {
+    "sglang": sglang.architecture_variants,
+    "vllm": vllm.architecture_variants,
+}
 
-__all__ = ["ROUTERS", "Context", "Knobs", "Route", "RouteError", "route"]
+__all__ = ["ROUTERS", "Context", "Knobs", "Route", "RouteError", "architecture_variants", "route"]
 
 
 def route(launcher: str, knobset: Knobs, ctx: Context) -> dict[str, Route]:
@@ -26,3 +33,12 @@ def route(launcher: str, knobset: Knobs, ctx: Context) -> dict[str, Route]:
     if launcher not in ROUTERS:
         raise RouteError(f"unknown launcher {launcher!r} (known: {', '.join(ROUTERS)})")
     return ROUTERS[launcher](knobset, ctx)
+
+
+def architecture_variants(launcher: str) -> tuple[str | None, ...]:
+    """One HF architecture per class ``launcher`` routes differently (price each to cover a model whose
+    architecture is unknown); ``(None,)`` for a launcher that does not route by architecture."""
+    if launcher not in ROUTERS:
+        raise RouteError(f"unknown launcher {launcher!r} (known: {', '.join(ROUTERS)})")
+    variants = _VARIANTS.get(launcher)
+    return (None,) if variants is None else variants()

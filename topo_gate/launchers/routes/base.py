@@ -6,12 +6,20 @@ A *route* says, for one pattern, which kernel a launcher runs for a message of e
 None (every larger size). ``backend`` is a trial backend name (``topo_gate.trials.backends``), or a
 ``<base>_<launcher>`` name for a call sequence no trial times yet; ``None`` means NCCL. A name the
 profile does not list at a size is "not measured there", never a win.
+
+Some launchers route by the served model's architecture (HF ``config.json`` ``architectures[0]``).
+When the context does not know it, a route names the sizes where the architectures the launcher
+distinguishes disagree ``model_dependent_<launcher>``: not a kernel, and never measured, so a plan
+leaves those sizes alone. ``routes.architecture_variants(launcher)`` lists one architecture per
+class, for a caller that wants to price every variant instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from topo_gate.models import UnknownModel, lookup_model
 
 Span = tuple[int | None, str | None]
 Route = tuple[Span, ...]
@@ -46,7 +54,8 @@ class Context:
 
     ``hidden`` and ``itemsize`` are the *served* model's (a launcher converts its token caps with
     them); ``group_class`` is ``topology.classify``'s; ``capability`` is ``(major, minor)``.
-    ``model`` is a ``topo_gate.models`` preset name when known (some launchers route by model).
+    ``model`` is a ``topo_gate.models`` preset name when known; ``architecture`` the served model's
+    HF ``architectures[0]`` (``DeepseekV3ForCausalLM``), None when unknown (only ``--hidden`` given).
     """
 
     tp: int
@@ -55,6 +64,17 @@ class Context:
     hidden: int
     itemsize: int = 2
     model: str | None = None
+    architecture: str | None = None
+
+    @property
+    def served_architecture(self) -> str | None:
+        """``architecture``, else the ``model`` preset's, else None (unknown)."""
+        if self.architecture is not None or self.model is None:
+            return self.architecture
+        try:
+            return lookup_model(self.model).architecture
+        except UnknownModel:
+            return None
 
     @property
     def row_bytes(self) -> int:
@@ -152,3 +172,30 @@ def clipped(route: Route, limit_exclusive: int | None) -> Route:
         return route
     kept = [(h, b) for h, b in route if h is not None and h < limit_exclusive]
     return normalised((*kept, (limit_exclusive, at(route, max(limit_exclusive - 1, 1))), (None, None)))
+
+
+def marker(base: str, launcher: str) -> str:
+    """The name of a size a route cannot resolve to one kernel (``model_dependent_sglang``)."""
+    return f"{base}_{launcher}"
+
+
+def agreed(variants: Sequence[Mapping[str, Route]], disagreement: str) -> dict[str, Route]:
+    """Per pattern, the backend every variant runs at each size, ``disagreement`` where they differ."""
+    merged: dict[str, Route] = {}
+    for pattern in variants[0]:
+        routes = [variant[pattern] for variant in variants]
+        spans: list[Span] = []
+        low = 1
+        for high in breakpoints(*routes):
+            found = {at(r, low) for r in routes}
+            spans.append((high, found.pop() if len(found) == 1 else disagreement))
+            if high is not None:
+                low = high
+        merged[pattern] = normalised(spans)
+    return merged
+
+
+def takes_whole_tokens(low: int, high: int | None, row_bytes: int) -> bool:
+    """Whether ``[low, high)`` holds a message of a whole number (>= 1) of ``row_bytes`` rows."""
+    first = max(1, -(-low // row_bytes)) * row_bytes
+    return high is None or first < high

@@ -1,0 +1,69 @@
+"""The launchers' default paths that trials can time: what a probe puts into its layer graphs.
+
+A plan is priced against what the launcher runs with no topo-gate knobs, so the probe must confirm
+those paths in a layer-like context too. ``default_paths`` collects, over every pinned launcher and
+every architecture variant its route tells apart, the measured backends the no-knob route (empty user
+env) sends a whole-token message of the pattern to. In the ``allreduce_rmsnorm`` pattern an unfused
+size runs the plain backend then add + RMSNorm: its trial is the ``<plain>+rmsnorm`` composite.
+NCCL (the baseline, always in the graphs) and names no trial times are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from topo_gate.launchers.routes import ROUTERS, architecture_variants, route
+from topo_gate.launchers.routes.base import Context, Knobs, RouteError, takes_whole_tokens
+from topo_gate.launchers.routes.check import is_fused
+
+PATTERNS = ("allreduce", "allreduce_rmsnorm")
+#: The trials' name of a plain backend followed by add + RMSNorm (``trials.backends.COMPOSITE_SUFFIX``).
+COMPOSITE_SUFFIX = "+rmsnorm"
+
+
+def default_paths(
+    *, tp: int, capability: tuple[int, int], group_class: str, hidden: int, itemsize: int, pattern: str
+) -> frozenset[str]:
+    """Every measured backend a pinned launcher's default route sends a ``pattern`` message to."""
+    from topo_gate.profile import BACKENDS  # the names trials time (schema's list)
+
+    return measured_default_paths(
+        tp=tp,
+        capability=capability,
+        group_class=group_class,
+        hidden=hidden,
+        itemsize=itemsize,
+        pattern=pattern,
+        measured=BACKENDS,
+    )
+
+
+def measured_default_paths(
+    *,
+    tp: int,
+    capability: tuple[int, int],
+    group_class: str,
+    hidden: int,
+    itemsize: int,
+    pattern: str,
+    measured: Collection[str],
+) -> frozenset[str]:
+    """``default_paths`` with the set of measured (plain) backend names given."""
+    if pattern not in PATTERNS:
+        raise ValueError(f"unknown pattern {pattern!r} (known: {', '.join(PATTERNS)})")
+    row_bytes = hidden * itemsize
+    found: set[str] = set()
+    for launcher in ROUTERS:
+        for architecture in architecture_variants(launcher):
+            ctx = Context(tp, capability, group_class, hidden, itemsize, architecture=architecture)
+            try:
+                spans = route(launcher, Knobs(), ctx)[pattern]
+            except RouteError:
+                continue  # the launcher refuses this node with no knobs: nothing it runs to time
+            low = 1
+            for high, backend in spans:
+                if backend is not None and backend in measured and takes_whole_tokens(low, high, row_bytes):
+                    unfused = pattern == "allreduce_rmsnorm" and not is_fused(backend)
+                    found.add(backend + COMPOSITE_SUFFIX if unfused else backend)
+                low = high if high is not None else low
+    return frozenset(found)
