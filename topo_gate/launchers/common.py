@@ -78,7 +78,8 @@ class Reading:
     ``fallback_reason`` is set (and the tables empty) when the profile cannot be used at all.
     ``hidden`` is the profile's trial hidden size; ``served_hidden`` the served model's, which the
     launchers convert their token limits with (the profile's when the caller named no model);
-    ``layers`` the served model's decoder layers (None: unknown). ``fixed`` names the patterns the
+    ``layers`` the served model's decoder layers and ``architecture`` its HF ``architectures[0]``
+    (None: unknown). ``fixed`` names the patterns the
     caller left out (``--pattern``): a plan must leave their paths as they are by default.
     """
 
@@ -93,6 +94,7 @@ class Reading:
     model: str | None = None
     rules: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
     layers: int | None = None
+    architecture: str | None = None
     fixed: frozenset[str] = frozenset()
 
 
@@ -250,7 +252,12 @@ def mib(nbytes: int | None) -> str:
 
 
 def served_model(
-    reading: Reading, *, hidden: int | None, model: str | None, layers: int | None = None
+    reading: Reading,
+    *,
+    hidden: int | None,
+    model: str | None,
+    layers: int | None = None,
+    architecture: str | None = None,
 ) -> tuple[Reading, tuple[str, ...]]:
     """``reading`` with the served model: its hidden size (``hidden``, else ``model``'s preset, else the
     profile's, with a warning: every launcher has a limit counted in tokens of the served model) and,
@@ -262,6 +269,8 @@ def served_model(
     preset = lookup_model(model) if model is not None else None
     if layers is None and preset is not None:
         layers = preset.layers
+    if architecture is None and preset is not None:
+        architecture = preset.architecture
     if hidden is None and preset is not None:
         hidden = preset.hidden
     notes: tuple[str, ...] = ()
@@ -271,7 +280,14 @@ def served_model(
             f"no --model/--hidden: token limits converted with the profile's hidden size {reading.hidden}; "
             "a wider served model sends larger messages at the same token counts",
         )
-    return replace(reading, served_hidden=hidden, model=model, layers=layers), notes
+    if architecture is None:
+        notes += (
+            "architecture unknown (--hidden only): sizes where the launcher routes by architecture are "
+            "left to its default",
+        )
+    return replace(
+        reading, served_hidden=hidden, model=model, layers=layers, architecture=architecture
+    ), notes
 
 
 def follow_profile(
@@ -293,6 +309,7 @@ def follow_profile(
     user_env: Mapping[str, str] | None = None,
     workload: str | Workload | None = None,
     layers: int | None = None,
+    architecture: str | None = None,
 ) -> LaunchPlan:
     """The shape every planner shares: read the profile (any fallback: ``fallback_plan``), then price
     the launcher's ``candidates`` against its default for the user's own args and env (``planning``),
@@ -326,7 +343,9 @@ def follow_profile(
             forced=forced,
             warnings=reading.warnings,
         )
-    reading, model_notes = served_model(reading, hidden=hidden, model=model, layers=layers)
+    reading, model_notes = served_model(
+        reading, hidden=hidden, model=model, layers=layers, architecture=architecture
+    )
     user = user_knobs(launcher, user_args, os.environ if user_env is None else user_env)
     step = Step(reading.layers or DEFAULT_LAYERS, layers_known=reading.layers is not None)
     try:

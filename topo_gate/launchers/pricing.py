@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from topo_gate.launchers.routes.base import is_fused
+
 if TYPE_CHECKING:
     from topo_gate.profile.measurements import BackendPrices, Measurement
 
@@ -46,11 +48,6 @@ class Latency:
 
     def plus(self, extra_low: float, extra_high: float) -> Latency:
         return Latency(self.median + extra_high, self.low + extra_low, self.high + extra_high)
-
-
-def is_fused(name: str) -> bool:
-    """A fused all-reduce + RMSNorm kernel (``trtllm_fused_*``, ``mnnvl_fused_*``), not a plain one."""
-    return "_fused" in name
 
 
 def table_name(pattern: str, routed: str | None, nccl: str = NCCL) -> str:

@@ -67,6 +67,7 @@ def sglang_plan(
     user_env: Mapping[str, str] | None = None,
     workload: str | Workload | None = None,
     layers: int | None = None,
+    architecture: str | None = None,
 ) -> LaunchPlan:
     """The SGLang args/env that follow ``profile`` at TP size ``tp`` for the served model (``hidden``
     or ``model``), priced against SGLang's default with the user's own args and env."""
@@ -88,6 +89,7 @@ def sglang_plan(
         user_env=user_env,
         workload=workload,
         layers=layers,
+        architecture=architecture,
     )
 
 

@@ -47,6 +47,7 @@ def trtllm_plan(
     user_env: Mapping[str, str] | None = None,
     workload: str | Workload | None = None,
     layers: int | None = None,
+    architecture: str | None = None,
 ) -> LaunchPlan:
     """The extra LLM-API options (``LaunchPlan.config``) that follow ``profile`` at ``tp``.
 
@@ -71,6 +72,7 @@ def trtllm_plan(
         user_env=user_env,
         workload=workload,
         layers=layers,
+        architecture=architecture,
     )
 
 

@@ -73,6 +73,7 @@ def vllm_plan(
     user_env: Mapping[str, str] | None = None,
     workload: str | Workload | None = None,
     layers: int | None = None,
+    architecture: str | None = None,
 ) -> LaunchPlan:
     """The vLLM args/env that follow ``profile`` at TP size ``tp`` for the served model (``hidden``
     or ``model``), priced against vLLM's default with the user's own args and env."""
@@ -94,6 +95,7 @@ def vllm_plan(
         user_env=user_env,
         workload=workload,
         layers=layers,
+        architecture=architecture,
     )
 
 

@@ -158,6 +158,7 @@ class Served:
     tp: int
     hidden: int | None
     layers: int | None
+    architecture: str | None
     user_args: tuple[str, ...]
 
 
@@ -178,6 +179,7 @@ def make_plan(launcher: str, *, served: Callable[[], Served], profile: str) -> t
         fingerprint=fingerprint,
         hidden=facts.hidden,
         layers=facts.layers,
+        architecture=facts.architecture,
         fallback=mode,
         user_args=facts.user_args,
         user_env=os.environ,
