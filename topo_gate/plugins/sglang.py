@@ -129,15 +129,15 @@ def _apply(server_args: Any, plan: LaunchPlan) -> tuple[str, ...]:
 
 def _served(server_args: Any) -> Served:
     """The TP size, the user's own all-reduce flags and the served model's shape from ``server_args``."""
-    hidden, layers = _model_shape(server_args)
-    return Served(
-        int(server_args.tp_size), hidden, layers, user_args(server_args, PLUGIN, _defaults(server_args))
-    )
+    hidden, layers, architecture = _model_shape(server_args)
+    flags = user_args(server_args, PLUGIN, _defaults(server_args))
+    return Served(int(server_args.tp_size), hidden, layers, architecture, flags)
 
 
-def _model_shape(server_args: Any) -> tuple[int | None, int | None]:
-    """The served model's hidden size and layer count from its Hugging Face config; None where it
-    cannot be read (the planner then says what it assumed)."""
+def _model_shape(server_args: Any) -> tuple[int | None, int | None, str | None]:
+    """The served model's hidden size, layer count and architecture (``architectures[0]``, which
+    SGLang's fusion auto-enable keys on) from its Hugging Face config; None where it cannot be read
+    (the planner then says what it assumed)."""
     try:
         from transformers import AutoConfig
 
@@ -145,8 +145,10 @@ def _model_shape(server_args: Any) -> tuple[int | None, int | None]:
             server_args.model_path,
             trust_remote_code=bool(server_args.trust_remote_code),
             revision=server_args.revision,
-        ).get_text_config()
+        )
     except Exception:  # noqa: BLE001 -- the planner then uses the profile's, with a warning
-        return None, None
-    layers = getattr(config, "num_hidden_layers", None)
-    return int(config.hidden_size), int(layers) if isinstance(layers, int) else None
+        return None, None, None
+    architectures = getattr(config, "architectures", None) or [None]
+    text = config.get_text_config()
+    layers = getattr(text, "num_hidden_layers", None)
+    return int(text.hidden_size), int(layers) if isinstance(layers, int) else None, architectures[0]

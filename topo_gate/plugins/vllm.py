@@ -161,8 +161,8 @@ def _served(engine_args: Any) -> Served:
     pass_config = _user_pass_config(engine_args)
     if pass_config:
         args += (VLLM_COMPILATION_FLAG, json.dumps({"pass_config": pass_config}, separators=(",", ":")))
-    hidden, layers = _model_shape(engine_args)
-    return Served(int(engine_args.tensor_parallel_size), hidden, layers, args)
+    hidden, layers, architecture = _model_shape(engine_args)
+    return Served(int(engine_args.tensor_parallel_size), hidden, layers, architecture, args)
 
 
 def _user_pass_config(engine_args: Any) -> dict[str, Any]:
@@ -178,16 +178,17 @@ def _user_pass_config(engine_args: Any) -> dict[str, Any]:
     }
 
 
-def _model_shape(engine_args: Any) -> tuple[int | None, int | None]:
-    """The served model's hidden size and layer count as vLLM reads them (its ModelConfig); None
-    where they cannot be read (the planner then says what it assumed)."""
+def _model_shape(engine_args: Any) -> tuple[int | None, int | None, str | None]:
+    """The served model's hidden size, layer count and architecture as vLLM reads them (its
+    ModelConfig); None where they cannot be read (the planner then says what it assumed)."""
     try:
         config = engine_args.create_model_config()
         hidden = int(config.get_hidden_size())
     except Exception:  # noqa: BLE001 -- the planner then uses the profile's, with a warning
-        return None, None
+        return None, None, None
     try:
         layers = int(config.hf_text_config.num_hidden_layers)
     except Exception:  # noqa: BLE001 -- a model without the field: the planner assumes a depth and says so
         layers = None
-    return hidden, layers
+    architectures = getattr(config, "architectures", None) or [None]
+    return hidden, layers, architectures[0]
