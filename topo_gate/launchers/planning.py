@@ -93,6 +93,7 @@ def contexts(reading: Reading, tp: int) -> list[Context]:
             hidden=hidden,
             itemsize=reading.itemsize or 2,
             model=reading.model,
+            architecture=reading.architecture,
         )
         for c in capabilities
         for g in classes
