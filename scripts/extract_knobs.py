@@ -16,6 +16,9 @@ is imported from the launcher: its source is parsed, never executed, so no torch
         --read-at llm_args.py=<sha of the commit it was read at>
     # FlashInfer (a library the launchers call, not a launcher): its one-/two-shot heuristic table.
     python scripts/extract_knobs.py flashinfer --version 0.7.2.post1 <flashinfer>/comm/trtllm_ar.py
+    # Every option string of SGLang's / vLLM's server parser (``all_options``: how abbreviations
+    # resolve), from the parser itself: run where the pinned launcher is installed.
+    VLLM_TARGET_DEVICE=cpu python scripts/extract_knobs.py options vllm
 
 Only knobs whose names match RELEVANT are kept: the manifests stay small and reviewable.
 """
@@ -649,7 +652,147 @@ def keep_relevant(manifest: dict, launcher: str) -> dict:
     return manifest
 
 
+# ---------------------------------------------------------------------------- every option of a parser
+
+
+#: How each launcher builds the parser its server command reads (``vllm serve``: vllm/entrypoints/cli/
+#: main.py:88-117 + serve.py:161-173 + entrypoints/common/cli_args.py:431-478; ``python -m
+#: sglang.launch_server`` and ``sglang serve``: sglang/srt/server_args.py:668-696).
+PARSER_WORDS = {
+    "vllm": "vllm serve: FlexibleArgumentParser subparser + make_arg_parser (entrypoints/common/cli_args.py)",
+    "sglang": "argparse.ArgumentParser + ServerArgs.add_cli_args (srt/server_args.py prepare_server_args)",
+}
+
+
+def launcher_parser(launcher: str) -> argparse.ArgumentParser:
+    """The pinned launcher's own server parser, built as the launcher builds it (imports the launcher)."""
+    import importlib.metadata
+
+    sys.path.insert(0, str(OUT_DIR.parents[2]))
+    from topo_gate.launchers.knobs import PINNED
+
+    installed = importlib.metadata.version(launcher)
+    if installed != PINNED[launcher]:
+        raise SystemExit(f"{launcher} {installed} is installed; the pinned release is {PINNED[launcher]}")
+    if launcher == "vllm":
+        from vllm.entrypoints.common.cli_args import make_arg_parser
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+        subparsers = FlexibleArgumentParser().add_subparsers(dest="subparser")
+        return make_arg_parser(subparsers.add_parser("serve"))
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser(prog="sglang serve")
+    ServerArgs.add_cli_args(parser)
+    return parser
+
+
+def parser_table(parser: argparse.ArgumentParser) -> dict:
+    """Every option string ``parser`` registered, grouped by the action it runs, and its positionals
+    (which take tokens an option does not): what ``topo_gate.launchers.cmdline`` rebuilds to read a
+    command line as the launcher does.
+
+    Read from ``_option_string_actions``, not ``action.option_strings``: vLLM's EnableDisableAction
+    keeps its hidden ``--no-...`` spellings registered there only (vllm/utils/argparse_utils.py:148-152).
+    """
+    actions: dict[int, dict] = {}
+    for option, action in parser._option_string_actions.items():
+        entry = actions.setdefault(
+            id(action),
+            {
+                "dest": action.dest,
+                "action": action_family(action),
+                "nargs": action.nargs,
+                "options": [],
+                "negative": [],
+            },
+        )
+        entry["negative" if is_negative(action, option) else "options"].append(option)
+    positionals = [
+        {"dest": action.dest, "nargs": action.nargs}
+        for action in parser._actions
+        if not action.option_strings
+    ]
+    return {
+        "allow_abbrev": parser.allow_abbrev,
+        "prefix_chars": parser.prefix_chars,
+        "positionals": positionals,
+        "actions": list(actions.values()),
+    }
+
+
+def action_family(action: argparse.Action) -> str:
+    """The stdlib action an action is (or derives from): how many values it takes and what a config
+    file may set through it (sglang/srt/utils/server_args_config_parser.py tests these classes)."""
+    families = (
+        (argparse._StoreTrueAction, "store_true"),
+        (argparse._StoreFalseAction, "store_false"),
+        (argparse.BooleanOptionalAction, "boolean_optional"),
+        (argparse._StoreConstAction, "store_const"),
+        (argparse._StoreAction, "store"),
+        (argparse._AppendAction, "append"),
+        (argparse._CountAction, "count"),
+        (argparse._HelpAction, "help"),
+        (argparse._VersionAction, "version"),
+    )
+    return next((name for cls, name in families if isinstance(action, cls)), "custom")
+
+
+def is_negative(action: argparse.Action, option: str) -> bool:
+    """Whether ``option`` sets the action's switch to False: vLLM's EnableDisableAction names its
+    negative spellings (argparse_utils.py:120-145); stdlib BooleanOptionalAction negates ``--no-*``."""
+    negative = getattr(action, "negative_option_strings", None)
+    if negative is not None:
+        return option in negative
+    return isinstance(action, argparse.BooleanOptionalAction) and option.startswith("--no-")
+
+
+def dump_manifest(document: dict) -> str:
+    """The manifest's JSON, one line per parser action (a table of hundreds stays reviewable)."""
+    options = document.get("all_options")
+    if not options:
+        return json.dumps(document, indent=1, sort_keys=False) + "\n"
+    marker = "@@actions@@"
+    text = json.dumps({**document, "all_options": {**options, "actions": marker}}, indent=1)
+    rows = ",\n".join("   " + json.dumps(action) for action in options["actions"])
+    return text.replace(json.dumps(marker), "[\n" + rows + "\n  ]") + "\n"
+
+
+def write_manifest(out: Path, document: dict) -> None:
+    """Write ``document``, keeping the ``all_options`` table of the file it replaces (extracted by
+    ``options``, which runs the launcher's parser rather than reading its source)."""
+    if out.exists() and "all_options" not in document:
+        previous = json.loads(out.read_text(encoding="utf-8"))
+        if "all_options" in previous:
+            document = {**document, "all_options": previous["all_options"]}
+    out.write_text(dump_manifest(document), encoding="utf-8")
+
+
+def options_main(argv: list[str]) -> int:
+    """``extract_knobs.py options sglang|vllm [--out DIR]``: the ``all_options`` table, from the pinned
+    launcher's parser (installed: scripts/launcher_parsers.sh's venv, ``VLLM_TARGET_DEVICE=cpu``)."""
+    parser = argparse.ArgumentParser(prog="extract_knobs.py options", description=options_main.__doc__)
+    parser.add_argument("launcher", choices=sorted(PARSER_WORDS))
+    parser.add_argument("--out", type=Path, default=OUT_DIR)
+    args = parser.parse_args(argv)
+    table = {"parser": PARSER_WORDS[args.launcher], **parser_table(launcher_parser(args.launcher))}
+    from topo_gate.launchers.knobs import PINNED
+
+    out = args.out / f"knobs-{args.launcher}-{PINNED[args.launcher]}.json"
+    source = out if out.exists() else OUT_DIR / out.name
+    document = json.loads(source.read_text(encoding="utf-8"))
+    document["all_options"] = table
+    out.write_text(dump_manifest(document), encoding="utf-8")
+    count = sum(len(a["options"]) + len(a["negative"]) for a in table["actions"])
+    print(f"wrote {out} ({len(table['actions'])} parser actions, {count} option strings)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["options"]:
+        return options_main(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("launcher", choices=["sglang", "vllm", "trtllm", "flashinfer"])
     parser.add_argument(
@@ -721,7 +864,7 @@ def main(argv: list[str] | None = None) -> int:
         **keep_relevant(manifest, args.launcher),
     }
     out = args.out / f"knobs-{args.launcher}-{version}.json"
-    out.write_text(json.dumps(document, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    write_manifest(out, document)
     print(
         f"wrote {out} ({len(document['flags'])} flags, {len(document['env'])} env, "
         f"{len(document['config_keys'])} config keys)"

@@ -8,6 +8,9 @@ vLLM 0.33.0 (``FlexibleArgumentParser`` + ``EngineArgs.add_cli_args`` / ``from_c
 against ServerArgs' fields instead), and each env var is read back through the launcher's own module
 (``vllm.envs``, ``sglang.srt.environ.envs``). The parsed value must be what the plan meant.
 
+Then ``scripts/cmdline_agreement.py``: topo_gate.launchers.cmdline reads a corpus of command lines as
+these parsers do, and the manifests' ``all_options`` tables are what the parsers register.
+
 Plans: every case in tests/launchers/cases planned for each launcher, the bundled profiles under
 profiles/ at each TP size they hold, each with every ``--pattern`` option, and the fallback plans.
 TensorRT-LLM's wheel is several GB: its YAML keys and env names are checked against the manifest
@@ -265,6 +268,12 @@ def main() -> int:
         for problem in problems:
             print(f"       {problem}")
         passed, failed = (passed, failed + 1) if problems else (passed + 1, failed)
+    # Command lines as the launchers read them (abbreviations, _ spellings, config files): cmdline.py.
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import cmdline_agreement
+
+    agreed, disagreed = cmdline_agreement.main()
+    passed, failed = passed + agreed, failed + disagreed
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -7,7 +7,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -47,6 +47,62 @@ def check_output_path(path: str | os.PathLike[str]) -> Path:
         kind = "a folder" if stat.S_ISDIR(status.st_mode) else "not a regular file (a device, FIFO or socket)"
         raise OutputRefused(f"{target}: refusing to write: it is {kind}")
     return target
+
+
+#: A command's file and what it is to the command: ("--out", path), ("EVIDENCE", path); None: not given.
+Labelled = tuple[str, "str | os.PathLike[str] | None"]
+
+
+def refuse_clobbering(outputs: Iterable[Labelled], inputs: Iterable[Labelled] = ()) -> None:
+    """The guard every command that writes calls before it writes: ``OutputRefused`` (exit 8), naming
+    both paths, when an output is the same file as an input (``decide E --out E`` would replace the
+    evidence -- raw samples of hours of GPU time -- with a profile) or as another output (``probe --out
+    X --evidence X``: the profile would replace the evidence it was just derived from).
+
+    Files are compared as the file system sees them, not by name: ``os.stat``'s device and inode
+    (a hard link, a symlink, ``./a/../E`` are all the same file), and for an output that does not
+    exist yet, the folder it would be created in (by inode: a symlinked folder included) and its name.
+    """
+    known: dict[tuple[int, int, str], tuple[str, str, bool]] = {}
+    for label, path in inputs:
+        identity = None if path is None else _identity(path)
+        if path is not None and identity is not None:
+            known.setdefault(identity, (label, os.fspath(path), True))
+    for label, path in outputs:
+        identity = None if path is None else _identity(path)
+        if path is None or identity is None:
+            continue
+        shown_path = os.fspath(path)
+        if identity in known:
+            other_label, other, is_input = known[identity]
+            if is_input:
+                raise OutputRefused(
+                    f"{shown_path} ({label}) is the input {other} ({other_label}): writing it would destroy "
+                    f"that input; choose another {label}"
+                )
+            raise OutputRefused(
+                f"{shown_path} ({label}) and {other} ({other_label}) are the same file: one output would "
+                "replace the other; give them different paths"
+            )
+        known[identity] = (label, shown_path, False)
+
+
+def _identity(path: str | os.PathLike[str]) -> tuple[int, int, str] | None:
+    """(device, inode, "") of an existing file; (device, inode, name) of the folder a new one would be
+    created in; None when neither can be read (the write itself then says why)."""
+    try:
+        status = os.stat(path)
+        return status.st_dev, status.st_ino, ""
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError):  # ValueError: a NUL in the path
+        return None
+    target = Path(path)
+    try:
+        folder = os.stat(target.parent)
+    except (OSError, ValueError):
+        return None
+    return folder.st_dev, folder.st_ino, target.name
 
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:

@@ -61,6 +61,10 @@ DEFAULT_WARMUP = 3
 DEFAULT_STEP_TIMEOUT_S = 60.0
 JIT_STARTUP_TIMEOUT_S = 900.0  # FlashInfer compiling its communication kernels on first use
 CPU_GROUP_CLASS = "cpu-gloo"
+#: The CPU harness node's size: TP sizes above it are skipped, as a GPU node skips sizes above its GPU
+#: count (``--tp 1000`` would start a thousand workers). Gloo runs oversubscribed, so TP 8 -- the GPU
+#: node the harness stands in for -- still runs on a 2-CPU machine.
+CPU_HARNESS_RANKS = max(8, os.cpu_count() or 1)
 
 
 class BudgetTooSmall(Exception):
@@ -397,13 +401,20 @@ def facts_from_topology(topology: Topology, *, command: str | None) -> NodeFacts
 
 @dataclass(frozen=True)
 class _CpuPlanner:
-    """The CPU harness has as many "ranks" as asked: one gloo process each, no GPUs."""
+    """The CPU harness: one gloo process per rank, no GPUs, up to ``CPU_HARNESS_RANKS`` ranks."""
 
     def tp_groups(self, tp: int) -> list[Group]:
+        if tp > CPU_HARNESS_RANKS:
+            return []
         return [Group(tuple(range(tp)), CPU_GROUP_CLASS, "CPU harness: one gloo process per rank")]
 
     def tp_unavailable(self, tp: int) -> str | None:
-        return None
+        if tp <= CPU_HARNESS_RANKS:
+            return None
+        return (
+            f"the CPU harness node has {CPU_HARNESS_RANKS} ranks (one gloo process each: this machine's "
+            f"{os.cpu_count()} CPUs, and at least the 8 GPUs of the nodes it stands in for)"
+        )
 
 
 def cpu_node(tps: Sequence[int]) -> NodeFacts:
@@ -414,7 +425,7 @@ def cpu_node(tps: Sequence[int]) -> NodeFacts:
     every GPU node; its groups are of class ``cpu-gloo``, which no GPU group has; and its backends are
     gloo's, which no launcher knob maps to.
     """
-    sizes = sorted({tp for tp in tps if tp >= 2})
+    sizes = sorted({tp for tp in tps if 2 <= tp <= CPU_HARNESS_RANKS})
     hardware = {
         "device": "cpu",
         "interconnect": CPU_GROUP_CLASS,

@@ -315,3 +315,69 @@ def test_an_executable_the_kernel_cannot_run_exits_126_and_its_options_file_is_r
     assert f"topo-gate: + --extra_llm_api_options {tmp_path / 'tmp'}" in err
     assert err.splitlines()[-1] == f"topo-gate: error: cannot run '{program}': Exec format error"
     assert list((tmp_path / "tmp").iterdir()) == []  # the options file was written, then removed
+
+
+@pytest.mark.parametrize("spelled", [("--tensor-parallel", "4"), ("--tensor_parallel_size", "4"), ("-tp=4",)])
+def test_a_tp4_launch_never_gets_the_tp2_plan(reporter, write_profile, spelled) -> None:
+    # The command's TP size as vLLM reads it (abbreviated, underscored, =): 4, so --tp 2 disagrees.
+    child, out, err = _exec_vllm(write_profile(WINNING), reporter, "--tp", "2", cmd=spelled)
+    assert child.returncode == 0, err
+    assert "FALLBACK" in err and "disagrees with the command's TP size 4" in err
+
+
+def test_an_ambiguous_flag_in_cmd_is_a_usage_error(reporter, write_profile) -> None:
+    child, out, err = _exec_vllm(write_profile(WINNING), reporter, "--tp", "2", cmd=("--disable-c",))
+    assert child.returncode == 2 and out == ""
+    assert (
+        err.startswith("topo-gate: error: vllm would refuse CMD: ambiguous option") and err.count("\n") == 1
+    )
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_an_options_file_that_is_no_regular_file_exits_3(reporter, write_profile, tmp_path, kind) -> None:
+    path = tmp_path / "options.yaml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path = Path("/dev/zero")
+    child, out, err = topo_gate_exec(
+        "--profile", str(write_profile(WINNING)), "--tp", "2", "--launcher", "trtllm",
+        "--node-fingerprint", FINGERPRINT, "--", sys.executable, reporter,
+        "--extra_llm_api_options", str(path),
+    )  # fmt: skip
+    assert child.returncode == 3 and out == ""
+    assert err == f"topo-gate: error: {path}: is not a regular file, not a TensorRT-LLM options file\n"
+
+
+def test_trtllm_config_alias_is_the_options_file_replaced_in_place(reporter, write_profile, tmp_path) -> None:
+    user_options = tmp_path / "mine.yaml"
+    user_options.write_text("allreduce_strategy: NCCL\n")
+    child, out, err = topo_gate_exec(
+        "--profile", str(write_profile(WINNING)), "--tp", "2", "--launcher", "trtllm",
+        "--node-fingerprint", FINGERPRINT, "--", sys.executable, reporter, f"--config={user_options}",
+    )  # fmt: skip
+    assert child.returncode == 0, err
+    argv = json.loads(out)["argv"]
+    assert "--extra_llm_api_options" not in argv and len(argv) == 1 and argv[0].startswith("--config=")
+    written = Path(argv[0].partition("=")[2])
+    assert yaml.safe_load(written.read_text()) == {"allreduce_strategy": "NCCL"}  # the user's choice
+    assert "yours wins" in err
+
+
+def test_an_odd_capability_in_a_sealed_profile_still_starts_cmd_on_the_fallback(reporter, tmp_path) -> None:
+    from topo_gate.profile.digest import compute_digest
+
+    data = yaml.safe_load((Path(__file__).parents[2] / "profiles/examples/synthetic-h200x2.yaml").read_text())
+    for gpu in data["node"]["hardware"]["gpus"]:
+        gpu["sm"] = "\u00b2.0"  # str.isdigit() says yes, int() says no
+    data["digest"] = compute_digest(data)
+    profile = tmp_path / "odd.yaml"
+    profile.write_text(yaml.safe_dump(data, allow_unicode=True))
+    fingerprint = data["node"]["fingerprint"]
+    child, out, err = topo_gate_exec(
+        "--profile", str(profile), "--tp", "2", "--launcher", "vllm", "--node-fingerprint", fingerprint,
+        "--", sys.executable, reporter,
+    )  # fmt: skip
+    assert child.returncode == 0, err
+    assert json.loads(out)["pid"] == child.pid  # CMD ran, in place of topo-gate
+    assert "FALLBACK" in err and "hardware.gpus[0].sm" in err and "internal error" not in err

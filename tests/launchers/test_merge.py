@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from topo_gate.launchers.cmdline import CmdlineError, user_knobs
 from topo_gate.launchers.merge import merge
 
 SGLANG_ARGS = ("--flashinfer-allreduce-fusion-backend", "trtllm", "--disable-custom-all-reduce")
@@ -55,32 +58,85 @@ VLLM_CC = (
 )
 
 
-def _config_of(argv: tuple[str, ...], flag: str) -> dict:
-    for index, token in enumerate(argv):
-        if token == flag:
-            return json.loads(argv[index + 1])
-        if token.startswith(flag + "="):
-            return json.loads(token.partition("=")[2])
-    raise AssertionError(f"{flag} not in {argv}")
+def effective_config(argv: tuple[str, ...]) -> dict:
+    """The compilation config vLLM ends up with for ``argv`` (cmdline reads it as vLLM does: the
+    corpus of scripts/cmdline_agreement.py holds it to vLLM's own parser)."""
+    knobs = dict(zip(*[iter(user_knobs("vllm", argv, {}).args)] * 2, strict=False))
+    return json.loads(knobs["--compilation-config"])
 
 
 def test_compilation_config_merged_into_users_json() -> None:
     user = ["vllm", "serve", "m", "-cc", '{"level": 3, "pass_config": {"fuse_allreduce_rms": false}}']
     merged = merge(user, {}, VLLM_CC, {}, "vllm")
-    config = _config_of(merged.argv, "-cc")
+    config = effective_config(merged.argv)
     assert config["level"] == 3
     assert config["pass_config"] == {"fuse_allreduce_rms": False, "fi_allreduce_fusion_max_size_mb": 8.0}
-    assert "--compilation-config" not in merged.argv
     assert any("fuse_allreduce_rms" in w for w in merged.warnings)
 
 
 def test_compilation_config_inline_equals_form() -> None:
     merged = merge(["vllm", "serve", "m", '--compilation-config={"level":3}'], {}, VLLM_CC, {}, "vllm")
-    assert _config_of(merged.argv, "--compilation-config")["pass_config"]["fuse_allreduce_rms"] is True
+    assert effective_config(merged.argv) == {
+        "level": 3,
+        "pass_config": {"fuse_allreduce_rms": True, "fi_allreduce_fusion_max_size_mb": 8.0},
+    }
 
 
-def test_dotted_override_wins_and_rest_is_appended() -> None:
+def test_dotted_user_setting_wins_and_the_rest_joins_its_group() -> None:
+    # vLLM appends dotted groups after every explicit config: a second --compilation-config would be
+    # replaced by the user's group, so the plan's keys go into that group.
     user = ["vllm", "serve", "m", "-cc.pass_config.fi_allreduce_fusion_max_size_mb=2"]
     merged = merge(user, {}, VLLM_CC, {}, "vllm")
-    assert _config_of(merged.argv, "--compilation-config") == {"pass_config": {"fuse_allreduce_rms": True}}
+    assert effective_config(merged.argv) == {
+        "pass_config": {"fi_allreduce_fusion_max_size_mb": 2, "fuse_allreduce_rms": True}
+    }
+    assert "--compilation-config" not in merged.argv
     assert any("fi_allreduce_fusion_max_size_mb=2" in w for w in merged.warnings)
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        ["--compilation_config", '{"pass_config": {"fuse_allreduce_rms": false}}'],  # _ for -
+        ["--compilation-c", '{"pass_config": {"fuse_allreduce_rms": false}}'],  # an abbreviation
+        ["--compilation_config.pass_config.fuse_allreduce_rms", "false"],  # dotted, underscored
+        ["-cc.pass_config.fuse_allreduce_rms=false", "-cc", '{"pass_config": {}}'],  # dotted wins
+    ],
+)
+def test_users_compilation_config_in_any_spelling_is_never_overridden(given: list[str]) -> None:
+    merged = merge(["vllm", "serve", "m", *given], {}, VLLM_CC, {}, "vllm")
+    assert effective_config(merged.argv)["pass_config"] == {
+        "fuse_allreduce_rms": False,
+        "fi_allreduce_fusion_max_size_mb": 8.0,
+    }
+    assert [w for w in merged.warnings if "fuse_allreduce_rms" in w]
+
+
+def test_compilation_config_from_a_config_file_is_the_users(tmp_path) -> None:
+    config = tmp_path / "serve.yaml"
+    config.write_text("compilation-config:\n  pass_config: {fuse_allreduce_rms: false}\n")
+    merged = merge(["vllm", "serve", "m", "--config", str(config)], {}, VLLM_CC, {}, "vllm")
+    assert effective_config(merged.argv)["pass_config"]["fuse_allreduce_rms"] is False
+
+
+@pytest.mark.parametrize(
+    ("launcher", "given"),
+    [
+        ("vllm", ["--disable-custom"]),  # an abbreviation
+        ("vllm", ["--disable_custom_all_reduce"]),  # _ for -
+        ("vllm", ["--enable-custom-all-reduce"]),  # the inverse spelling: the user wants it on
+        ("vllm", ["--no-disable-custom-all-reduce"]),
+        ("sglang", ["--disable-custom"]),
+    ],
+)
+def test_an_abbreviated_or_inverse_user_flag_counts_as_set(launcher: str, given: list[str]) -> None:
+    base = ["vllm", "serve", "m"] if launcher == "vllm" else BASE
+    merged = merge([*base, *given], {}, ("--disable-custom-all-reduce",), {}, launcher)
+    assert merged.argv == (*base, *given)
+    inverse = given[0] in ("--enable-custom-all-reduce", "--no-disable-custom-all-reduce")
+    assert bool(merged.warnings) == inverse
+
+
+def test_a_line_the_launcher_refuses_is_not_merged_into() -> None:
+    with pytest.raises(CmdlineError, match="ambiguous"):
+        merge(["vllm", "serve", "m", "--disable-c"], {}, ("--disable-custom-all-reduce",), {}, "vllm")

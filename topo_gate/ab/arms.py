@@ -83,7 +83,7 @@ def make_plan(
         hidden=hidden,
         model=model,
         trust_unverified_node=False,
-        user_args=tuple(cmd[1:]),
+        user_args=tuple(cmd),
         user_env=environ,
     )
     if plan.fallback:

@@ -9,7 +9,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -17,6 +21,8 @@ from topo_gate._atomic import OutputRefused
 from topo_gate._terminal import shown
 from topo_gate._version import __version__
 from topo_gate.cli._errors import CliError, ExitCode, error_line
+from topo_gate.cli._params import harden
+from topo_gate.profile.errors import ProfileError
 
 # command name -> (module under topo_gate.cli, one-line summary shown in --help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -50,7 +56,7 @@ class LazyGroup(click.Group):
         if entry is None or not _module_exists(entry[0]):
             return None
         module = importlib.import_module(f"topo_gate.cli.{entry[0]}")
-        return module.command
+        return harden(module.command)  # every float option finite, whoever declared it
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Summaries come from the table so --help does not import every command module.
@@ -88,8 +94,69 @@ def cli() -> None:
     """
 
 
+def _encodable_output() -> None:
+    """On a terminal whose encoding cannot write a character (``PYTHONIOENCODING=ascii``, a latin-1
+    locale), that character is written as an escape (``\\u4e2d``) instead of failing the command."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a closed or foreign stream: leave it as it is
+                pass
+
+
+@contextmanager
+def _hangup_and_terminate_interrupt() -> Iterator[None]:
+    """SIGHUP (the terminal closed, an ssh session dropped) and SIGTERM (``kill``, a job manager) end a
+    command as Ctrl-C does: with KeyboardInterrupt, so every ``finally`` runs -- the --out lock is
+    released, the trial workers are killed and their logs' folder removed -- and exit 130. Python's
+    default for both ends the process on the spot. A signal the parent ignores (``nohup``) stays
+    ignored; ``exec`` hands the launcher the defaults (exec resets caught signals)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # handlers can only be installed from the main thread
+        return
+    installed = {}
+    for signum in (signal.SIGHUP, signal.SIGTERM):
+        previous = signal.getsignal(signum)
+        if previous is not signal.SIG_IGN:
+            installed[signum] = previous
+            signal.signal(signum, _interrupt)
+    try:
+        yield
+    finally:
+        for signum, previous in installed.items():
+            signal.signal(signum, signal.SIG_DFL if previous is None else previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"received {signal.Signals(signum).name}")
+
+
+#: A terminal is wider than nothing and narrower than this; rich and click take ``COLUMNS`` / ``LINES``
+#: as given (``COLUMNS=0`` printed nothing at all).
+_MAX_TERMINAL_CELLS = 10_000
+
+
+def _usable_terminal_size() -> None:
+    """``COLUMNS`` / ``LINES`` that are no usable size are dropped, so the real terminal's (or 80x24) is used."""
+    for name in ("COLUMNS", "LINES"):
+        text = os.environ.get(name)
+        if text is not None and not (
+            text.strip().isascii() and text.strip().isdigit() and 0 < int(text) <= _MAX_TERMINAL_CELLS
+        ):
+            del os.environ[name]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point: turns CliError into one line on stderr and its exit code."""
+    _encodable_output()
+    _usable_terminal_size()
+    with _hangup_and_terminate_interrupt():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         returned = cli.main(args=argv, prog_name="topo-gate", standalone_mode=False)
     except CliError as error:
@@ -98,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     except OutputRefused as error:  # every writer's one failure: raised wherever a command writes
         click.echo(f"topo-gate: error: {shown(error)}", err=True)
         return int(ExitCode.UNWRITABLE)
+    except ProfileError as error:  # a profile built from the inputs fails its own checks
+        click.echo(error_line(f"the profile the inputs imply is invalid: {error}"), err=True)
+        return int(ExitCode.NOT_OK)
     except click.exceptions.Abort:
         click.echo("topo-gate: interrupted", err=True)
         return int(ExitCode.INTERRUPTED)

@@ -10,6 +10,7 @@ import click
 from topo_gate._atomic import write_atomic
 from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.cli._params import MAX_TIMEOUT_S, Finite
 from topo_gate.topology.capture import collect_isolated, save_capture
 from topo_gate.topology.errors import NvmlCrash, NvmlUnavailable
 from topo_gate.topology.model import build_node
@@ -29,7 +30,12 @@ missing or read-only, disk full).""",
 @click.argument("file", type=click.Path(dir_okay=False, writable=True))
 @click.option("--note", help="A line saying what this machine is, stored in the capture.")
 @click.option(
-    "--timeout", "timeout_s", default=60.0, show_default=True, help="Seconds NVML collection may take."
+    "--timeout",
+    "timeout_s",
+    type=Finite(min=0, min_open=True, max=MAX_TIMEOUT_S),
+    default=60.0,
+    show_default=True,
+    help="Seconds NVML collection may take.",
 )
 def command(file: str, note: str | None, timeout_s: float) -> None:
     """Record every NVML answer topo-gate uses (versioned JSON, topo-gate/capture/v1).

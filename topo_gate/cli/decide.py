@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from topo_gate._atomic import refuse_clobbering
 from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.cli._params import MAX_BOOTSTRAP, Finite
 from topo_gate.probe import DecideSettings, preview, replay
 from topo_gate.profile.errors import ProfileError
 from topo_gate.report.summary import summary
@@ -25,20 +27,20 @@ Examples:
   topo-gate decide evidence.json --json | jq '.decisions[].rules'
 
 Without --out nothing is written. Exit codes: 0 ok, 2 usage, 3 unreadable or malformed
-evidence, 8 --out not written.""",
+evidence, 8 --out not written (or it is EVIDENCE itself).""",
 )
 @click.argument("evidence", type=click.Path(path_type=Path))
 @click.option(
     "--margin",
-    type=click.FloatRange(min=0),
+    type=Finite(min=0),
     default=0.05,
     show_default=True,
     help="A backend must beat NCCL by this fraction, with its CI clear of it.",
 )
-@click.option("--ci-level", type=click.FloatRange(min=0.5, max=0.999), default=0.95, show_default=True)
+@click.option("--ci-level", type=Finite(min=0.5, max=0.999), default=0.95, show_default=True)
 @click.option(
     "--bootstrap",
-    type=click.IntRange(min=100),
+    type=click.IntRange(min=100, max=MAX_BOOTSTRAP),
     default=2000,
     show_default=True,
     help="Bootstrap resamples per (backend, size).",
@@ -55,6 +57,7 @@ def command(
     rules to old measurements.
     """
     settings = DecideSettings(margin=margin, ci_level=ci_level, bootstrap=bootstrap)
+    refuse_clobbering([("--out", out)], [("EVIDENCE", evidence)])
     try:
         result = replay(evidence, out=out, settings=settings) if out else preview(evidence, settings=settings)
     except (EvidenceError, CaptureError) as error:

@@ -8,6 +8,7 @@ import os
 
 import click
 
+from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.cli.recommend import (
     ProfileReading,
@@ -17,8 +18,9 @@ from topo_gate.cli.recommend import (
     served_hidden,
     strict_failure,
 )
-from topo_gate.launchers import LAUNCHERS, nccl_plan
-from topo_gate.launchers.detect import TpFlagError, detect_launcher, tp_from_command
+from topo_gate.launchers import LAUNCHERS, PINNED, nccl_plan
+from topo_gate.launchers.cmdline import CmdlineError, CmdlineFileError, find_entry, parse
+from topo_gate.launchers.detect import detect_launcher, tp_from_command
 from topo_gate.launchers.exec import exec_merged, prepare
 from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
 
@@ -41,17 +43,19 @@ Examples:
   topo-gate exec --profile node.yaml --model llama-3-70b -- vllm serve M -tp 4
   topo-gate exec --profile node.yaml --fallback nccl -- vllm serve M -tp 2
 
-The TP size comes from CMD's own flag (-tp, --tensor-parallel-size, --tp-size, --tp, --tp_size);
---tp must agree with it. The node is read through NVML (or --from CAPTURE) and must match the
-profile's fingerprint. The plan is priced against what CMD runs without topo-gate (its own flags
-and your environment) and changes nothing that was not measured faster there. No driver, a
-mismatch (node or TP) or an unusable profile: CMD runs unchanged, with the reason on stderr
-(--fallback nccl forces NCCL instead; --strict exits). A flag or env var you already set wins over
-the profile, with a warning. A one-line estimate says what the plan saves over the default for
-the workload (topo-gate recommend --explain shows it size by size).
-Exit codes (before CMD starts): 1 mismatch/unusable under --strict, 2 usage, 3 unreadable
---from or --workload, 4 no driver under --strict, 5 NVML crashed under --strict, 7 software drift under
---strict, 8 options file not written, 126 CMD not executable, 127 CMD not found.""",
+The TP size is CMD's own, read as its launcher reads it (abbreviations such as
+--tensor-parallel, _ for -, --config files); --tp must agree with it. The node is read through
+NVML (or --from CAPTURE) and must match the profile's fingerprint. The plan is priced against
+what CMD runs without topo-gate (its own flags and your environment) and changes nothing that
+was not measured faster there. No driver, a mismatch (node or TP) or an unusable profile: CMD
+runs unchanged, with the reason on stderr (--fallback nccl forces NCCL instead; --strict exits).
+A flag or env var you already set wins over the profile, with a warning. A one-line estimate
+says what the plan saves over the default for the workload (topo-gate recommend --explain shows
+it size by size).
+Exit codes (before CMD starts): 1 mismatch/unusable under --strict, 2 usage (or a CMD its
+launcher would refuse), 3 unreadable --from, --workload or a config/options file CMD names,
+4 no driver under --strict, 5 NVML crashed under --strict, 7 software drift under --strict,
+8 options file not written, 126 CMD not executable, 127 CMD not found.""",
 )
 @click.option("--profile", "profile", required=True, type=click.Path(dir_okay=True), help="Gating profile.")
 @click.option("--launcher", type=click.Choice(list(LAUNCHERS)), help="Default: detected from CMD.")
@@ -111,20 +115,26 @@ def command(
             workload=workload,
         )
         # The default is priced with the user's own command line and environment: what runs without us.
-        plan = reading.plan(
-            launcher,
-            profile,
-            tp=tp,
-            fallback=fallback,
-            hidden=hidden,
-            model=model,
-            user_args=cmd[1:],
-            user_env=os.environ,
-        )
+        try:
+            plan = reading.plan(
+                launcher,
+                profile,
+                tp=tp,
+                fallback=fallback,
+                hidden=hidden,
+                model=model,
+                user_args=cmd,
+                user_env=os.environ,
+            )
+        except Exception as error:  # noqa: BLE001 -- whatever the profile holds, CMD still starts
+            why = shown(" ".join(f"{type(error).__name__}: {error}".split()))
+            plan = nccl_plan(launcher, f"the profile could not be planned from: {why}", fallback=fallback)
     if strict and plan.fallback:
         strict_failure(plan)
     try:
         merged = prepare(cmd, plan, os.environ, verified_fingerprint=fingerprint)
+    except CmdlineFileError as error:
+        raise fail(ExitCode.UNREADABLE, str(error)) from None
     except (ValueError, OSError) as error:
         raise fail(ExitCode.USAGE, f"cannot merge into your command: {error}") from None
     if plan.estimate:
@@ -140,8 +150,19 @@ def _tp_size(tp: int | None, cmd: tuple[str, ...], launcher: str) -> tuple[int, 
     """The TP size to plan for, and why the launch must not follow the profile (None: it may)."""
     try:
         named = tp_from_command(cmd, launcher)
-    except TpFlagError as error:
-        raise fail(ExitCode.USAGE, str(error)) from None
+        entry = find_entry(cmd)
+        # Only where CMD starts the launcher itself: behind a wrapper script its arguments are unknown.
+        unknown = parse(launcher, cmd).unrecognized if entry and entry.launcher == launcher else ()
+    except CmdlineFileError as error:
+        raise fail(ExitCode.UNREADABLE, str(error)) from None
+    except CmdlineError as error:
+        raise fail(ExitCode.USAGE, f"{launcher} would refuse CMD: {error}") from None
+    if unknown:
+        click.echo(
+            f"topo-gate: warning: {launcher} {PINNED[launcher]} does not recognize {shown(' '.join(unknown))} "
+            "(that release refuses the command)",
+            err=True,
+        )
     if tp is None:
         if named is None:
             raise fail(ExitCode.USAGE, "CMD names no TP size (e.g. -tp 4): pass --tp N")

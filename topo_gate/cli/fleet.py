@@ -9,11 +9,15 @@ from pathlib import Path
 
 import click
 
+from topo_gate._atomic import refuse_clobbering
+from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.cli._params import MAX_BOOTSTRAP, Finite
 from topo_gate.fleet.evidence_set import FleetError, NodeEvidence, load_fleet
 from topo_gate.fleet.outliers import DEFAULT_NOISE_FLOOR, DEFAULT_THRESHOLD, find_outliers
 from topo_gate.probe import DecideSettings
 from topo_gate.profile import dump_profile
+from topo_gate.profile.errors import ProfileError
 
 _EVIDENCE = click.argument("evidence", nargs=-1, required=True, type=click.Path(path_type=Path))
 
@@ -54,17 +58,15 @@ rule states its weakest node. A size some node did not measure stays NCCL. The p
 nodes (name, hostname, evidence digest) and how many under `fleet:` (schema v1.2).
 
 Exit codes: 0 written, 1 refused (other fingerprint, shape, a node twice), 2 usage, 3 unreadable,
-8 the profile could not be written.""",
+8 the profile could not be written (or --out is one of the EVIDENCE files).""",
 )
 @_EVIDENCE
 @click.option(
     "--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Profile to write."
 )
-@click.option(
-    "--margin", type=click.FloatRange(min=0), default=0.05, show_default=True, help="The bar per node."
-)
-@click.option("--ci-level", type=click.FloatRange(min=0.5, max=0.999), default=0.95, show_default=True)
-@click.option("--bootstrap", type=click.IntRange(min=100), default=2000, show_default=True)
+@click.option("--margin", type=Finite(min=0), default=0.05, show_default=True, help="The bar per node.")
+@click.option("--ci-level", type=Finite(min=0.5, max=0.999), default=0.95, show_default=True)
+@click.option("--bootstrap", type=click.IntRange(min=100, max=MAX_BOOTSTRAP), default=2000, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the written profile and notes as JSON.")
 def merge(
     evidence: tuple[Path, ...], out: Path, margin: float, ci_level: float, bootstrap: int, as_json: bool
@@ -72,20 +74,26 @@ def merge(
     """Merge EVIDENCE files of N nodes of one class into one profile whose rules hold on every node."""
     from topo_gate.fleet.merge import merge_fleet
 
+    refuse_clobbering([("--out", out)], [("EVIDENCE", path) for path in evidence])
     nodes = _load(evidence)
     settings = DecideSettings(margin=margin, ci_level=ci_level, bootstrap=bootstrap)
     command_line = shlex.join(["topo-gate", *sys.argv[1:]]) if sys.argv else None
-    result = merge_fleet(nodes, out=out, settings=settings, command=command_line)
+    try:
+        result = merge_fleet(nodes, out=out, settings=settings, command=command_line)
+    except ProfileError as error:  # evidence that loads but implies no valid profile
+        names = ", ".join(str(path) for path in evidence)
+        raise fail(ExitCode.UNREADABLE, f"{names}: the profile they imply is invalid: {error}") from None
     dump_profile(result.profile, out)
     for note in result.notes:
-        click.echo(f"topo-gate: note: {note}", err=True)
+        click.echo(f"topo-gate: note: {shown(note)}", err=True)
     if as_json:
         sealed = result.profile.with_digest()
         click.echo(json.dumps({**sealed.to_dict(), "notes": result.notes}, indent=1))
         return
     names = ", ".join(node.name for node in nodes)
     click.echo(
-        f"wrote {out}: {len(result.profile.decisions)} decisions held on all {len(nodes)} nodes ({names})"
+        f"wrote {shown(out)}: {len(result.profile.decisions)} decisions held on all {len(nodes)} nodes "
+        f"({shown(names)})"
     )
 
 
@@ -105,12 +113,10 @@ measured it is `error`; else `pass`, or `no data` when no cell had 3 nodes. Defa
 Exit codes: 0 no outlier, 1 an outlier (or refused evidence), 2 usage, 3 unreadable.""",
 )
 @_EVIDENCE
-@click.option(
-    "--threshold", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_THRESHOLD, show_default=True
-)
+@click.option("--threshold", type=Finite(min=0, min_open=True), default=DEFAULT_THRESHOLD, show_default=True)
 @click.option(
     "--noise-floor",
-    type=click.FloatRange(min=0),
+    type=Finite(min=0),
     default=DEFAULT_NOISE_FLOOR,
     show_default=True,
     help="Smallest scale, as a fraction of the fleet median: below it differences are noise.",
@@ -120,14 +126,14 @@ def outliers(evidence: tuple[Path, ...], threshold: float, noise_floor: float, a
     """List the nodes whose latencies stand apart from their twins', with the cells that flag them."""
     report = find_outliers(_load(evidence), threshold=threshold, noise_floor=noise_floor)
     for warning in report.warnings:
-        click.echo(f"topo-gate: warning: {warning}", err=True)
+        click.echo(f"topo-gate: warning: {shown(warning)}", err=True)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=1))
     else:
         for node in report.nodes:
-            click.echo(f"{node.name}: {node.verdict} ({node.scored} cells scored)")
+            click.echo(f"{shown(node.name)}: {node.verdict} ({node.scored} cells scored)")
             for flag in node.flags:
-                click.echo(f"  {flag.words()}")
+                click.echo(f"  {shown(flag.words())}")
     if report.outliers:
         names = ", ".join(f"{node.name} ({node.verdict})" for node in report.outliers)
         raise fail(ExitCode.NOT_OK, f"outlier node(s): {names}")

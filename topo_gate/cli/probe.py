@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 from rich.text import Text
 
+from topo_gate._atomic import refuse_clobbering
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.models import UnknownModel, lookup_model
 from topo_gate.probe import (
@@ -172,6 +173,9 @@ def command(
     is enabled only where it was correct and faster than NCCL by the margin.
     """
     console = Console(stderr=as_json)
+    refuse_clobbering(
+        [("--out", out), ("--evidence", evidence_out)], [("--replay", replay_path), ("--from", capture)]
+    )
     settings = DecideSettings(margin=margin)
     _refuse_ignored_capture(capture, device, replay_path)
     if replay_path is not None:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
+from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.cli._params import Finite
 from topo_gate.probe import DecideSettings
 from topo_gate.report.ab_report import AbSource, ab_labels
 from topo_gate.report.build import FORMATS, needs_matplotlib, write_report
@@ -40,7 +42,7 @@ overlaid in the same figures, one line style per input. html and png need matplo
 report extra, above); md does not.
 
 Exit codes: 0 written; 2 usage, or matplotlib missing for html/png; 3 an input is unreadable or
-invalid, or DIR cannot be written.""",
+invalid; 8 DIR cannot be written, or a file it would write is an input.""",
 )
 @click.argument(
     "inputs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="EVIDENCE_PROFILE_OR_AB..."
@@ -64,7 +66,7 @@ invalid, or DIR cannot be written.""",
 )
 @click.option(
     "--margin",
-    type=click.FloatRange(min=0),
+    type=Finite(min=0),
     default=DecideSettings().margin,
     show_default=True,
     help="For evidence inputs: the margin their decisions are re-derived with (profiles keep theirs).",
@@ -101,9 +103,11 @@ def command(
     except ReportInputError as error:
         raise fail(ExitCode.UNREADABLE, str(error)) from None
     try:
-        result = write_report(sources, out, formats=formats, baseline=old, ab_records=records)
+        result = write_report(
+            sources, out, formats=formats, baseline=old, ab_records=records, inputs=[("--baseline", baseline)]
+        )
     except OSError as error:
-        raise fail(ExitCode.UNREADABLE, f"{out}: cannot write: {error.strerror or error}") from None
+        raise fail(ExitCode.UNWRITABLE, f"{out}: cannot write: {error.strerror or error}") from None
     if as_json:
         document = {
             "out": str(out),
@@ -117,9 +121,9 @@ def command(
         click.echo(json.dumps(document, indent=2))
         return
     for path in result.files:
-        click.echo(f"wrote {path}")
+        click.echo(f"wrote {shown(path)}")
     for note in result.notes + [f"{s.label}: {note}" for s in sources for note in s.notes]:
-        click.echo(f"note: {note}", err=True)
+        click.echo(f"note: {shown(note)}", err=True)
 
 
 def _split_ab_records(inputs: tuple[Path, ...]) -> tuple[list[AbSource], list[Path]]:

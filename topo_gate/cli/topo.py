@@ -7,6 +7,7 @@ import json
 import click
 
 from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.cli._params import MAX_TIMEOUT_S, Finite
 from topo_gate.topology.capture import Capture, read_capture
 from topo_gate.topology.errors import CaptureError, NvmlCrash, NvmlUnavailable
 from topo_gate.topology.model import Node, build_node
@@ -55,7 +56,12 @@ Exit codes: 0 ok, 3 unreadable capture, 4 no NVIDIA driver, 5 NVML crashed.""",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON (includes the raw capture).")
 @click.option(
-    "--timeout", "timeout_s", default=60.0, show_default=True, help="Seconds NVML collection may take."
+    "--timeout",
+    "timeout_s",
+    type=Finite(min=0, min_open=True, max=MAX_TIMEOUT_S),
+    default=60.0,
+    show_default=True,
+    help="Seconds NVML collection may take.",
 )
 def command(from_path: str | None, as_json: bool, timeout_s: float) -> None:
     """Show the GPUs, NVLink/PCIe links, P2P status, pair and node classes, and TP groups.

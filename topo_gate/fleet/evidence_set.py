@@ -41,7 +41,7 @@ class NodeEvidence:
     @property
     def hostname(self) -> str | None:
         host = (self.evidence["node"].get("provenance") or {}).get("hostname")
-        return host if isinstance(host, str) else None
+        return host if isinstance(host, str) and host else None  # "": not recorded
 
     @property
     def fingerprint(self) -> str:

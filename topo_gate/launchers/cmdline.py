@@ -1,27 +1,239 @@
-"""The all-reduce knobs a user's own launcher command line and environment set (exact names only;
-the full reading the way each launcher's parser reads argv replaces this)."""
+"""Reading a launcher's command line the way the pinned release's own parser reads it.
+
+``exec`` plans for the TP size the launcher will run with and must never override a knob the user
+set, and the planner prices the launcher's default route *with the user's own flags and env*; all
+three need the command line read exactly as the launcher reads it, not by exact flag names:
+
+- SGLang and vLLM parse with argparse, which takes any unambiguous abbreviation of any option
+  (``--tensor-parallel 4``, ``--tp-siz 4``): the option table is every option of the pinned parser
+  (``cmdline_table``), replayed through argparse itself;
+- vLLM rewrites its line first (``_`` for ``-``, ``-O3``, dotted ``-cc.pass_config.k=v``, ``--config
+  FILE``) and SGLang inlines ``--config FILE`` (``cmdline_forms``, each step cited there);
+- TensorRT-LLM's ``trtllm-serve`` is click (exact names) and reads an ``--extra_llm_api_options`` YAML
+  file whose keys override its flags.
+
+A command line with no launcher entry point in it (``vllm serve``, ``python -m sglang.launch_server``,
+``trtllm-serve``) is read as the launcher's arguments alone.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
+from topo_gate.launchers import cmdline_forms as forms
 from topo_gate.launchers import knobs
+from topo_gate.launchers.cmdline_table import CmdlineError, CmdlineFileError, Occurrence, table
 from topo_gate.launchers.routes.base import Knobs
+
+__all__ = [
+    "CmdlineError",
+    "CmdlineFileError",
+    "Entry",
+    "LauncherArgs",
+    "find_entry",
+    "options_file",
+    "parse",
+    "tp_size",
+    "user_knobs",
+]
+
+# Console scripts (basename of a token) and the subcommand that must follow, if any.
+_SCRIPTS = {("vllm", "serve"): "vllm", ("sglang", "serve"): "sglang", ("trtllm-serve", None): "trtllm"}
+# ``python -m MODULE``: the module's top package names the launcher.
+_PACKAGES = {"sglang": "sglang", "vllm": "vllm", "tensorrt_llm": "trtllm"}
+#: The canonical TP option of each launcher (its parser's first long spelling of the TP size).
+TP_OPTION = {"sglang": "--tp-size", "vllm": "--tensor-parallel-size", "trtllm": "--tp_size"}
+#: TensorRT-LLM's options file, and the key in it that overrides the TP flag: ``llm_args |
+#: llm_args_dict`` (tensorrt_llm/llmapi/llm_args.py ``update_llm_args_with_extra_dict``).
+TRTLLM_OPTIONS = "--extra_llm_api_options"
+TRTLLM_TP_KEY = "tensor_parallel_size"
+
+
+class Entry(NamedTuple):
+    """Where a launcher starts in a command line: ``args`` are what its parser is handed (for
+    ``vllm serve``, ``serve`` first: vLLM rewrites the line with it in view); ``at`` is the index in
+    the command line of ``args[0]``."""
+
+    launcher: str
+    form: str  # "serve": a console script's subcommand; "module": ``python -m`` or bare arguments
+    args: tuple[str, ...]
+    at: int
+
+
+def find_entry(argv: Sequence[str]) -> Entry | None:
+    """The first launcher entry point in ``argv`` (wrappers in front are skipped), or None."""
+    for index, token in enumerate(argv):
+        name = os.path.basename(token)
+        following = argv[index + 1] if index + 1 < len(argv) else None
+        for (script, subcommand), launcher in _SCRIPTS.items():
+            if name == script and (subcommand is None or following == subcommand):
+                start = index + 1 if subcommand is None or launcher == "vllm" else index + 2
+                return Entry(launcher, "serve", tuple(argv[start:]), start)
+        if token == "-m" and following:
+            by_package = _PACKAGES.get(following.split(".", 1)[0])
+            if by_package and "." in following:
+                return Entry(by_package, "module", tuple(argv[index + 2 :]), index + 2)
+    return None
+
+
+@dataclass(frozen=True)
+class LauncherArgs:
+    """The options a command line sets, as the launcher reads them.
+
+    ``options``: canonical long option -> its values in order (None: a switch, or an optional value
+    not given; an option taking several values contributes each). A switch's two polarities are two
+    keys (``--disable-custom-all-reduce`` / ``--no-disable-custom-all-reduce``); only the one given
+    last is kept, as the parser keeps only the last.
+    """
+
+    options: Mapping[str, tuple[str | None, ...]]
+    dests: Mapping[str, str] = field(default_factory=dict)  # canonical option -> parser destination
+    #: Tokens the pinned parser does not recognize: it refuses the line with them ("unrecognized
+    #: arguments"); another release may know them. (TensorRT-LLM: not checked, always empty.)
+    unrecognized: tuple[str, ...] = ()
+
+    def last(self, option: str) -> str | None:
+        """The value the launcher keeps for ``option`` (the last one given); KeyError if not given."""
+        return self.options[option][-1]
+
+
+class _Reading(NamedTuple):
+    args: LauncherArgs
+    entry: Entry
+    dotted: tuple[str, ...]  # vLLM: the ``-x`` of each dotted group, in the order vLLM appends them
+    clicks: tuple[forms.ClickOption, ...]  # TensorRT-LLM: the options with where their values are
+
+
+def parse(launcher: str, argv: Sequence[str]) -> LauncherArgs:
+    """The options ``argv`` sets for ``launcher``, read as the pinned release's own parser reads them.
+
+    ``CmdlineError`` (one line) where that parser would refuse the line: an ambiguous abbreviation, a
+    missing value, a config file it cannot read (``CmdlineFileError``).
+    """
+    return read(launcher, argv).args
+
+
+def read(launcher: str, argv: Sequence[str]) -> _Reading:
+    """``parse`` with what ``merge`` needs to edit the line in place."""
+    entry = find_entry(argv)
+    if entry is None or entry.launcher != launcher:
+        entry = Entry(launcher, "module", tuple(argv), 0)
+    try:
+        if launcher == "trtllm":
+            clicks = tuple(forms.trtllm_options(entry.args))
+            options: dict[str, list[str | None]] = {}
+            for option in clicks:
+                options.setdefault(option.name, []).append(option.value)
+            frozen = {name: tuple(values) for name, values in options.items()}
+            return _Reading(LauncherArgs(frozen), entry, (), clicks)
+        replica = table(launcher)
+        if launcher == "vllm":
+            tokens, dotted = forms.vllm_args(entry.form, entry.args, replica)
+        else:
+            tokens, dotted = forms.sglang_args(entry.form, entry.args, replica), ()
+        seen, unrecognized = replica.read(tokens)
+    except CmdlineError:
+        raise
+    except (ValueError, RecursionError) as error:  # e.g. a dotted value with 5000 digits
+        raise CmdlineError(f"{launcher} would not read this command line: {error}") from None
+    return _Reading(_collected(seen, unrecognized), entry, dotted, ())
+
+
+def _collected(seen: list[Occurrence], unrecognized: list[str]) -> LauncherArgs:
+    options: dict[str, list[str | None]] = {}
+    dests: dict[str, str] = {}
+    for action, spelled, values in seen:
+        for other in {action.canonical, action.spelled(action.negative[0])} if action.negative else ():
+            if other != spelled:
+                options.pop(other, None)  # the switch's other polarity, given earlier: overridden
+                dests.pop(other, None)
+        options.setdefault(spelled, []).extend(values or (None,))
+        dests[spelled] = action.dest
+    return LauncherArgs({name: tuple(values) for name, values in options.items()}, dests, tuple(unrecognized))
+
+
+def tp_size(launcher: str, argv: Sequence[str]) -> int | None:
+    """The TP size the launcher reads from ``argv`` (None: it names none, the launcher's default 1).
+
+    Read as the launcher's ``int`` reads it: Python's ``int()`` takes ``+4``, `` 4``, ``4_0`` and
+    other scripts' digits (``٤``); what it refuses, or a size below 1, is ``CmdlineError``.
+    """
+    reading = read(launcher, argv)
+    name = TP_OPTION[launcher]
+    text = reading.args.options.get(name, (None,))[-1]
+    value: object = text
+    path = _trtllm_options_path(reading) if launcher == "trtllm" else None
+    if path is not None:
+        given = options_file(path)
+        if TRTLLM_TP_KEY in given:
+            name, value = f"{path}: {TRTLLM_TP_KEY}", given[TRTLLM_TP_KEY]
+    if value is None:
+        return None
+    try:
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise ValueError(value)
+        size = int(value)
+    except ValueError:
+        raise CmdlineError(f"{name} {value!r}: not an integer the launcher reads") from None
+    if size < 1:
+        raise CmdlineError(f"{name} {value!r} is not a TP size")
+    return size
 
 
 def user_knobs(launcher: str, argv: Sequence[str], environ: Mapping[str, str]) -> Knobs:
+    """What the user set that the route models read, canonical: ``args`` the all-reduce options of
+    the launcher's manifest the line sets (each once, with the value the launcher keeps; vLLM's
+    compilation config as the one JSON object it ends up with), ``env`` the manifest's env variables
+    set in ``environ``, ``config`` (TensorRT-LLM) the manifest's config keys the user's
+    ``--extra_llm_api_options`` file sets, read through the guarded reader."""
+    reading = read(launcher, argv)
     manifest = knobs.manifest(launcher)
-    flags = manifest.get("flags", {})
     args: list[str] = []
-    index = 0
-    while index < len(argv):
-        name, eq, _ = argv[index].partition("=")
-        takes = flags.get(name, {}).get("takes_value", False) or name in ("--compilation-config", "-cc")
-        if name in flags or name in ("--compilation-config", "-cc"):
-            args.append(argv[index])
-            if takes and not eq and index + 1 < len(argv):
-                args.append(argv[index + 1])
-                index += 1
-        index += 1
-    env = {k: v for k, v in environ.items() if k in manifest.get("env", {}) or k == "NCCL_NVLS_ENABLE"}
-    return Knobs(args=tuple(args), env=env)
+    if launcher != "trtllm":
+        replica = table(launcher)
+        relevant = {action.dest for action in replica.actions if set(manifest["flags"]) & _spellings(action)}
+        for name, values in reading.args.options.items():
+            if reading.args.dests[name] not in relevant:
+                continue
+            value = values[-1]
+            if launcher == "vllm" and reading.args.dests[name] == "compilation_config" and value is not None:
+                value = json.dumps(forms.vllm_json(value), separators=(",", ":"))
+            args += [name] if value is None else [name, value]
+    env = {name: environ[name] for name in manifest["env"] if name in environ}
+    config: dict[str, object] = {}
+    path = _trtllm_options_path(reading) if launcher == "trtllm" else None
+    if path is not None:
+        given = options_file(path)
+        config = {key: given[key] for key in manifest["config_keys"] if key in given}
+    return Knobs(tuple(args), env, config)
+
+
+def _spellings(action: Any) -> set[str]:
+    return {*action.options, *action.negative}
+
+
+def _trtllm_options_path(reading: _Reading) -> str | None:
+    return reading.args.options.get(TRTLLM_OPTIONS, (None,))[-1]
+
+
+def trtllm_options_at(argv: Sequence[str]) -> tuple[int, bool, str] | None:
+    """Where the options file TensorRT-LLM reads is named in ``argv``: (index of the token holding the
+    path, whether it is ``--flag=path``, the path); None when the line names none."""
+    reading = read("trtllm", argv)
+    given = [option for option in reading.clicks if option.name == TRTLLM_OPTIONS]
+    last = given[-1] if given else None
+    if last is None or last.value is None:
+        return None
+    return reading.entry.at + last.at, last.attached, last.value
+
+
+def options_file(path: str) -> dict[str, Any]:
+    """The user's TensorRT-LLM options file, read through the guarded reader: a YAML mapping."""
+    options = forms.read_config(path, "a TensorRT-LLM options file")
+    if not isinstance(options, dict):
+        raise CmdlineFileError(path, "not a YAML mapping of LLM-API options")
+    return options

@@ -315,11 +315,12 @@ def follow_profile(
     the launcher's ``candidates`` against its default for the user's own args and env (``planning``),
     with the reader's warnings ahead of the plan's notes. Raises ``WorkloadError`` for an unusable
     ``workload``."""
-    from topo_gate.launchers.cmdline import user_knobs
+    from topo_gate.launchers.cmdline import CmdlineError, user_knobs
     from topo_gate.launchers.costmodel import DEFAULT_LAYERS, Step
     from topo_gate.launchers.explain import estimate_line
     from topo_gate.launchers.planning import choose
-    from topo_gate.launchers.routes import RouteError
+    from topo_gate.launchers.routes import Knobs, RouteError
+    from topo_gate.launchers.routes.nccl import NVLS_ENV
     from topo_gate.launchers.workload import Workload, lookup_workload
 
     check_fallback_mode(fallback)
@@ -346,7 +347,20 @@ def follow_profile(
     reading, model_notes = served_model(
         reading, hidden=hidden, model=model, layers=layers, architecture=architecture
     )
-    user = user_knobs(launcher, user_args, os.environ if user_env is None else user_env)
+    environ = os.environ if user_env is None else user_env
+    try:
+        user = user_knobs(launcher, user_args, environ)
+    except CmdlineError as error:
+        return fallback_plan(
+            launcher,
+            version,
+            f"your command line cannot be read as {launcher} reads it: {error}",
+            fallback=fallback,
+            forced=forced,
+            warnings=(*reading.warnings, *model_notes),
+        )
+    if NVLS_ENV in environ:  # not a launcher knob, but it decides which NCCL the default runs
+        user = Knobs(user.args, {**user.env, NVLS_ENV: environ[NVLS_ENV]}, user.config)
     step = Step(reading.layers or DEFAULT_LAYERS, layers_known=reading.layers is not None)
     try:
         choice = choose(

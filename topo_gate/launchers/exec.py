@@ -15,6 +15,7 @@ import yaml
 
 from topo_gate._atomic import write_atomic
 from topo_gate._terminal import shown
+from topo_gate.launchers.cmdline import options_file, trtllm_options_at
 from topo_gate.launchers.common import LaunchPlan
 from topo_gate.launchers.merge import Merged, merge
 from topo_gate.launchers.trtllm import OPTIONS_FLAG
@@ -28,7 +29,8 @@ def prepare(
 
     A plan with a config file (TensorRT-LLM) writes it to a fresh temp file, merged into the user's own
     ``--extra_llm_api_options`` file if given. The verified fingerprint is exported so a ``gate()`` call
-    inside the launcher sees a checked node.
+    inside the launcher sees a checked node. ``CmdlineError`` when ``cmd`` is a line the launcher would
+    refuse, ``CmdlineFileError`` when a file it names cannot be read safely.
     """
     plan_env = dict(plan.env)
     if verified_fingerprint is not None:
@@ -41,34 +43,26 @@ def prepare(
 
 
 def _with_options_file(merged: Merged, config: Mapping[str, object]) -> Merged:
+    """The plan's config written as a fresh options file: the user's own (the one trtllm-serve reads,
+    found as its click parser finds it, read through the guarded reader) with the plan's keys it lacks."""
     argv, warnings = list(merged.argv), list(merged.warnings)
-    user_path, at = None, None
-    for index, token in enumerate(argv):
-        name, eq, attached = token.partition("=")
-        if name == OPTIONS_FLAG:
-            at, user_path = (
-                (index, attached) if eq else (index + 1, argv[index + 1] if index + 1 < len(argv) else None)
-            )
-    options: dict[str, object] = {}
-    if user_path:
-        with open(user_path, encoding="utf-8") as handle:
-            options = yaml.safe_load(handle) or {}
-        if not isinstance(options, dict):
-            raise ValueError(f"{user_path}: not a YAML mapping of LLM-API options")
+    where = trtllm_options_at(argv)
+    options: dict[str, object] = {} if where is None else dict(options_file(where[2]))
     for key, value in config.items():
         if key in options:
             if options[key] != value:
                 warnings.append(
-                    f"{user_path} sets {key}: {options[key]}; the profile implies {value}: yours wins"
+                    f"{where[2] if where else ''} sets {key}: {options[key]}; the profile implies {value}: yours wins"
                 )
             continue
         options[key] = value
     folder = tempfile.mkdtemp(prefix="topo-gate-")
     path = str(write_atomic(os.path.join(folder, "extra_llm_api_options.yaml"), yaml.safe_dump(options)))
-    if at is None:
+    if where is None:
         argv += [OPTIONS_FLAG, path]
     else:
-        argv[at] = f"{OPTIONS_FLAG}={path}" if argv[at].startswith(OPTIONS_FLAG + "=") else path
+        at, attached, _ = where
+        argv[at] = f"{argv[at].partition('=')[0]}={path}" if attached else path
     added = (*merged.added, f"{OPTIONS_FLAG} {path} ({', '.join(f'{k}: {v}' for k, v in config.items())})")
     return replace(
         merged, argv=tuple(argv), added=added, warnings=tuple(warnings), temp_dirs=(*merged.temp_dirs, folder)

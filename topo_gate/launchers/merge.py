@@ -1,9 +1,16 @@
 """Fold a plan's args and env into a user's command line and environment; the user's choice wins.
 
-Understands ``--flag value`` and ``--flag=value``, switch flags, flags that set the same knob under
-another name (SGLang's fusion backend vs its enforce-disable switch, vLLM's ``--no-...`` forms), and
-vLLM's compilation config given as ``--compilation-config JSON`` / ``-cc JSON`` / ``-cc.pass_config.k=v``,
-which is merged key by key rather than replaced.
+The user's command is read as the launcher reads it (``cmdline``): an abbreviated (``--disable-custom``),
+underscored (``--disable_custom_all_reduce``), inverse (``--enable-custom-all-reduce``), ``=``-joined
+or config-file option sets its knob exactly as the canonical spelling does, so the plan never adds a
+flag for a knob the user already set. Flags that set the same knob under another name count too
+(SGLang's fusion backend vs its enforce-disable switch).
+
+vLLM's compilation config is one value that the *last* ``--compilation-config`` / ``-cc`` replaces
+whole (and dotted ``-cc.pass_config.k=v`` groups come after every explicit one:
+vllm/utils/argparse_utils.py:441-500). So the plan's ``pass_config`` keys are added to the config the
+user ends up with, never as a second config that would replace it: into the user's last dotted group
+when there is one, else as a config that is the user's own plus the plan's missing keys.
 """
 
 from __future__ import annotations
@@ -13,7 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from topo_gate.launchers import knobs
+from topo_gate.launchers import cmdline, knobs
+from topo_gate.launchers.cmdline_forms import vllm_json
+from topo_gate.launchers.cmdline_table import CmdlineError, table
 
 # Flags that set the same knob: a user's flag from a group overrides any plan flag from the same group.
 _SAME_KNOB: dict[str, tuple[frozenset[str], ...]] = {
@@ -26,7 +35,7 @@ _SAME_KNOB: dict[str, tuple[frozenset[str], ...]] = {
             }
         ),
     ),
-    "vllm": (frozenset({"--disable-custom-all-reduce", "--no-disable-custom-all-reduce"}),),
+    "vllm": (),
     "trtllm": (),
 }
 _COMPILATION = ("--compilation-config", "-cc")
@@ -55,20 +64,6 @@ def split_flags(args: Sequence[str], launcher: str) -> list[tuple[str, str | Non
     return items
 
 
-def _user_flags(argv: Sequence[str]) -> dict[str, str | None]:
-    """Flags present in the user's command (value when given as ``--flag=value`` or followed by a value)."""
-    found: dict[str, str | None] = {}
-    for index, token in enumerate(argv):
-        if not token.startswith("-"):
-            continue
-        name, eq, value = token.partition("=")
-        following = argv[index + 1] if index + 1 < len(argv) else None
-        found[name] = (
-            value if eq else (following if following is not None and not following.startswith("-") else None)
-        )
-    return found
-
-
 def merge(
     argv: Sequence[str],
     env: Mapping[str, str],
@@ -77,23 +72,24 @@ def merge(
     launcher: str,
 ) -> Merged:
     """``argv`` with ``plan_args`` appended and ``env`` with ``plan_env`` set, where the user has not already
-    decided; every knob the user set differently is kept and reported in ``warnings``."""
+    decided; every knob the user set differently is kept and reported in ``warnings``.
+
+    ``CmdlineError`` when the launcher would refuse ``argv`` itself (its knobs cannot be told apart).
+    """
+    reading = cmdline.read(launcher, argv)
     out, added, warnings = list(argv), [], []
-    user = _user_flags(argv)
     for flag, value in split_flags(plan_args, launcher):
-        if flag in _COMPILATION:
-            added_cc, cc_warnings = _merge_compilation(out, json.loads(value or "{}"))
+        if launcher == "vllm" and flag in _COMPILATION:
+            added_cc, cc_warnings = _merge_compilation(out, reading, json.loads(value or "{}"))
             added += added_cc
             warnings += cc_warnings
             continue
-        group = next((g for g in _SAME_KNOB[launcher] if flag in g), frozenset({flag}))
-        overriding = sorted(f for f in group if f in user)
-        if overriding:
-            same = overriding == [flag] and (value is None or user[flag] == value)
-            if not same:
+        given = _user_settings(reading.args, launcher, flag)
+        if given:
+            if given != [(flag, value)]:
+                spelled = " ".join(name if last is None else f"{name} {last}" for name, last in given)
                 warnings.append(
-                    f"you gave {' '.join(overriding)}; the profile implies {flag}"
-                    f"{' ' + value if value else ''}: yours wins"
+                    f"you gave {spelled}; the profile implies {flag}{' ' + value if value else ''}: yours wins"
                 )
             continue
         piece = [flag] if value is None else [flag, value]
@@ -110,39 +106,44 @@ def merge(
     return Merged(tuple(out), merged_env, tuple(added), tuple(warnings))
 
 
-def _merge_compilation(argv: list[str], ours: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """Merge our pass_config keys into the user's vLLM compilation config, in place in ``argv``.
+def _user_settings(user: cmdline.LauncherArgs, launcher: str, flag: str) -> list[tuple[str, str | None]]:
+    """(canonical option, value kept) of every option the user set for the knob ``flag`` sets."""
+    group = next((g for g in _SAME_KNOB[launcher] if flag in g), frozenset({flag}))
+    if launcher == "trtllm":
+        return [(name, values[-1]) for name, values in user.options.items() if name in group]
+    by_option = table(launcher).by_option
+    dests = {by_option[name].dest for name in group if name in by_option}
+    return [
+        (name, values[-1])
+        for name, values in user.options.items()
+        if user.dests.get(name) in dests or name in group
+    ]
 
-    Raises ``ValueError`` when the user's ``--compilation-config`` is not valid JSON.
-    """
-    user_keys: dict[str, object] = {}
-    # (token index, text before the JSON, parsed config)
-    user_json: tuple[int, str, dict[str, Any]] | None = None
-    for index, token in enumerate(argv):
-        name, eq, value = token.partition("=")
-        following = argv[index + 1] if index + 1 < len(argv) else None
-        if name in _COMPILATION:
-            at, head, text = (index, name + "=", value) if eq else (index + 1, "", following or "")
-            if text.lstrip().startswith("{"):
-                user_json = (at, head, json.loads(text))
-                user_keys.update(user_json[2].get("pass_config", {}))
-        for prefix in ("-cc.pass_config.", "--compilation-config.pass_config."):
-            if name.startswith(prefix):
-                user_keys[name[len(prefix) :]] = value if eq else following
+
+def _merge_compilation(argv: list[str], reading: Any, ours: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Add the plan's ``pass_config`` keys the user's effective vLLM compilation config lacks (see the
+    module docstring), appending to ``argv`` in place; warnings for the keys the user set otherwise."""
     wanted = ours.get("pass_config", {})
+    given = reading.args.options.get("--compilation-config")
+    config = vllm_json(given[-1]) if given and given[-1] is not None else {}
+    user_keys = config.get("pass_config", {}) if isinstance(config, dict) else None
+    if not isinstance(user_keys, dict):
+        raise CmdlineError("--compilation-config: not a JSON object with a pass_config object")
     warnings = [
-        f"you set pass_config.{k}={user_keys[k]}; the profile implies {json.dumps(v)}: yours wins"
+        f"you set pass_config.{k}={json.dumps(user_keys[k])}; the profile implies {json.dumps(v)}: yours wins"
         for k, v in wanted.items()
-        if k in user_keys and str(user_keys[k]).lower() != json.dumps(v)
+        if k in user_keys and user_keys[k] != v
     ]
     missing = {k: v for k, v in wanted.items() if k not in user_keys}
     if not missing:
         return [], warnings
-    if user_json is not None:
-        at, head, config = user_json
-        config.setdefault("pass_config", {}).update(missing)
-        argv[at] = head + json.dumps(config, separators=(",", ":"))
-        return [f"compilation-config pass_config {json.dumps(missing)}"], warnings
-    piece = ["--compilation-config", json.dumps({"pass_config": missing}, separators=(",", ":"))]
-    argv += piece
-    return [" ".join(piece)], warnings
+    compilation = table("vllm").by_option["--compilation-config"]
+    groups = [key for key in reading.dotted if table("vllm").resolve(key) is compilation]
+    if groups:  # the user's last dotted group is the config vLLM ends up with: extend it
+        pieces = [f"{groups[-1]}.pass_config.{k}={json.dumps(v)}" for k, v in missing.items()]
+    else:
+        merged = {**config, "pass_config": {**user_keys, **missing}}
+        pieces = ["--compilation-config", json.dumps(merged, separators=(",", ":"))]
+    argv += pieces
+    what = "your compilation config plus" if given else "compilation-config"
+    return [f"{what} pass_config {json.dumps(missing)}"], warnings

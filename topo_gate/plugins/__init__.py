@@ -122,11 +122,19 @@ def _ancestors() -> set[int]:
     return found
 
 
-def profile_digest(path: str) -> str:
-    """The profile's own digest for the log line, or why it could not be read (the plan says so too)."""
+def profile_digest(path: str, fingerprint: str | None = None) -> str:
+    """The digest of the profile the plan followed, for the log line, or why it could not be read (the
+    plan says so too). For a profile set (a folder), the member chosen for ``fingerprint``, named."""
     from topo_gate.profile.io import load_profile
+    from topo_gate.profile.profile_set import choose_member, is_profile_set
 
     try:
+        if is_profile_set(path):
+            choice = choose_member(path, fingerprint)
+            if choice.path is None:
+                return f"no member of the set ({choice.reason})"
+            member = load_profile(choice.path).digest or "unsealed"
+            return f"{member} (member {os.path.basename(choice.path)} of the set)"
         return load_profile(path).digest or "unsealed"
     except Exception as error:  # noqa: BLE001 -- the planner turns the same failure into NCCL
         return f"unreadable ({type(error).__name__})"

@@ -77,7 +77,11 @@ def follow_profile(server_args: Any) -> None:
             plan = fallback(PLUGIN, f"cannot apply {', '.join(unapplied)} at SGLang's plugin point")
             notes = (f"{', '.join(unapplied)} not applied",)
         kept = _apply(server_args, plan)
-        record(Outcome("sglang", profile_digest(profile), plan, notes, kept), fingerprint, os.environ)
+        record(
+            Outcome("sglang", profile_digest(profile, fingerprint), plan, notes, kept),
+            fingerprint,
+            os.environ,
+        )
     except Exception as error:  # noqa: BLE001 -- never raise into SGLang
         _fall_back(server_args, f"plugin error: {type(error).__name__}: {error}")
 

@@ -79,7 +79,9 @@ def follow_profile(engine_args: Any) -> None:
             plan = fallback(PLUGIN, f"cannot apply {', '.join(unapplicable)} at vLLM's plugin point")
             notes = (f"{', '.join(unapplicable)} not applied",)
         kept = _apply(engine_args, plan)
-        record(Outcome("vllm", profile_digest(profile), plan, notes, kept), fingerprint, os.environ)
+        record(
+            Outcome("vllm", profile_digest(profile, fingerprint), plan, notes, kept), fingerprint, os.environ
+        )
     except Exception as error:  # noqa: BLE001 -- never raise into vLLM
         _fall_back(engine_args, f"plugin error: {type(error).__name__}: {error}")
 

@@ -9,6 +9,7 @@ before preference (which rule wins at this size?), and preference is only ever w
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -65,6 +66,16 @@ class _Fallback(Exception):
     """Internal: stop and answer NCCL with this reason."""
 
 
+#: No node has more GPUs than this (the largest NVLink domains have hundreds): a TP size above it is a
+#: caller's mistake, answered NCCL before anything of its size is allocated.
+MAX_TP = 1 << 16
+
+
+def _int_text(value: int) -> str:
+    # str() of an integer with thousands of digits raises ValueError; its size is what matters.
+    return str(value) if value.bit_length() <= 64 else f"of {value.bit_length()} bits"
+
+
 def gate(
     profile: ProfileSource,
     *,
@@ -116,12 +127,16 @@ def _decide(
     trust_unverified_node: bool,
     warnings: list[str],
 ) -> Decision:
+    # Every argument first, each in bounded time and memory: nothing is read for a call that can only
+    # be answered NCCL, and no TP size or GPU list is materialised before it is known to be plausible.
     tp, nbytes, pattern = _checked_arguments(tp, nbytes, pattern)
+    group = list(range(tp)) if gpus is None else _checked_gpus(gpus, tp)
+    if path is not None and "\x00" in path:
+        raise _Fallback(f"the profile path {path!r} holds a NUL character: no file has that name")
     if path is not None and is_profile_set(path):
         path = _set_member(path, fingerprint)
     profile = _admitted_profile(source, path)
     _check_node(profile, strict, fingerprint, trust_unverified_node, warnings)
-    group = list(range(tp)) if gpus is None else _checked_gpus(gpus, tp)
     group_class = _group_class(profile, tp, group)
     entry = profile.find(tp, pattern, group_class)
     if entry is None:
@@ -147,6 +162,8 @@ def _decide(
 def _checked_arguments(tp: object, nbytes: object, pattern: object) -> tuple[int, int | None, str]:
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise _Fallback(f"tp must be a positive integer, got {tp!r}")
+    if tp > MAX_TP:
+        raise _Fallback(f"tp {_int_text(tp)} is larger than any node has GPUs (at most {MAX_TP} are read)")
     if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0):
         raise _Fallback(f"nbytes must be None or an integer >= 0, got {nbytes!r}")
     if not isinstance(pattern, str) or pattern not in PATTERNS:
@@ -157,10 +174,11 @@ def _checked_arguments(tp: object, nbytes: object, pattern: object) -> tuple[int
 def _checked_gpus(gpus: Sequence[int], tp: int) -> list[int]:
     if isinstance(gpus, (str, bytes)) or not isinstance(gpus, Iterable):
         raise _Fallback(f"gpus must be a list of GPU indices, got {gpus!r}")
-    group = list(gpus)
+    group = list(itertools.islice(gpus, tp + 1))  # one more than a TP group has: too long, and no more
     indices_ok = all(isinstance(gpu, int) and not isinstance(gpu, bool) and gpu >= 0 for gpu in group)
     if not indices_ok or len(group) != tp or len(set(group)) != tp:
-        raise _Fallback(f"gpus must list {tp} distinct GPU indices for TP {tp}, got {group}")
+        shown = group if len(group) <= tp else f"more than {tp}"
+        raise _Fallback(f"gpus must list {tp} distinct GPU indices for TP {tp}, got {shown}")
     return group
 
 

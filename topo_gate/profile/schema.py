@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from topo_gate.profile.digest import compute_digest
 from topo_gate.profile.errors import ProfileInvalid
+from topo_gate.profile.hardware_check import check_hardware
 from topo_gate.profile.validate import (
     describe,
     expect_choice,
@@ -406,6 +407,7 @@ class Node:
                     f"software.{key}",
                 )
         self._check_tp_groups()
+        check_hardware(self.hardware)
 
     def _check_tp_groups(self) -> None:
         groups_by_tp = expect_mapping(self.hardware.get("tp_groups", {}), "hardware.tp_groups")

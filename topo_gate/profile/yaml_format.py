@@ -6,6 +6,8 @@ null), so the digest hashes exactly what was read. It is stricter than ``yaml.sa
 - no aliases: profiles never need them, and refusing them stops "billion laughs" expansion at the
   first ``*alias``, before any memory is spent;
 - no duplicate keys: YAML keeps the last silently, which would turn a hand edit into a hidden one;
+- no merge keys (``<<: {...}``): the keys they merge in are shadowed by the mapping's own, a
+  duplicate in all but name;
 - no implicit timestamps: ``created: 2026-11-30T08:00:00Z`` stays a string, as JSON would keep it;
 - YAML 1.2 floats: ``1e-06`` is a float (YAML 1.1 makes it a string);
 - nesting capped: a hostile ``[[[[...`` fails with a message, not a RecursionError.
@@ -54,7 +56,7 @@ class _ProfileRules(Composer, SafeConstructor, Resolver):
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
             mark = self.peek_event().start_mark
-            raise ComposerError(None, None, "aliases (*name) are not allowed in a profile", mark)
+            raise ComposerError(None, None, "aliases (*name) are not allowed", mark)
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
@@ -67,7 +69,9 @@ class _ProfileRules(Composer, SafeConstructor, Resolver):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[tuple[str, str]] = set()
         for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != _MERGE_TAG:
+            if key_node.tag == _MERGE_TAG:
+                raise ConstructorError(None, None, "merge keys (<<) are not allowed", key_node.start_mark)
+            if isinstance(key_node, yaml.ScalarNode):
                 identity = (key_node.tag, key_node.value)
                 if identity in seen:
                     raise ConstructorError(
@@ -127,8 +131,10 @@ _ProfileDumper.add_representer(list, _ProfileDumper.represent_list_inline_when_f
 _ProfileDumper.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
 
 
-def parse_yaml(text: str, loader: type[_ProfileRules] = ProfileLoader) -> Any:
-    """YAML (or JSON) text -> plain data; a one-line ``ProfileUnreadable`` on any syntax problem."""
+def parse_yaml(text: str, loader: type[_ProfileRules] = ProfileLoader, *, allow_empty: bool = False) -> Any:
+    """YAML (or JSON) text -> plain data; a one-line ``ProfileUnreadable`` on any syntax problem.
+
+    No document is an error, or None with ``allow_empty`` (a launcher's config file may be empty)."""
     try:
         # PyYAML's stubs accept only its own loader classes; this one mixes the same bases.
         data = yaml.load(text, Loader=loader)  # type: ignore[arg-type]  # noqa: S506 -- a SafeConstructor loader
@@ -141,7 +147,7 @@ def parse_yaml(text: str, loader: type[_ProfileRules] = ProfileLoader) -> Any:
         raise ProfileUnreadable(f"not valid YAML: {error}") from None
     except ValueError as error:  # an integer with more digits than Python converts (thousands)
         raise ProfileUnreadable(f"not valid YAML: {long_integer_words(text) or error}") from None
-    if data is None:
+    if data is None and not allow_empty:
         raise ProfileUnreadable("empty: no YAML document in the file")
     return data
 

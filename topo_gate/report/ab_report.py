@@ -10,11 +10,11 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 from typing import Any
 
 from topo_gate.ab.record import arm_values
+from topo_gate.report.inert import html_text
 from topo_gate.report.markdown import cell
 from topo_gate.report.sources import Source
 
@@ -175,9 +175,9 @@ def ab_html(records: Sequence[AbSource], sources: Sequence[Source], pngs: Mappin
         return ""
     parts = ["<h2>A/B runs</h2>"]
     for source in records:
-        parts.append(f"<h3>{escape(source.label)}</h3>")
+        parts.append(f"<h3>{html_text(source.label)}</h3>")
         facts = "".join(
-            f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in _facts(source, sources)
+            f"<tr><th>{html_text(k)}</th><td>{html_text(v)}</td></tr>" for k, v in _facts(source, sources)
         )
         parts.append(f"<table>{facts}</table>")
         parts.append(_table(("arm", "ok / failed", "median", "mean", "spread"), _arm_rows(source.record)))
@@ -189,14 +189,14 @@ def ab_html(records: Sequence[AbSource], sources: Sequence[Source], pngs: Mappin
         )
         if source.label in pngs:
             data = base64.b64encode(pngs[source.label]).decode("ascii")
-            alt = escape(f"{source.label}: samples per arm")
+            alt = html_text(f"{source.label}: samples per arm")
             parts.append(f'<figure><img src="data:image/png;base64,{data}" alt="{alt}"></figure>')
     return "\n".join(parts)
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    cells = "".join(f"<th>{escape(name)}</th>" for name in head)
-    body = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>" for row in rows)
+    cells = "".join(f"<th>{html_text(name)}</th>" for name in head)
+    body = "".join("<tr>" + "".join(f"<td>{html_text(v)}</td>" for v in row) + "</tr>" for row in rows)
     return f"<table><tr>{cells}</tr>{body}</table>"
 
 

@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from topo_gate._atomic import write_atomic
+from topo_gate._atomic import Labelled, refuse_clobbering, write_atomic
 from topo_gate.profile.schema import Profile
 from topo_gate.report.ab_report import AbSource, ab_figure_spec
 from topo_gate.report.changes import changes
@@ -45,8 +45,12 @@ def write_report(
     formats: Collection[str] = FORMATS,
     baseline: tuple[str, Profile] | None = None,
     ab_records: Sequence[AbSource] = (),
+    inputs: Sequence[Labelled] = (),
 ) -> ReportResult:
-    """Write the requested formats for ``sources`` and the A/B records into ``out`` (created if missing)."""
+    """Write the requested formats for ``sources`` and the A/B records into ``out`` (created if missing).
+
+    ``OutputRefused`` before anything is written when a file it would write is one it read: an input,
+    the evidence a profile input names, an A/B record, or one of ``inputs`` (the baseline)."""
     specs, notes = figure_specs(sources)
     ab_specs = [(record.label, ab_figure_spec(record)) for record in ab_records]
     rendered: list[tuple[FigureSpec, bytes]] = []
@@ -61,6 +65,13 @@ def write_report(
     if baseline is not None:
         label, old = baseline
         compared = (label, [changes(old, source.profile) for source in sources])
+    figure_names = [spec.name for spec, _ in rendered] + [spec.name for _, spec in ab_specs if ab_pngs]
+    planned = [(f"{FIGURES_DIR}/{name}.png", out / FIGURES_DIR / f"{name}.png") for name in figure_names]
+    planned = (planned if "png" in formats else []) + [
+        (name, out / name) for name, fmt in ((HTML_NAME, "html"), (SUMMARY_NAME, "md")) if fmt in formats
+    ]
+    records: list[Labelled] = [("A/B record", record.path) for record in ab_records]
+    refuse_clobbering([("--out", path) for _, path in planned], [*_read_files(sources), *records, *inputs])
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     figure_links: list[tuple[str, str]] = []
@@ -81,3 +92,13 @@ def write_report(
         )
         written.append(write_atomic(out / SUMMARY_NAME, text))
     return ReportResult(written, specs, notes)
+
+
+def _read_files(sources: Sequence[Source]) -> list[Labelled]:
+    """Every file the sources were read from: the inputs and the evidence a profile input names."""
+    files: list[Labelled] = [("EVIDENCE_OR_PROFILE", source.path) for source in sources]
+    for source in sources:
+        reference = source.profile.evidence
+        if source.kind == "profile" and reference is not None:
+            files.append((f"the evidence {source.path} names", source.path.parent / reference.path))
+    return files

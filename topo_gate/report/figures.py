@@ -11,6 +11,7 @@ on pixels.  Several inputs of the same (TP, group class, pattern) share one figu
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -331,5 +332,11 @@ def _title(key: Key, members: Sequence[_Member]) -> str:
 
 
 def _name(kind: str, key: Key) -> str:
+    """A file stem safe on any file system. Where the slug loses something of the group class (case,
+    spaces, slashes: ``NVSwitch`` and ``nvswitch`` would share ``nvswitch``), a digest of the class as
+    written keeps two classes' figures apart (a case-insensitive file system included)."""
     tp, group_class, pattern = key
-    return re.sub(r"[^a-z0-9_.-]+", "-", f"{kind}-tp{tp}-{group_class}-{pattern}".lower())
+    slug = re.sub(r"[^a-z0-9_.-]+", "-", f"{kind}-tp{tp}-{group_class}-{pattern}".lower())
+    if re.fullmatch(r"[a-z0-9_.-]+", group_class):
+        return slug
+    return f"{slug}-{hashlib.sha256(group_class.encode('utf-8')).hexdigest()[:8]}"

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from html import escape
 
 from topo_gate._version import __version__
 from topo_gate.profile.schema import NCCL, DecisionEntry, Rule
 from topo_gate.report.ab_report import AbSource, ab_html
 from topo_gate.report.changes import Changes, ranges
 from topo_gate.report.figures import FigureSpec, Key
+from topo_gate.report.inert import html_text
 from topo_gate.report.markdown import node_words
 from topo_gate.report.sources import Source
 from topo_gate.report.tables import alternatives_words, size_range
@@ -46,7 +46,7 @@ def report_html(
         "<title>topo-gate report</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>topo-gate report</h1>",
-        f'<p class="meta">{escape(_inputs_words(sources))} &middot; topo-gate {escape(__version__)}</p>',
+        f'<p class="meta">{html_text(_inputs_words(sources))} &middot; topo-gate {html_text(__version__)}</p>',
         _inputs_table(sources),
         _notes(notes, sources),
         # What changed comes before the details: it is what a reviewer of a new profile reads first.
@@ -88,7 +88,7 @@ def _notes(notes: Sequence[str], sources: Sequence[Source]) -> str:
     every = [*notes, *(f"{source.label}: {note}" for source in sources for note in source.notes)]
     if not every:
         return ""
-    items = "".join(f"<li>{escape(note)}</li>" for note in every)
+    items = "".join(f"<li>{html_text(note)}</li>" for note in every)
     return f'<h2>Notes</h2><ul class="notes">{items}</ul>'
 
 
@@ -100,15 +100,17 @@ def _keys(sources: Sequence[Source], figures: Sequence[tuple[FigureSpec, bytes]]
 
 def _section(key: Key, sources: Sequence[Source], figures: Sequence[tuple[FigureSpec, bytes]]) -> str:
     tp, group_class, pattern = key
-    parts = [f'<h2 id="{escape(_anchor(key))}">TP{tp} {escape(pattern)}, {escape(group_class)}</h2>']
+    parts = [f'<h2 id="{html_text(_anchor(key))}">TP{tp} {html_text(pattern)}, {html_text(group_class)}</h2>']
     decided = [(s.label, entry) for s in sources if (entry := s.profile.find(tp, pattern, group_class))]
     for group in _same_ladders(decided):
         labels = ", ".join(label for label, _ in group)
         same = " (the same ranges and backends)" if len(group) > 1 else ""
-        parts.append(f"<h3>Decisions: {escape(labels)}{same}</h3>{_decision_table(group)}")
+        parts.append(f"<h3>Decisions: {html_text(labels)}{same}</h3>{_decision_table(group)}")
     for spec, png in figures:
         data = base64.b64encode(png).decode("ascii")
-        parts.append(f'<figure><img src="data:image/png;base64,{data}" alt="{escape(spec.title)}"></figure>')
+        parts.append(
+            f'<figure><img src="data:image/png;base64,{data}" alt="{html_text(spec.title)}"></figure>'
+        )
     return "\n".join(parts)
 
 
@@ -127,14 +129,14 @@ def _decision_table(group: Sequence[tuple[str, DecisionEntry]]) -> str:
     several = len(group) > 1
     for index, (lower, rule) in enumerate(ranges(group[0][1])):
         speedups = "".join(
-            f'<td class="num">{escape(_speedup_words(entry.rules[index]))}</td>' for _, entry in group
+            f'<td class="num">{html_text(_speedup_words(entry.rules[index]))}</td>' for _, entry in group
         )
         why = "; ".join(part for part in (rule.reason, alternatives_words(rule)) if part)
         css = "" if rule.backend == NCCL else ' class="fast"'
         rows.append(
-            f'<tr{css}><td class="size">{escape(size_range(lower, rule.max_bytes))}</td>'
-            f'<td class="backend">{escape(rule.backend)}</td>{speedups}'
-            f'<td class="why">{escape(why)}</td></tr>'
+            f'<tr{css}><td class="size">{html_text(size_range(lower, rule.max_bytes))}</td>'
+            f'<td class="backend">{html_text(rule.backend)}</td>{speedups}'
+            f'<td class="why">{html_text(why)}</td></tr>'
         )
     speedup_heads = [f"speed-up, {label}" if several else "speed-up vs nccl (95% CI)" for label, _ in group]
     why_head = f"why ({group[0][0]})" if several else "why"
@@ -149,9 +151,9 @@ def _speedup_words(rule: Rule) -> str:
 
 def _baseline(baseline: tuple[str, Sequence[Changes]], sources: Sequence[Source]) -> str:
     label, per_source = baseline
-    parts = [f"<h2>Changes against the baseline {escape(label)}</h2>"]
+    parts = [f"<h2>Changes against the baseline {html_text(label)}</h2>"]
     for source, found in zip(sources, per_source, strict=True):
-        parts.append(f"<h3>{escape(source.label)}</h3>")
+        parts.append(f"<h3>{html_text(source.label)}</h3>")
         if found.none:
             parts.append("<p>No change: same node class, backends, ranges, speed-ups and software.</p>")
             continue
@@ -187,11 +189,11 @@ def _x(value: float | None) -> str:
 
 
 def _head(*names: str) -> str:
-    return "<tr>" + "".join(f"<th>{escape(name)}</th>" for name in names) + "</tr>"
+    return "<tr>" + "".join(f"<th>{html_text(name)}</th>" for name in names) + "</tr>"
 
 
 def _row(*cells: object) -> str:
-    return "<tr>" + "".join(f"<td>{escape(str(cell))}</td>" for cell in cells) + "</tr>"
+    return "<tr>" + "".join(f"<td>{html_text(str(cell))}</td>" for cell in cells) + "</tr>"
 
 
 def _anchor(key: Key) -> str:

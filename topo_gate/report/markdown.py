@@ -1,28 +1,24 @@
 """``summary.md``: the decisions, and with a baseline what changed, as GitHub-flavoured Markdown for a
-pull request. Pure text; every value that comes from a file is escaped for a table cell."""
+pull request. Pure text; every value that comes from a file is inert (``inert.markdown_text``)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from topo_gate.profile.schema import NCCL, Profile
 from topo_gate.report.changes import Changes, ranges
+from topo_gate.report.inert import markdown_text
 from topo_gate.report.sources import Source
 from topo_gate.report.tables import alternatives_words, size_range
 
 if TYPE_CHECKING:  # ab_report imports this module's cell()
     from topo_gate.report.ab_report import AbSource
 
-_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
-
 
 def cell(text: object) -> str:
-    """``text`` safe inside a Markdown table cell: no column break, no line break, no HTML tag."""
-    value = " ".join(str(text).split())
-    value = value.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
-    return _TAG_START.sub("&lt;", value)
+    """Text from a file in a Markdown table cell: ``markdown_text`` with its ``|`` escaped for GFM."""
+    return markdown_text(text).replace("|", "\\|")
 
 
 def summary_markdown(
@@ -42,7 +38,7 @@ def summary_markdown(
     lines += ab_markdown(ab[0], sources, ab[1])
     if baseline is not None:  # first: what a reviewer of a new profile reads first
         label, per_source = baseline
-        lines += ["", f"## Changes against the baseline `{cell(label)}`", ""]
+        lines += ["", f"## Changes against the baseline {markdown_text(label)}", ""]
         for source, found in zip(sources, per_source, strict=True):
             lines += _changes(source, found)
     lines += ["", "## Decisions", ""]
@@ -50,10 +46,10 @@ def summary_markdown(
     all_notes = [*notes, *(f"{source.label}: {note}" for source in sources for note in source.notes)]
     if all_notes:
         lines += ["", "## Notes", ""]
-        lines += [f"- {cell(note)}" for note in all_notes]
+        lines += [f"- {markdown_text(note)}" for note in all_notes]
     if figures:
         lines += ["", "## Figures", ""]
-        lines += [f"- [{cell(title)}]({path})" for title, path in figures]
+        lines += [f"- [{markdown_text(title)}]({path})" for title, path in figures]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -104,9 +100,9 @@ def _decisions(sources: Sequence[Source]) -> list[str]:
                 row = [
                     *first,
                     str(entry.tp),
-                    cell(f"{entry.group_class} {list(entry.group)}"),
+                    f"{cell(entry.group_class)} {list(entry.group)}",
                     entry.pattern,
-                    cell(size_range(lower, rule.max_bytes)),
+                    size_range(lower, rule.max_bytes),
                     backend,
                     speedup,
                     cell(why),
@@ -122,14 +118,14 @@ def _decisions(sources: Sequence[Source]) -> list[str]:
                 "all sizes",
                 NCCL,
                 "",
-                cell(f"not measured: {skipped.reason}"),
+                f"not measured: {cell(skipped.reason)}",
             ]
             rows.append("| " + " | ".join(row) + " |")
     return rows
 
 
 def _changes(source: Source, found: Changes) -> list[str]:
-    lines = [f"### {cell(source.label)}", ""]
+    lines = [f"### {markdown_text(source.label)}", ""]
     if found.none:
         return [*lines, "No change: same node class, backends, ranges, speed-ups and software.", ""]
     if not found.same_node_class:
@@ -140,7 +136,7 @@ def _changes(source: Source, found: Changes) -> list[str]:
             note = f" ({change.note})" if change.note else ""
             lines.append(
                 f"| TP{change.tp} / {change.pattern} / {cell(change.group_class)} "
-                f"| {cell(size_range(change.min_bytes, change.max_bytes))} "
+                f"| {size_range(change.min_bytes, change.max_bytes)} "
                 f"| {change.before} -> **{change.after}**{cell(note)} |"
             )
         lines.append("")
@@ -154,7 +150,7 @@ def _changes(source: Source, found: Changes) -> list[str]:
         for speedup in found.speedups:
             lines.append(
                 f"| TP{speedup.tp} / {speedup.pattern} / {cell(speedup.group_class)} | `{speedup.backend}` "
-                f"| {cell(size_range(*speedup.before_range))} -> {cell(size_range(*speedup.after_range))} "
+                f"| {size_range(*speedup.before_range)} -> {size_range(*speedup.after_range)} "
                 f"| {_x(speedup.before)} -> {_x(speedup.after)} |"
             )
         lines.append("")

@@ -19,6 +19,7 @@ from topo_gate.decide import human_bytes
 from topo_gate.profile.schema import BACKENDS
 from topo_gate.report.ab_report import AbFigureSpec
 from topo_gate.report.figures import CONTEXT, FigureSpec, Line
+from topo_gate.report.inert import figure_text
 
 if TYPE_CHECKING:  # matplotlib (the optional extra) is imported on first use, not with this module
     from matplotlib.typing import RcKeyType
@@ -108,7 +109,7 @@ def render_png(spec: FigureSpec) -> bytes:
         _draw(axes, spec)
         for index, note in enumerate(notes):
             y = (NOTE_LINE_IN * (len(notes) - index) - 0.05) / height
-            figure.text(0.01, y, note, fontsize=8, color="#444444", va="bottom")
+            figure.text(0.01, y, figure_text(note), fontsize=8, color="#444444", va="bottom")
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()
@@ -125,9 +126,9 @@ def _draw(axes: Any, spec: FigureSpec) -> None:
     axes.xaxis.set_major_locator(FixedLocator(ticks[:: max(1, len(ticks) // 8)]))
     axes.xaxis.set_minor_locator(NullLocator())
     axes.xaxis.set_major_formatter(FuncFormatter(lambda x, _: human_bytes(round(x))))
-    axes.set_title(spec.title, loc="left")
-    axes.set_xlabel(spec.xlabel)
-    axes.set_ylabel(spec.ylabel)
+    axes.set_title(figure_text(spec.title), loc="left")
+    axes.set_xlabel(figure_text(spec.xlabel))
+    axes.set_ylabel(figure_text(spec.ylabel))
     _draw_shades(axes, spec, low, high)
     for line in spec.lines:
         _draw_line(axes, line, spec)
@@ -136,7 +137,7 @@ def _draw(axes: Any, spec: FigureSpec) -> None:
         # The first label below its line, the others above: 1x and the margin line lie close together.
         below = index == 0 and len(spec.ref_lines) > 1
         axes.annotate(
-            ref.label,
+            figure_text(ref.label),
             (1.0, ref.value),
             xycoords=("axes fraction", "data"),
             xytext=(-4, -3 if below else 3),
@@ -171,7 +172,7 @@ def _draw_shades(axes: Any, spec: FigureSpec, low: float, high: float) -> None:
         axes.text(
             middle,
             0.985 - 0.055 * (index % 2),
-            shade.label,
+            figure_text(shade.label),
             transform=text_transform,
             ha="center",
             va="top",
@@ -245,7 +246,7 @@ def _legend(axes: Any, spec: FigureSpec) -> None:
                 linewidth=2.6 if emphasis else 1.3,
                 linestyle="-" if connected or not spec.lines else "none",
                 marker="" if connected or not spec.lines else "o",
-                label=backend,
+                label=figure_text(backend),
             )
         )
     if spec.kind == CONTEXT:
@@ -261,7 +262,7 @@ def _legend(axes: Any, spec: FigureSpec) -> None:
                     color="#555555",
                     linestyle=_LINESTYLES[index % len(_LINESTYLES)],
                     marker=_MARKERS[index % len(_MARKERS)],
-                    label=label,
+                    label=figure_text(label),
                 )
             )
     if spec.marks:
@@ -381,13 +382,13 @@ def render_ab_png(spec: AbFigureSpec) -> bytes:
                     clip_on=False,
                     zorder=4,
                 )
-        axes.set_xticks(range(len(spec.arms)), [arm.arm for arm in spec.arms])
+        axes.set_xticks(range(len(spec.arms)), [figure_text(arm.arm) for arm in spec.arms])
         axes.set_xlim(-0.6, len(spec.arms) - 0.4)
-        axes.set_title(spec.title, loc="left")
-        axes.set_ylabel(spec.ylabel)
+        axes.set_title(figure_text(spec.title), loc="left")
+        axes.set_ylabel(figure_text(spec.ylabel))
         for index, note in enumerate(spec.notes):
             y = (NOTE_LINE_IN * (len(spec.notes) - index) - 0.05) / height
-            figure.text(0.01, y, note, fontsize=8, color="#444444", va="bottom")
+            figure.text(0.01, y, figure_text(note), fontsize=8, color="#444444", va="bottom")
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from topo_gate._inputs import InputError, RegularFile
 from topo_gate.probe import DecideSettings, build_profile
 from topo_gate.profile import Profile, ProfileDigestMismatch, ProfileError, load_profile
 from topo_gate.profile.schema import EvidenceRef
@@ -97,6 +98,8 @@ def _load(path: Path, label: str, settings: DecideSettings) -> Source:
             profile, notes = build_profile(evidence, reference, settings)
         except CaptureError as error:
             raise ReportInputError(f"{path}: {error}") from None
+        except ProfileError as error:  # evidence that loads but implies no valid profile
+            raise ReportInputError(f"{path}: the profile it implies is invalid: {error}") from None
         return Source(label, path, "evidence", profile.with_digest(), evidence, tuple(notes))
     notes = []
     try:
@@ -114,9 +117,9 @@ def _looks_like_evidence(path: Path) -> bool:
     """Evidence is JSON naming its format near the top; a profile is YAML (errors come from the
     profile loader, which names the problem for a missing or garbled file)."""
     try:
-        with path.open("rb") as handle:
-            head = handle.read(_SNIFF_BYTES)
-    except OSError:
+        with RegularFile(path, "an evidence file or a profile") as source:  # a FIFO is not waited on
+            head = source.read_head(_SNIFF_BYTES)
+    except InputError:
         return False
     return head.lstrip().startswith(b"{") and _EVIDENCE_MARK in head
 

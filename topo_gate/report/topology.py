@@ -90,12 +90,12 @@ def render_node(node: Node, source: str | None, console: Console) -> None:
     console.print(_matrix(node))
     console.print(_tp_table(node))
     for index, reason in node.excluded:
-        console.print(Text(f"GPU {index} excluded from TP groups: {reason}", style="yellow"))
+        console.print(file_text(f"GPU {index} excluded from TP groups: {reason}", style="yellow"))
     unknown = _unknown_facts(node)
     if unknown:
         console.print(Text("Unknown (NVML gave no answer):", style="bold"))
         for line in unknown:
-            console.print(Text(f"  {line}", style="dim"))
+            console.print(file_text(f"  {line}", style="dim"))
 
 
 def _header(node: Node, source: str | None) -> Group:

@@ -228,6 +228,14 @@ def _check_pairs(pairs: tuple[PairAnswers, ...], where: str) -> None:
         if (pair.a, pair.b) in seen:
             raise CaptureError(f"{where}: pairs[{index}]: GPUs ({pair.a}, {pair.b}) are listed twice")
         seen.add((pair.a, pair.b))
+    # NVML answers per ordered pair and the model reads both directions of every pair (a link's class
+    # is its weaker direction's): a pair without its reverse was edited or cut short.
+    for index, pair in enumerate(pairs):
+        if (pair.b, pair.a) not in seen:
+            raise CaptureError(
+                f"{where}: pairs[{index}]: GPUs ({pair.a}, {pair.b}) are listed but ({pair.b}, {pair.a}) "
+                "is not (every pair is answered in both directions)"
+            )
 
 
 def _gpu_from_dict(root: _Reader, gpu: dict[str, Any], at: str) -> GpuAnswers:

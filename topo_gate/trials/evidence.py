@@ -19,6 +19,7 @@ from topo_gate._atomic import write_atomic
 from topo_gate._inputs import InputError, parse_json, read_text
 from topo_gate._version import __version__
 from topo_gate.trials.evidence_check import EVIDENCE_FORMAT, STATUSES, evidence_problem
+from topo_gate.trials.evidence_limits import work_problem
 from topo_gate.trials.plan import Skipped
 
 #: What writers emit: v1.1 adds, all optional, per run ``error``, ``retries``, ``context`` and
@@ -93,7 +94,11 @@ def load_evidence(path: str | os.PathLike[str]) -> dict[str, Any]:
         evidence = parse_json(read_text(source, limit=MAX_EVIDENCE_BYTES, what="an evidence file"))
     except InputError as error:
         raise EvidenceError(f"{source}: {error}") from None
-    problem = evidence_problem(evidence) or _capture_problem(evidence["node"].get("capture"))
+    problem = (
+        evidence_problem(evidence)
+        or work_problem(evidence)
+        or _capture_problem(evidence["node"].get("capture"))
+    )
     if problem:
         raise EvidenceError(f"{source}: {problem}")
     return evidence

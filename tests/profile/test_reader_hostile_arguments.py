@@ -1,0 +1,55 @@
+"""``gate()`` answers an impossible call with NCCL and its reason, in bounded time and memory, before
+the profile is read: a huge TP size, an endless GPU list, a NUL in the path. (It used to allocate
+``range(tp)`` after reading the profile and answer "topo-gate reader failed ...; please report it".)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from topo_gate import gate
+from topo_gate.profile import load_profile, reader
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "profiles" / "examples" / "synthetic-h200x2.yaml"
+FINGERPRINT = load_profile(EXAMPLE).node.fingerprint
+
+
+@pytest.fixture
+def unread(monkeypatch):
+    """Fail if the profile is read: these calls are answered from their arguments alone."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the profile was read")
+
+    monkeypatch.setattr(reader, "_admitted_profile", refuse)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "reason"),
+    [
+        ({"tp": 10**12}, "tp 1000000000000 is larger than any node has GPUs"),
+        ({"tp": 10**5000}, "tp of 16610 bits is larger than any node has GPUs"),
+        ({"tp": 2, "gpus": range(10**15)}, "gpus must list 2 distinct GPU indices for TP 2, got more than 2"),
+        ({"tp": 2, "gpus": iter(int, 1)}, "got more than 2"),  # an endless iterator
+    ],
+)
+def test_impossible_arguments_are_answered_before_the_profile_is_read(kwargs, reason, unread) -> None:
+    decision = gate(EXAMPLE, fingerprint=FINGERPRINT, **kwargs)
+    assert decision.fallback and decision.backend == "nccl"
+    assert reason in decision.reason and "please report it" not in decision.reason
+
+
+def test_a_nul_in_the_path_is_named(unread) -> None:
+    decision = gate(f"{EXAMPLE}\x00.yaml", tp=2, fingerprint=FINGERPRINT)
+    assert decision.fallback and "holds a NUL character" in decision.reason
+
+
+@given(tp=st.integers(min_value=-(2**70), max_value=2**70))
+def test_any_tp_size_is_an_answer_never_a_failure(tp: int) -> None:
+    decision = gate(EXAMPLE, tp=tp, fingerprint=FINGERPRINT)
+    assert "please report it" not in decision.reason
+    if tp > reader.MAX_TP or tp < 1:
+        assert decision.fallback

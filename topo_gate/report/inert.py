@@ -1,0 +1,48 @@
+"""Text read from a file, made inert for each format a report writes: one function per format.
+
+Profiles, evidence and captures are inputs like any other: a group class, a reason, a GPU model or a
+note may carry what a reader's software would act on. Every such value reaches an output through
+exactly one of these functions (the terminal's is ``topo_gate._terminal.shown``):
+
+- ``markdown_text``: GitHub-flavoured Markdown (``summary.md``). A code span: the one construct in
+  which neither CommonMark (links, images, emphasis, raw HTML, entities) nor GitHub's own passes
+  over the rendered text (@-mentions, #issue references, emoji codes, bare URLs) act.
+- ``html_text``: HTML (``report.html``): entities for ``& < > " '``.
+- ``figure_text``: matplotlib (the PNGs): ``$`` escaped, so no text is parsed as mathtext (which
+  would render ``$x^2$`` as a formula, and fail on ``$\\foo$``).
+
+Each first makes control characters visible (``shown``): ESC, bidi overrides and line breaks are
+never part of the output.
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape
+
+from topo_gate._terminal import shown
+
+_BACKTICKS = re.compile(r"`+")
+
+
+def markdown_text(value: object) -> str:
+    """``value`` as one inert Markdown code span (empty text: nothing). In a table cell, escape its
+    ``|`` (``markdown.cell``): GFM splits cells before it reads code spans."""
+    text = shown(" ".join(str(value).split()))
+    if not text:
+        return ""
+    fence = "`" * (max((len(run) for run in _BACKTICKS.findall(text)), default=0) + 1)
+    # A span's content starting or ending with a backtick needs a space between it and the fence
+    # (CommonMark strips one space from each side of a content padded on both).
+    pad = " " if text[0] == "`" or text[-1] == "`" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def html_text(value: object) -> str:
+    """``value`` as HTML text or attribute content."""
+    return escape(shown(value), quote=True)
+
+
+def figure_text(value: object) -> str:
+    """``value`` as matplotlib text shown literally (no mathtext)."""
+    return shown(value).replace("$", r"\$")
