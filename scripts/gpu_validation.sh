@@ -32,7 +32,7 @@ step 60 capture python3 -m topo_gate capture "$run/capture.json" --note "Recorde
 step 30 topo python3 -m topo_gate topo --from "$run/capture.json"
 if [ "$mode" = x2 ]; then
   # Two back-to-back probes (wall time, phases, agreement), then the benchmark's profiles renamed.
-  step 300 probes python3 benchmarks/probe_wall.py --runs 2 --prefix h7168-run --out "$run" -- --tp 2 --hidden 7168
+  step 300 probes python3 benchmarks/probe_wall.py probe --runs 2 --prefix h7168-run --out "$run" -- --tp 2 --hidden 7168
 elif [ "$mode" = x2-tests ]; then
   step 240 gpu-tests python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider -x
   step 150 probe-1 python3 -m topo_gate probe --tp 2 --hidden 7168 --out "$run/h7168-run1.yaml" --evidence "$run/h7168-run1.evidence.json"

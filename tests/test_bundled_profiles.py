@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from topo_gate.profile.figures import speedup_text
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 BUNDLED = sorted(p for p in PROFILES.rglob("*.yaml") if p.parent.name != "examples")
+EXAMPLES = sorted((PROFILES / "examples").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: str(p.relative_to(PROFILES)))
@@ -34,6 +36,7 @@ def test_replaying_the_evidence_reproduces_the_decisions(path: Path) -> None:
     replayed = preview(path.parent / profile.evidence.path).profile
     assert replayed.node.fingerprint == profile.node.fingerprint
     assert replayed.decisions == profile.decisions
+    assert replayed.measurements == profile.measurements  # the price table (schema v1.3) too
     assert replayed.skipped == profile.skipped
 
 
@@ -67,3 +70,42 @@ def test_show_displays_the_in_context_figures(capsys) -> None:
     assert "In context" in shown and f"in context {speedup_text(rule.in_context)}" in shown
     assert main(["show", str(path), "--json"]) == 0
     assert f'"in_context": {rule.in_context}' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_the_synthetic_examples_are_what_their_script_and_decide_make(path: Path) -> None:
+    """Not hand-typed YAML: scripts/synthetic_evidence.py writes the evidence, decide the profile."""
+    sys.path.insert(0, str(PROFILES.parent / "scripts"))
+    import synthetic_evidence
+
+    evidence = path.parent / f"{path.stem}.evidence.json"
+    assert json.loads(evidence.read_text(encoding="utf-8")) == synthetic_evidence.evidence(path.stem)
+    profile = load_profile(path)
+    assert profile.evidence.path == evidence.name
+    replayed = preview(evidence).profile
+    assert (replayed.decisions, replayed.measurements, replayed.skipped) == (
+        profile.decisions,
+        profile.measurements,
+        profile.skipped,
+    )
+    provenance = profile.node.provenance
+    assert provenance["synthetic"] is True and provenance["note"].startswith("SYNTHETIC: ")
+    assert provenance["command"] == "python scripts/synthetic_evidence.py"
+
+
+def test_the_pcie_example_wins_at_tp2_and_loses_at_tp4() -> None:
+    """What the SM 12.0 PCIe example is for: PCIe IPC / custom all-reduce win at TP2, lose at TP4."""
+    profile = load_profile(PROFILES / "examples" / "synthetic-rtxpro6000-pcie-x4.yaml")
+    assert {gpu["sm"] for gpu in profile.node.hardware["gpus"]} == {"12.0"}
+    tp2 = profile.find(2, "allreduce", "pcie-switch")
+    assert [rule.backend for rule in tp2.rules] == ["pcie_ipc", "vllm_custom", "nccl"]
+    for pattern in ("allreduce", "allreduce_rmsnorm"):
+        assert [rule.backend for rule in profile.find(4, pattern, "pcie-hostbridge").rules] == ["nccl"]
+        table = profile.measurement(4, "pcie-hostbridge", pattern)
+        nccl = table.backends["nccl"].median_us
+        for name, prices in table.backends.items():
+            for column, value in enumerate(prices.median_us):
+                assert value is None or name == "nccl" or value > nccl[column], (name, column)
+    assert profile.measurement(4, "pcie-hostbridge", "allreduce").backends["vllm_custom"].status == (
+        ("unavailable",) * 11
+    )

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from topo_gate.cli import main
 from topo_gate.profile import Profile
-from topo_gate.profile.validate import check_semantics
+from topo_gate.profile.semantics import check_semantics
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURE_FILE = REPO / "tests" / "fixtures" / "captures" / "h200-x2.real.json"

@@ -66,7 +66,7 @@ def test_the_hook_fails_on_tampered_and_unsealed_profiles_and_passes_a_good_one(
     everything = _try_repo(deploy, home)
     output = everything.stdout + everything.stderr
     assert everything.returncode == 1, output
-    assert "OK profiles/good.yaml: schema v1.1" in output
+    assert "OK profiles/good.yaml: schema v1.3" in output
     assert "topo-gate: error: profiles/tampered.yaml: digest: the content hashes to" in output
     assert "topo-gate: error: profiles/unsealed.yaml: digest: missing" in output
     assert "service.yaml" not in output

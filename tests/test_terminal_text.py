@@ -81,5 +81,5 @@ def test_a_file_name_is_shown_escaped_in_every_line_about_it(tmp_path: Path, cap
     assert main(["recommend", str(named), "--tp", "2", "--launcher", "vllm"]) == 0
     out, err = capsys.readouterr()
     assert "\x1b" not in out + err and "\x07" not in out + err
-    assert out.startswith(f"OK {escaped}: schema v1.1")
+    assert out.startswith(f"OK {escaped}: schema v1.3")
     assert f"{escaped} and " in out  # diff: "Same decisions: A and B ..."

@@ -77,7 +77,9 @@ def test_the_cli_writes_a_profile_that_records_its_nodes(write_fleet, tmp_path, 
     assert code == 0
     assert stdout == f"wrote {out}: 2 decisions held on all 3 nodes (n0, n1, n2)\n"
     profile = load_profile(out)
-    assert profile.schema == "topo-gate/profile/v1.2"
+    assert (
+        profile.schema == "topo-gate/profile/v1.3" and profile.measurements == ()
+    )  # no price table: docs/fleet.md
     assert profile.fleet is not None and profile.fleet.count == 3
     assert [(n.name, n.hostname) for n in profile.fleet.nodes] == [
         (f"n{i}", f"synthetic-{i}") for i in range(3)

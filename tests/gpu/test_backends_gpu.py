@@ -2,7 +2,8 @@
 reason, and when admitted, correct (bit-exact all-reduce; fused pattern within bf16 tolerance) --
 eagerly, and again through its captured graphs on fresh inputs with negative zeros, at odd sizes,
 right after the largest size. Lamport backends get size transitions timed; the faster backends are
-timed in layer-like graphs.
+timed in layer-like graphs. Both patterns run in one worker session, as the probe runs them: the
+plain backends under their ``+rmsnorm`` composites and FlashInfer's workspace are set up once.
 
 Skipped without 2 CUDA devices. Run on the GPU machine: ``pytest tests/gpu -m gpu``.
 """
@@ -14,8 +15,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from topo_gate.trials.plan import TrialPlan, default_backends
-from topo_gate.trials.runner import run_plan
+from topo_gate.trials.plan import SessionPlan, TrialPlan, default_backends
+from topo_gate.trials.results import PlanResult
+from topo_gate.trials.runner import run_session
 
 pytestmark = [
     pytest.mark.gpu,
@@ -26,13 +28,35 @@ pytestmark = [
 TOKENS = (1, 2, 4, 16, 128)
 
 
-@pytest.mark.parametrize("pattern", ["allreduce", "allreduce_rmsnorm"])
-def test_every_backend_is_refused_with_a_reason_or_correct(pattern: str, tmp_path: Path) -> None:
-    plan = TrialPlan(
-        tp=2, group=(0, 1), group_class="nvswitch", pattern=pattern, dtype="bfloat16", hidden=4096,
-        tokens=TOKENS, backends=tuple(default_backends(pattern, "cuda")), graph_calls=8, rounds=3, warmup=2,
-    )  # fmt: skip
-    result = run_plan(plan, device="cuda", cuda_devices=["0", "1"], timeout_s=120, workdir=tmp_path)
+def test_every_backend_is_refused_with_a_reason_or_correct(tmp_path: Path) -> None:
+    plans = tuple(
+        TrialPlan(
+            tp=2,
+            group=(0, 1),
+            group_class="nvswitch",
+            pattern=pattern,
+            dtype="bfloat16",
+            hidden=4096,
+            tokens=TOKENS,
+            backends=tuple(default_backends(pattern, "cuda")),
+            graph_calls=8,
+            rounds=3,
+            warmup=2,
+        )
+        for pattern in ("allreduce", "allreduce_rmsnorm")
+    )
+    session = run_session(
+        SessionPlan(plans), device="cuda", cuda_devices=["0", "1"], timeout_s=120, workdir=tmp_path
+    )
+    assert session.attempts == 1 and [run.plan.pattern for run in session.runs] == [
+        "allreduce",
+        "allreduce_rmsnorm",
+    ]
+    for result in session.runs:
+        _check_run(result.plan.pattern, result)
+
+
+def _check_run(pattern: str, result: PlanResult) -> None:
     for name, verdict in result.backends.items():
         assert verdict.status in ("ok", "unavailable"), (name, verdict)
         assert verdict.status == "ok" or verdict.reason, name

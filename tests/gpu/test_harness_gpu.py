@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from topo_gate.trials.plan import TrialPlan, token_ladder
-from topo_gate.trials.runner import run_plan
+from topo_gate.trials.plan import SessionPlan, TrialPlan, token_ladder
+from topo_gate.trials.results import PlanResult
+from topo_gate.trials.runner import run_session
 
 pytestmark = [
     pytest.mark.gpu,
@@ -26,6 +27,11 @@ def nccl_plan(**overrides: object) -> TrialPlan:
     )  # fmt: skip
     fields.update(overrides)
     return TrialPlan(**fields)  # type: ignore[arg-type]
+
+
+def run_plan(plan: TrialPlan, **options: object) -> PlanResult:
+    """``plan`` alone in a worker session on GPUs 0 and 1."""
+    return run_session(SessionPlan((plan,)), **options).runs[0]  # type: ignore[arg-type]
 
 
 def test_nccl_is_checked_and_measured_on_two_gpus(tmp_path: Path) -> None:

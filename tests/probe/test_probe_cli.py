@@ -31,6 +31,10 @@ def pcie_evidence(tmp_path) -> Path:
     """The seed lesson's trials, recorded on the PCIe node of the capture fixture."""
     evidence = json.loads(SEED_CASE.read_text())["evidence"]
     evidence["node"]["capture"] = json.loads(PCIE_CAPTURE.read_text())
+    # Each run's group under the class this node gives it (decide refuses a run the node contradicts).
+    groups = build_node(load_capture(PCIE_CAPTURE)).to_hardware_dict()["tp_groups"]
+    for run in evidence["runs"]:
+        run["group_class"] = next(g["class"] for g in groups[str(run["tp"])] if g["gpus"] == run["group"])
     path = tmp_path / "evidence.json"
     path.write_text(json.dumps(evidence))
     return path
@@ -198,19 +202,45 @@ def test_an_option_that_would_be_ignored_is_a_usage_error(extra, message, tmp_pa
     assert message in err and not out.exists()
 
 
-def test_the_budget_holds_while_trials_run(tmp_path):
-    """A trial run starts only while budget remains: here the clock says it ran out during the first
-    run (whatever this machine's speed), so the second is left out, named in a note, and NCCL."""
-    from topo_gate.probe import ProbeOptions, cpu_node, fit_to_budget, plan_trials, probe
+def test_a_pattern_the_budget_left_no_time_for_is_dropped_and_the_measured_one_kept(tmp_path):
+    """Mid-session: the clock says the budget ran out while the first pattern ran (whatever this
+    machine's speed), so the workers start no second pattern; it is recorded as dropped, with the
+    reason, in the evidence and the summary, and is NCCL (no entry)."""
+    from topo_gate.probe import ProbeOptions, probe
 
+    out, evidence = tmp_path / "p.yaml", tmp_path / "evidence.json"
     options = ProbeOptions(
-        out=tmp_path / "p.yaml", hidden=64, device="cpu", tps=(2,), max_tokens=1, budget_s=10_000.0
+        out=out, hidden=64, device="cpu", tps=(2,), max_tokens=1, budget_s=10_000.0, evidence_out=evidence
     )
-    plans, _ = fit_to_budget(plan_trials(cpu_node(options.tps), options)[0], options.budget_s, "cpu")
-    assert len(plans) == 2  # allreduce and allreduce_rmsnorm, both within the planned budget
-    ticks = iter([0.0, 20_000.0])  # at the start; before the second run: past the budget
+    ticks = iter([0.0, 20_000.0])  # the start; then, as the session starts: past the budget
     result = probe(options, clock=lambda: next(ticks))
     (entry,) = result.profile.decisions
-    assert entry.pattern == plans[0].pattern
-    assert any("budget was spent after 1 of 2 trial runs" in note for note in result.notes)
-    assert any(f"TP2 cpu-gloo {plans[1].pattern} not measured (NCCL there)" in n for n in result.notes)
+    assert entry.pattern == "allreduce"
+    recorded = json.loads(evidence.read_text())
+    assert recorded["format"] == "topo-gate/evidence/v1.2"
+    assert [run["pattern"] for run in recorded["runs"]] == ["allreduce"]
+    reason = "the 10000 s budget was spent before it started"
+    assert recorded["budget"] == {
+        "seconds": 10_000.0,
+        "dropped": [{"tp": 2, "pattern": "allreduce_rmsnorm", "what": "the whole run, NCCL there (unmeasured)",
+                     "reason": reason}],
+    }  # fmt: skip
+    assert any(n.startswith("--budget: the whole run") and "TP2 allreduce_rmsnorm" in n for n in result.notes)
+
+
+def test_a_session_the_budget_left_no_time_for_is_not_started(tmp_path):
+    """Between sessions: the first always runs; when the clock says the budget is spent, the next
+    group's workers never start, and each of its patterns is recorded as dropped."""
+    from topo_gate.probe import ProbeOptions, probe
+
+    evidence = tmp_path / "evidence.json"
+    options = ProbeOptions(
+        out=tmp_path / "p.yaml", hidden=64, device="cpu", tps=(2, 4), patterns=("allreduce",), max_tokens=1,
+        budget_s=10_000.0, evidence_out=evidence,
+    )  # fmt: skip
+    ticks = iter([0.0, 0.0, 20_000.0])  # start; the first session's deadline; before the second
+    result = probe(options, clock=lambda: next(ticks))
+    assert [(e.tp, e.pattern) for e in result.profile.decisions] == [(2, "allreduce")]
+    dropped = json.loads(evidence.read_text())["budget"]["dropped"]
+    assert [(d["tp"], d["pattern"]) for d in dropped] == [(4, "allreduce")]
+    assert any("TP4 allreduce" in note for note in result.notes)

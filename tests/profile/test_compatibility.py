@@ -4,6 +4,8 @@
 
 - ``v1.0-h200-x2.yaml``: the 2x H200 profile as the v1.0 writer first wrote it (no ``alternatives``);
 - ``v1.1-h200-x2.yaml``: the same node re-derived from the same evidence by the v1.1 writer;
+- ``v1.2-h200-x2.yaml``: the bundled 2x H200 run 1 as the v1.2 writer wrote it (in-context speed-ups,
+  the launcher-variant backends), before v1.3 added the price table;
 - ``v2.0-h200-x2.yaml``: the v1.1 file relabelled as a future major and sealed again, so that its
   schema is the only thing wrong with it.
 """
@@ -45,6 +47,17 @@ def test_every_v1_minor_still_loads_and_gates_as_measured(name: str, schema: str
     for nbytes, backend in ALLREDUCE_LADDER:
         decision = gate(path, tp=2, nbytes=nbytes, fingerprint=profile.node.fingerprint)
         assert decision.backend == backend, decision.reason
+
+
+@pytest.mark.parametrize("name", [*V1_FILES, "v1.2-h200-x2.yaml"])
+def test_older_minors_have_no_price_table_and_keep_their_digest(name: str) -> None:
+    """v1.3 added ``measurements``: an older file has none, and what it says hashes as it did."""
+    path = COMPAT / name
+    profile = load_profile(path)
+    recorded = parse_yaml(path.read_text(encoding="utf-8"))["digest"]
+    assert profile.measurements == () and profile.measurement(2, "nvswitch", "allreduce") is None
+    assert profile.digest == recorded == compute_digest(profile.to_dict())
+    assert "measurements" not in profile.to_dict()
 
 
 def test_a_v1_0_file_reads_as_v1_1_without_alternatives() -> None:

@@ -67,9 +67,10 @@ def test_a_sealed_profile_object_decides(sealed: Profile, fingerprint: str) -> N
 
 @pytest.mark.parametrize("digest", ["old", None, "sha256:" + "0" * 64])
 def test_a_profile_object_whose_content_changed_is_nccl(sealed: Profile, fingerprint: str, digest) -> None:
-    # Move the first rule's bound: the content changes, the digest stays what it was (or is absent).
+    # Reword the first rule: the content changes, the digest stays what it was (or is absent). (Its
+    # bound must stay a measured size: the price table would contradict any other.)
     entry = sealed.decisions[0]
-    rules = (dataclasses.replace(entry.rules[0], max_bytes=entry.rules[0].max_bytes + 1), *entry.rules[1:])
+    rules = (dataclasses.replace(entry.rules[0], reason="reworded"), *entry.rules[1:])
     changed = dataclasses.replace(
         sealed, decisions=(dataclasses.replace(entry, rules=rules), *sealed.decisions[1:])
     )
@@ -249,6 +250,7 @@ def test_a_profile_rewritten_in_place_shorter_is_read_again(example_path, tmp_pa
     assert topo_gate.gate(path, tp=2, nbytes=1024, fingerprint=fingerprint).backend == "trtllm_oneshot"
     data = load_profile(example_path).to_dict()
     data["decisions"] = []
+    del data["measurements"]  # a price table without its decisions is refused
     shorter = Profile.from_dict(data).with_digest()
     staged = tmp_path / "staged.yaml"
     dump_profile(shorter, staged)

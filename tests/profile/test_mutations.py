@@ -197,7 +197,7 @@ def test_an_unsealed_edit_is_never_used(data: st.DataObject, scratch) -> None:
 
 # --- round trip of valid profiles -------------------------------------------------------------
 
-# What a GPU profile may state (profile/validate.check_semantics): GPU backends only, a fast path
+# What a GPU profile may state (profile/semantics.check_semantics): GPU backends only, a fast path
 # never slower than NCCL, its CI around its speed-up, an NCCL rule without either.
 GPU_BACKENDS = [name for name in BACKENDS if name not in ("gloo", "gloo_ring")]
 measured = st.lists(st.floats(min_value=1, max_value=1000, allow_nan=False), min_size=3, max_size=3).map(
@@ -252,13 +252,28 @@ def profiles(draw: st.DrawFn) -> Profile:
             max_size=4,
         )
     )
+    # Each class on its own GPUs, and the node lists every group decided (profile/semantics.py).
+    classes = ["nvswitch", "pcie-switch", "ü"]
     decisions = [
         DecisionEntry(
-            tp=tp, group=list(range(tp)), group_class=group_class, pattern=pattern, rules=draw(ladders())
+            tp=tp,
+            group=[8 * classes.index(group_class) + gpu for gpu in range(tp)],
+            group_class=group_class,
+            pattern=pattern,
+            rules=draw(ladders()),
         )
         for tp, pattern, group_class in sorted(keys)
     ]
-    return Profile.from_dict({**EXAMPLE_DATA, "decisions": [d.to_dict() for d in decisions]}).with_digest()
+    tp_groups: dict[str, list] = {}
+    for decision in decisions:
+        group = {"gpus": list(decision.group), "class": decision.group_class}
+        if group not in tp_groups.setdefault(str(decision.tp), []):
+            tp_groups[str(decision.tp)].append(group)
+    node = copy.deepcopy(EXAMPLE_DATA["node"])
+    node["hardware"] = {"gpus": [{"index": i} for i in range(24)], "tp_groups": tp_groups}
+    data = {**EXAMPLE_DATA, "node": node, "skipped": [], "decisions": [d.to_dict() for d in decisions]}
+    data.pop("measurements", None)  # the example's tables price the example's decisions only
+    return Profile.from_dict(data).with_digest()
 
 
 @settings(max_examples=60, deadline=None)

@@ -22,6 +22,7 @@ from topo_gate.profile import (
     profile_from_text,
     profile_to_yaml,
 )
+from topo_gate.profile.yaml_format import parse_yaml
 
 
 def test_example_round_trips_identically(example_path: Path, tmp_path: Path) -> None:
@@ -32,7 +33,8 @@ def test_example_round_trips_identically(example_path: Path, tmp_path: Path) -> 
     assert (tmp_path / "again.yaml").read_text(encoding="utf-8") == example_path.read_text(encoding="utf-8")
 
 
-def test_digest_is_over_canonical_json_without_the_digest(example_data: dict) -> None:
+def test_digest_is_over_canonical_json_without_the_digest(example_path: Path) -> None:
+    example_data = parse_yaml(example_path.read_text(encoding="utf-8"))  # price table and all
     recorded = example_data["digest"]
     assert compute_digest(example_data) == recorded
     reordered = dict(reversed(list(example_data.items())))  # key order is not content
@@ -57,10 +59,11 @@ def test_floats_are_rounded_at_construction_and_survive_yaml() -> None:
 
 def test_yaml_1_2_exponent_floats_are_numbers(example_data: dict) -> None:
     text = profile_to_yaml(Profile.from_dict(example_data).with_digest())
-    edited = text.replace("speedup: 2.8\n", "speedup: 28e-1\n")
+    speedup = example_data["decisions"][0]["rules"][0]["speedup"]
+    edited = text.replace(f"speedup: {speedup}\n", f"speedup: {round(speedup * 1000)}e-3\n")
     assert edited != text
-    # 28e-1 is YAML 1.2 float syntax; YAML 1.1 would read the string "28e-1" (and then fail as a type).
-    assert profile_from_text(edited, verify_digest=False).decisions[0].rules[0].speedup == 2.8
+    # 2063e-3 is YAML 1.2 float syntax; YAML 1.1 would read it as a string (and then fail as a type).
+    assert profile_from_text(edited, verify_digest=False).decisions[0].rules[0].speedup == speedup
 
 
 def test_unquoted_timestamp_stays_a_string(example_data: dict) -> None:
@@ -177,8 +180,8 @@ def test_with_digest_seals_what_to_dict_returns(example_path: Path) -> None:
     unsealed = Profile.from_dict({**profile.to_dict(), "digest": None})
     assert unsealed.digest is None
     assert unsealed.with_digest() == profile
-    assert profile.schema == "topo-gate/profile/v1.1"  # the stored example; writers now emit SCHEMA
-    assert SCHEMA == "topo-gate/profile/v1.2"
+    assert profile.schema == SCHEMA  # the example is written by decide, from its synthetic evidence
+    assert SCHEMA == "topo-gate/profile/v1.3"
 
 
 def test_a_failed_dump_leaves_the_old_file(example_path: Path, tmp_path: Path, monkeypatch) -> None:

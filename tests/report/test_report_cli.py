@@ -190,11 +190,15 @@ def test_json_lists_what_was_written_and_the_warnings(tmp_path: Path, capsys) ->
     assert main(["report", str(synthetic), str(no_runs), "--out", str(out), "--format", "md", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["files"] == [str(out / "summary.md")]
-    assert document["figures"] == []
+    # The synthetic example names its (synthetic) evidence: its curves are figures; tp1-2 has none.
+    assert [figure["name"] for figure in document["figures"]] == [
+        f"{kind}-tp2-nvswitch-{pattern}"
+        for pattern in ("allreduce", "allreduce_rmsnorm")
+        for kind in ("latency", "speedup", "context", "transition")
+    ]
     assert document["notes"] == [
         "the inputs come from 2 node classes (hardware fingerprints differ): overlaid lines compare different hardware",
         "synthetic-h200x2: SYNTHETIC: made-up numbers, not measured on any node",
-        "synthetic-h200x2: the profile names no evidence: decisions only, no curves",
         "tp1-2: the evidence holds no trial runs (every TP size skipped): nothing to plot",
     ]
     assert "SYNTHETIC: made-up numbers" in (out / "summary.md").read_text(encoding="utf-8")

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from topo_gate.trials.plan import TrialPlan, default_backends, token_ladder
+from topo_gate.trials.plan import SessionPlan, TrialPlan, default_backends, token_ladder
+from topo_gate.trials.results import PlanResult, SessionResult
+from topo_gate.trials.runner import Progress, run_session
+
+FAULTS_ON = {"TOPO_GATE_ALLOW_FAULT_INJECTION": "1"}
 
 
 def gloo_plan(tp: int = 2, pattern: str = "allreduce", **overrides: object) -> TrialPlan:
@@ -25,6 +30,33 @@ def gloo_plan(tp: int = 2, pattern: str = "allreduce", **overrides: object) -> T
     )
     fields.update(overrides)
     return TrialPlan(**fields)  # type: ignore[arg-type]
+
+
+def run_gloo(
+    plans: TrialPlan | tuple[TrialPlan, ...],
+    workdir: Path,
+    *,
+    timeout_s: float = 60.0,
+    startup_timeout_s: float = 60.0,
+    env: dict[str, str] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    port_source: Callable[[], int] | None = None,
+    deadline: float | None = None,
+) -> SessionResult:
+    """One session of ``plans`` on gloo. Watchdog bounds leave room for a loaded two-core machine: a
+    healthy gloo step answers in well under a second, so a bound of tens of seconds only ever fires
+    on a real hang."""
+    session = SessionPlan(plans if isinstance(plans, tuple) else (plans,), deadline)
+    return run_session(
+        session, device="cpu", cuda_devices=[], timeout_s=timeout_s, workdir=workdir, env=env,
+        on_progress=on_progress, startup_timeout_s=startup_timeout_s, port_source=port_source,
+    )  # fmt: skip
+
+
+def run_one(plan: TrialPlan, workdir: Path, **options: object) -> PlanResult:
+    """``plan`` alone in its session, and its result."""
+    (result,) = run_gloo(plan, workdir, **options).runs  # type: ignore[arg-type]
+    return result
 
 
 def processes_mentioning(text: str) -> list[int]:

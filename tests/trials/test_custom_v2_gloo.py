@@ -6,9 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gloo_helpers import gloo_plan
-
-from topo_gate.trials.runner import run_plan
+from gloo_helpers import gloo_plan, run_one
 
 
 @pytest.mark.parametrize(
@@ -25,9 +23,7 @@ def test_a_cpu_plan_records_v2_unavailable_and_measures_the_rest(
     # without reading it.
     monkeypatch.setenv("TOPO_GATE_SGLANG_BUNDLE", str(workdir / "no-such-bundle"))
     plan = gloo_plan(2, pattern, backends=(*others[:1], v2, *others[1:]))
-    result = run_plan(
-        plan, device="cpu", cuda_devices=[], timeout_s=60.0, workdir=workdir, startup_timeout_s=60
-    )
+    result = run_one(plan, workdir)
     assert result.error is None and result.attempts == 1
     assert result.backends[v2].status == "unavailable"
     assert result.backends[v2].reason == "needs a CUDA device, the run is on cpu"

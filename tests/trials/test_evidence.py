@@ -23,7 +23,7 @@ from topo_gate.trials.evidence import (
     write_evidence,
 )
 from topo_gate.trials.plan import Skipped
-from topo_gate.trials.runner import BackendOutcome, PlanResult
+from topo_gate.trials.results import BackendOutcome, PlanResult
 
 DATA = Path(__file__).parent / "data" / "evidence"
 CAPTURES = Path(__file__).parents[1] / "fixtures" / "captures"
@@ -58,6 +58,7 @@ def test_evidence_round_trips_through_a_file(tmp_path: Path) -> None:
     assert loaded["format"] == WRITTEN_FORMAT and loaded["created"] == "2026-11-30T08:00:00Z"
     assert loaded["node"]["capture"] == capture
     assert loaded["skipped"] == [{"tp": 4, "reason": "node has 2 usable GPUs"}]
+    assert loaded["budget"] == {"seconds": None, "dropped": []}  # v1.2: no budget, nothing left out
     assert loaded["trials"]["method"] == {"graph_calls": 4, "rounds": 2, "warmup": 1}
     run = loaded["runs"][0]
     assert run["backends"]["gloo_ring"] == {"status": "timeout", "reason": "no progress for 2 s"}

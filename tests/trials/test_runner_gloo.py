@@ -10,26 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
-from gloo_helpers import gloo_plan, processes_mentioning
+from gloo_helpers import FAULTS_ON, gloo_plan, processes_mentioning, run_one
 
 from topo_gate.trials.protocol import heartbeat_path
-from topo_gate.trials.runner import PlanResult, run_plan
-
-FAULTS_ON = {"TOPO_GATE_ALLOW_FAULT_INJECTION": "1"}
+from topo_gate.trials.results import PlanResult
 
 
-# Watchdog bounds leave room for a loaded two-core machine: a healthy gloo step answers in well under
-# a second, so a bound of tens of seconds still only ever fires on a real hang.
 def run(plan, workdir: Path, *, timeout_s: float = 60.0, env=None) -> PlanResult:
-    return run_plan(
-        plan,
-        device="cpu",
-        cuda_devices=[],
-        timeout_s=timeout_s,
-        workdir=workdir,
-        env=env,
-        startup_timeout_s=60,
-    )
+    return run_one(plan, workdir, timeout_s=timeout_s, env=env)
 
 
 def cells(result: PlanResult, backend: str) -> list[dict]:
@@ -65,7 +53,8 @@ def test_every_backend_is_checked_and_measured(tp: int, pattern: str, workdir: P
     result = run(gloo_plan(tp, pattern), workdir)
     assert result.error is None and result.attempts == 1
     assert result.software["torch"]
-    # where the time went: every worker phase, in seconds, within the plan's wall time
+    # where the time went: every worker phase, in seconds, within the session's wall time (a session
+    # of one pattern: the run is the session)
     phases = (
         "import", "rendezvous", "admit", "setup", "check", "capture", "measure", "transition", "context",
         "recheck", "close",
@@ -136,7 +125,7 @@ def test_ctrl_c_leaves_no_worker_behind(workdir: Path) -> None:
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
-        beat = heartbeat_path(workdir / "allreduce" / "attempt-1", 1)
+        beat = heartbeat_path(workdir / "attempt-1", 1)
         deadline = time.monotonic() + 60
         while not (beat.exists() and '"check"' in beat.read_text()) and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -1,28 +1,28 @@
 """The steps after timing, on gloo with real workers: the captured graphs checked again (fresh
-inputs, negative zeros, odd sizes, right after a larger size), size transitions, layer-like graphs,
-early stopping; and the runner's retries (rendezvous port, start-up faults)."""
+inputs, negative zeros, odd sizes, right after a larger size), size transitions after several sizes,
+layer-like graphs, early stopping; and the runner's retries (rendezvous port, start-up faults).
+
+No assertion rests on how fast this machine is: a backend is made the loser or the winner by the
+``slow`` fault (SLOW_S a call, ten times the widest gap between gloo backends under load), a
+transition by the ``transition`` fault (TRANSITION_S once), and what must be timed regardless of
+speed (a launcher's default path) is named in ``context_backends``."""
 
 from __future__ import annotations
 
 import socket
-import statistics
 from pathlib import Path
 
-from gloo_helpers import gloo_plan
+from gloo_helpers import FAULTS_ON, gloo_plan, run_one
 
 from topo_gate.decide import transition_us
 from topo_gate.trials.plan import token_ladder
-from topo_gate.trials.runner import PlanResult, free_port, run_plan
-from topo_gate.trials.worker.faults import SLOW_S, TRANSITION_S
-
-FAULTS_ON = {"TOPO_GATE_ALLOW_FAULT_INJECTION": "1"}
+from topo_gate.trials.results import PlanResult
+from topo_gate.trials.runner import free_port
+from topo_gate.trials.worker.faults import TRANSITION_S
 
 
 def run(plan, workdir: Path, *, env=None, port_source=None) -> PlanResult:
-    return run_plan(
-        plan, device="cpu", cuda_devices=[], timeout_s=20.0, workdir=workdir, env=env,
-        startup_timeout_s=60, port_source=port_source,
-    )  # fmt: skip
+    return run_one(plan, workdir, timeout_s=20.0, env=env, port_source=port_source)
 
 
 def cell(result: PlanResult, backend: str, tokens: int) -> dict:
@@ -68,35 +68,84 @@ def test_an_answer_gone_stale_after_a_larger_size_is_caught(workdir: Path) -> No
     assert cell(result, "gloo_ring", 1)["status"] == "ok"
 
 
-def test_size_transitions_are_timed_right_after_the_largest_size(workdir: Path) -> None:
-    result = run(gloo_plan(faults={"gloo_ring": "transition"}), workdir, env=FAULTS_ON)
-    for tokens in (1, 2):
+def test_size_transitions_are_timed_after_each_larger_size_of_the_grid(workdir: Path) -> None:
+    # Sizes 1..16: the grid is every other size down from the largest, 16 and 4. gloo_ring is a
+    # launcher's default path, so every pair is timed whether or not it wins.
+    plan = gloo_plan(
+        tokens=token_ladder(16), faults={"gloo_ring": "transition"}, context_backends=("gloo_ring",)
+    )
+    assert plan.after_tokens == (4, 16)
+    result = run(plan, workdir, env=FAULTS_ON)
+    nbytes = {t: t * 32 * 2 for t in token_ladder(16)}
+    expected = {1: [4, 16], 2: [4, 16], 4: [16], 8: [16]}
+    for tokens, afters in expected.items():
         slow = cell(result, "gloo_ring", tokens)
-        assert len(slow["after_larger_us"]) == 3
-        # one call of the replay after the largest size paid the injected clear
-        assert transition_us(slow) > 0.5 * TRANSITION_S * 1e6
-    assert "after_larger_us" not in cell(result, "gloo_ring", 4)  # nothing is larger than the largest
-    assert "after_larger_us" not in cell(result, "gloo", 1)  # not a Lamport-style backend
+        assert [entry["after_nbytes"] for entry in slow["after_sizes"]] == [nbytes[t] for t in afters]
+        assert slow["after_larger_us"] == slow["after_sizes"][-1]["samples_us"]  # v1.1: after the largest
+        for entry in slow["after_sizes"]:
+            assert len(entry["samples_us"]) == 3
+            # one call of each replay after a larger size paid the injected clear
+            assert transition_us({**slow, "after_larger_us": entry["samples_us"]}) > 0.5 * TRANSITION_S * 1e6
+    assert "after_sizes" not in cell(result, "gloo_ring", 16)  # nothing is larger than the largest
+    assert all("after_sizes" not in cell(result, "gloo", t) for t in token_ladder(16))  # not Lamport-style
 
 
-def test_layer_graphs_time_the_faster_backends_with_the_gemm_alone(workdir: Path) -> None:
-    # gloo (the baseline) made surely slower, so gloo_ring is the candidate at every size
-    result = run(gloo_plan(faults={"gloo": "slow"}), workdir, env=FAULTS_ON)
+def test_after_a_smaller_grid_size_a_transition_is_timed_only_where_a_plan_may_route(workdir: Path) -> None:
+    # No backend can clear a margin of 1000x and gloo_ring is no default path: only the replays after
+    # its largest size (decide's charge) are timed, never after the grid's 4, where no plan routes it.
+    plan = gloo_plan(tokens=token_ladder(16), rounds=2, margin=1000.0, faults={"gloo_ring": "transition"})
+    result = run(plan, workdir, env=FAULTS_ON)
+    assert [e["after_nbytes"] for e in cell(result, "gloo_ring", 1)["after_sizes"]] == [16 * 64]
+    assert result.context == []  # and no layer graphs: nothing to confirm
+
+
+def test_a_backend_that_cleared_the_bar_is_timed_after_the_grid_and_in_the_layer_graphs(
+    workdir: Path,
+) -> None:
+    # The baseline made a sure loser (SLOW_S a call): gloo_ring clears the bar at every size, so it is
+    # timed after the grid's smaller size (2, of 1..8) too, and in the layer graphs beside the GEMM alone.
+    faults = {"gloo_ring": "transition", "gloo": "slow"}
+    result = run(
+        gloo_plan(tokens=token_ladder(8), rounds=2, graph_calls=2, faults=faults), workdir, env=FAULTS_ON
+    )
+    assert [e["after_nbytes"] for e in cell(result, "gloo_ring", 1)["after_sizes"]] == [2 * 64, 8 * 64]
     entries = {(e["backend"], e["tokens"]): e for e in result.context}
-    for tokens in (1, 2, 4):
-        for name in ("gemm", "gloo", "gloo_ring"):
-            assert len(entries[(name, tokens)]["samples_us"]) == 9
-        assert entries[("gloo", tokens)]["nbytes"] == tokens * 32 * 2
-        baseline = statistics.median(entries[("gloo", tokens)]["samples_us"])
-        # Every gloo call sleeps SLOW_S; gloo_ring's layer runs the same GEMM and reduction without it.
-        # (Not "gloo_ring < SLOW_S": a descheduled rank on a loaded CPU makes a layer take that long.)
-        assert baseline > SLOW_S * 1e6
-        assert baseline > statistics.median(entries[("gloo_ring", tokens)]["samples_us"])
+    assert set(entries) == {(name, t) for name in ("gemm", "gloo", "gloo_ring") for t in (1, 2, 4, 8)}
+    assert all(len(e["samples_us"]) == 9 for e in result.context)
+    assert entries[("gloo", 4)]["nbytes"] == 4 * 32 * 2
+
+
+def test_a_composite_that_cleared_the_bar_is_timed_in_the_layer_graphs(workdir: Path) -> None:
+    # With fusion off a plan routes the fused pattern to the plain path + norm: it is confirmed too.
+    plan = gloo_plan(
+        pattern="allreduce_rmsnorm", tokens=(1, 2), rounds=2, graph_calls=2, faults={"gloo": "slow"}
+    )
+    result = run(plan, workdir, env=FAULTS_ON)
+    assert {(e["backend"], e["tokens"]) for e in result.context} == {
+        (name, t) for name in ("gemm", "gloo", "gloo_ring", "gloo_ring+rmsnorm") for t in (1, 2)
+    }
+
+
+def test_a_default_path_is_timed_in_context_even_where_it_loses(workdir: Path) -> None:
+    # gloo_ring made a sure loser: stopped early as a clear loser, yet timed in the layer graphs and
+    # rechecked at every size, because a launcher runs it by default; a loser that is no default
+    # path is neither (only its one-call graph between the sizes is rechecked).
+    losing: dict = {"rounds": 6, "graph_calls": 2, "faults": {"gloo_ring": "slow"}}
+    result = run(gloo_plan(**losing, context_backends=("gloo_ring",)), workdir, env=FAULTS_ON)
+    assert all(cell(result, "gloo_ring", t).get("stopped_early") for t in (1, 2, 4))
+    assert {(e["backend"], e["tokens"]) for e in result.context} == {
+        (name, t) for name in ("gemm", "gloo", "gloo_ring") for t in (1, 2, 4)
+    }
+    assert set(checked(result, "gloo_ring")) == {1, 2, 3, 4}
+    assert result.as_run()["context_backends"] == ["gloo_ring"]
+    alone = run(gloo_plan(**losing), workdir / "no-default", env=FAULTS_ON)
+    assert alone.context == [] and set(checked(alone, "gloo_ring")) == {3}
 
 
 def test_clear_losers_stop_after_the_early_rounds(workdir: Path) -> None:
-    result = run(gloo_plan(rounds=8, faults={"gloo_ring": "slow"}), workdir, env=FAULTS_ON)
-    for tokens in (1, 2, 4):
+    plan = gloo_plan(tokens=(1, 2), rounds=8, graph_calls=2, faults={"gloo_ring": "slow"})
+    result = run(plan, workdir, env=FAULTS_ON)
+    for tokens in (1, 2):
         assert len(cell(result, "gloo_ring", tokens)["samples_us"]) == 5
         assert len(cell(result, "gloo", tokens)["samples_us"]) == 8
 

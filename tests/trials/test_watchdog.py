@@ -15,14 +15,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gloo_helpers import gloo_plan, processes_mentioning
+from gloo_helpers import FAULTS_ON, gloo_plan, processes_mentioning, run_one
 
 from topo_gate.trials.plan import TrialPlan, token_ladder
 from topo_gate.trials.protocol import heartbeat_path
-from topo_gate.trials.runner import PlanResult, Progress, run_plan
+from topo_gate.trials.results import PlanResult
+from topo_gate.trials.runner import Progress
 
-FAULTS_ON = {"TOPO_GATE_ALLOW_FAULT_INJECTION": "1"}
 STEP_BOUND_S = 2.0
+#: For a plan that must make steady progress past many step bounds: no healthy gloo step comes near it.
+STEADY_BOUND_S = 10.0
 STARTUP_BOUND_S = 60.0  # generous for torch's import on a loaded machine; far above 5x the step bound
 
 
@@ -75,15 +77,7 @@ def test_a_rank_killed_by_a_signal_ends_the_attempt_at_once(workdir: Path) -> No
 
     killer = threading.Thread(target=kill_a_worker_once_checking)
     killer.start()
-    result = run_plan(
-        plan,
-        device="cpu",
-        cuda_devices=[],
-        timeout_s=60.0,
-        workdir=workdir,
-        env=FAULTS_ON,
-        startup_timeout_s=STARTUP_BOUND_S,
-    )
+    result = run_one(plan, workdir, timeout_s=60.0, env=FAULTS_ON, startup_timeout_s=STARTUP_BOUND_S)
     killer.join()
     assert killed_at, "no worker to kill"
     failed = result.backends["gloo_ring"]
@@ -93,7 +87,8 @@ def test_a_rank_killed_by_a_signal_ends_the_attempt_at_once(workdir: Path) -> No
 
 def test_a_hang_after_hundreds_of_heartbeats_is_still_caught(workdir: Path) -> None:
     """Heartbeat numbers past 256 (any real probe's) must still count as "no change" when they repeat,
-    and steady progress for longer than the step bound must not count as a hang."""
+    and steady progress for longer than the step bound must not count as a hang (a bound no healthy
+    step nears, so no load on this machine can pass for a hang)."""
     # The baseline hangs: a backend other than the baseline may stop early as a clear loser (before
     # the late hang), the baseline never does. Nine sizes interleave, so hundreds of heartbeats come
     # before the baseline's 200th call at one size.
@@ -106,21 +101,21 @@ def test_a_hang_after_hundreds_of_heartbeats_is_still_caught(workdir: Path) -> N
         if progress.beat is not None and progress.attempt == 1:
             seqs.append(progress.beat.seq)
 
-    result = _run_watched(plan, workdir, on_progress)
+    result = _run_watched(plan, workdir, on_progress, step_bound_s=STEADY_BOUND_S)
     assert max(seqs) > 256, f"the plan beat only {max(seqs)} times: make it longer"
     assert result.backends["gloo"].status == "timeout", result.backends["gloo"]
     assert result.backends["gloo_ring"].status == "ok", result.backends["gloo_ring"]
 
 
-def _run_watched(plan: TrialPlan, workdir: Path, on_progress: Callable[[Progress], None]) -> PlanResult:
+def _run_watched(
+    plan: TrialPlan,
+    workdir: Path,
+    on_progress: Callable[[Progress], None],
+    *,
+    step_bound_s: float = STEP_BOUND_S,
+) -> PlanResult:
     """The plan on gloo with faults on, under the step and start-up bounds these tests measure against."""
-    return run_plan(
-        plan,
-        device="cpu",
-        cuda_devices=[],
-        timeout_s=STEP_BOUND_S,
-        workdir=workdir,
-        env=FAULTS_ON,
-        on_progress=on_progress,
+    return run_one(
+        plan, workdir, timeout_s=step_bound_s, env=FAULTS_ON, on_progress=on_progress,
         startup_timeout_s=STARTUP_BOUND_S,
-    )
+    )  # fmt: skip

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from gloo_helpers import gloo_plan
 
-from topo_gate.trials.plan import plan_to_spec
+from topo_gate.trials.plan import SessionPlan, session_to_spec
 from topo_gate.trials.protocol import result_path
-from topo_gate.trials.runner import merge_rank_results
+from topo_gate.trials.results import merge_rank_results
 from topo_gate.trials.safety import SAFETY_ENV
 
 WORKER = [sys.executable, "-m", "topo_gate.trials.worker"]
@@ -22,7 +22,7 @@ WORKER = [sys.executable, "-m", "topo_gate.trials.worker"]
 
 def write_spec(folder: Path, plan) -> Path:
     spec = folder / "spec.json"
-    spec.write_text(json.dumps(plan_to_spec(plan, device="cpu")))
+    spec.write_text(json.dumps(session_to_spec(SessionPlan((plan,)), device="cpu")))
     return spec
 
 
@@ -86,7 +86,7 @@ def test_worker_runs_under_torchrun(workdir: Path) -> None:
         command, env={**os.environ, **SAFETY_ENV}, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    rank_results = [json.loads(result_path(workdir, rank).read_text()) for rank in range(2)]
-    backends, cells, _ = merge_rank_results(plan, rank_results)
+    rank_results = [json.loads(result_path(workdir, rank, "allreduce").read_text()) for rank in range(2)]
+    backends, cells = merge_rank_results(plan, rank_results)
     assert backends["gloo"].status == "ok"
     assert [cell["status"] for cell in cells] == ["ok"] * len(plan.tokens)

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from topo_gate._atomic import refuse_clobbering
 from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.launchers.routes.defaults import default_paths
 from topo_gate.models import UnknownModel, lookup_model
 from topo_gate.probe import (
     BudgetTooSmall,
@@ -98,7 +99,8 @@ disk full, another probe writing the same --out), 130 interrupted.""",
     "budget_s",
     type=click.FloatRange(min=1),
     metavar="SECONDS",
-    help="Fit the trials into this time: fewer rounds (>= 15), then fewer large sizes, or refuse.",
+    help="Fit the trials into this time: fewer rounds (>= 15), transitions after the largest size "
+    "only, then fewer large sizes, or refuse; what is left out is named in the summary and evidence.",
 )
 @click.option(
     "--from",
@@ -168,9 +170,10 @@ def command(
 ) -> None:
     """Measure all-reduce backends on this node and write a gating profile.
 
-    For each TP size, trials run NCCL and every admitted fast path (TRT-LLM one/two-shot, fused
-    all-reduce+RMSNorm, symm-mem, custom AR, PCIe IPC) at decode-to-prefill message sizes; a backend
-    is enabled only where it was correct and faster than NCCL by the margin.
+    For each TP size, one worker group runs NCCL and every admitted fast path (TRT-LLM one/two-shot,
+    fused all-reduce+RMSNorm, symm-mem, custom AR, PCIe IPC) at decode-to-prefill message sizes, for
+    every pattern; a backend is enabled only where it was correct and faster than NCCL by the margin,
+    in layer-like graphs too (which also time each launcher's default path).
     """
     console = Console(stderr=as_json)
     refuse_clobbering(
@@ -195,6 +198,7 @@ def command(
             max_tokens=max_tokens,
             allow_multicast=allow_multicast,
             allow_partial=allow_partial,
+            default_paths=default_paths,
             settings=settings,
             command=shlex.join(["topo-gate", *sys.argv[1:]]),
         )

@@ -25,9 +25,13 @@ record whose digest does not match is refused. Exit codes: 0 shown; 1 invalid or
 record; 3 unreadable.""",
 )
 @profile_argument
-@click.option("--json", "as_json", is_flag=True, help="Print the decisions as JSON instead of tables.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the decisions and price tables as JSON instead of tables."
+)
 def command(profile: Path, as_json: bool) -> None:
-    """Render PROFILE: node, software, and per TP size and pattern which backend covers which sizes."""
+    """Render PROFILE: node, software, and per TP size and pattern which backend covers which sizes
+    (and, under each, a line on its price table: the sizes and backends measured). An A/B record is
+    shown as its arms, runs and verdict."""
     if looks_like_record(profile):
         from topo_gate.cli.ab import show_record
 
@@ -41,6 +45,7 @@ def command(profile: Path, as_json: bool) -> None:
             "fingerprint": loaded.node.fingerprint,
             "digest_ok": digest_problem is None,
             "decisions": [entry.to_dict() for entry in loaded.decisions],
+            "measurements": [table.to_dict() for table in loaded.measurements],
         }
         click.echo(json.dumps(document, indent=2, ensure_ascii=False))
         return

@@ -124,6 +124,7 @@ def merge_fleet(
         decisions=tuple(decisions),
         skipped=tuple(Skipped(s["tp"], s["reason"]) for s in first.get("skipped", [])),
         evidence=None,
+        # No price table: no merge of several nodes' runs is one run's latencies (docs/fleet.md).
         fleet=Fleet(
             method=METHOD,
             nodes=tuple(

@@ -1,4 +1,5 @@
-"""The profile contract: schema v1 dataclasses, canonical YAML I/O with a digest, and the reader.
+"""The profile contract: schema v1 dataclasses (v1.3: the price table too), canonical YAML I/O with a
+digest, and the reader.
 
 Standard library and PyYAML only: launchers import this at startup (DESIGN.md, principle 6).
 """
@@ -19,15 +20,18 @@ from topo_gate.profile.schema import (
     PATTERNS,
     SCHEMA,
     Alternative,
+    BackendPrices,
     DecisionEntry,
     EvidenceRef,
     Fleet,
     FleetNode,
+    Measurement,
     Node,
     Profile,
     Rule,
     Skipped,
     Tool,
+    Transition,
     Trials,
 )
 
@@ -37,11 +41,13 @@ __all__ = [
     "PATTERNS",
     "SCHEMA",
     "Alternative",
+    "BackendPrices",
     "Decision",
     "DecisionEntry",
     "EvidenceRef",
     "Fleet",
     "FleetNode",
+    "Measurement",
     "Node",
     "Profile",
     "ProfileDigestMismatch",
@@ -52,6 +58,7 @@ __all__ = [
     "Rule",
     "Skipped",
     "Tool",
+    "Transition",
     "Trials",
     "canonical_json",
     "compute_digest",

@@ -8,7 +8,8 @@ from topo_gate._inputs import InputError, RegularFile
 from topo_gate.profile.digest import DIGEST_KEY, compute_digest
 from topo_gate.profile.errors import ProfileDigestMismatch, ProfileInvalid, ProfileUnreadable
 from topo_gate.profile.schema import Profile
-from topo_gate.profile.validate import check_semantics, expect_plain_data
+from topo_gate.profile.semantics import check_semantics
+from topo_gate.profile.validate import expect_plain_data
 from topo_gate.profile.yaml_format import parse_yaml, to_yaml
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms

@@ -3,8 +3,9 @@
 For launchers in other languages. It states what JSON Schema can: types, names, ranges, required
 fields. Rules it cannot express are in the descriptions and enforced by ``load_profile``: rule
 ``max_bytes`` strictly increasing, the last rule ``{max_bytes: null, backend: nccl}``, ``ci`` low <=
-high, ``group`` of length ``tp``, no two decisions with the same (tp, pattern, group_class), and the
-digest. Regenerate after a schema change::
+high, ``group`` of length ``tp``, no two decisions with the same (tp, pattern, group_class), a price
+table's lists one entry per size and its CIs containing their values, what ``semantics.py`` checks
+across fields, and the digest. Regenerate after a schema change::
 
     python -m topo_gate.profile.json_schema profiles/schema.json
 """
@@ -15,7 +16,8 @@ import json
 import sys
 from typing import Any
 
-from topo_gate.profile.schema import BACKENDS, NCCL, PATTERNS
+from topo_gate.profile.measurements import STATUSES
+from topo_gate.profile.schema import BACKENDS, COMPOSITE_SUFFIX, NCCL, PATTERNS
 
 _DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
 _POSITIVE = {"type": "number", "exclusiveMinimum": 0}
@@ -86,6 +88,72 @@ def _decision() -> dict[str, Any]:
         },
         "The ladder for one (tp, pattern, group_class), unique in the profile. group has tp GPUs. "
         "Rules are ordered by strictly increasing max_bytes; the last is {max_bytes: null, backend: nccl}.",
+    )
+
+
+def _per_size(item: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "array", "items": {"oneOf": [{"type": "null"}, item]}}
+
+
+_NONNEGATIVE = {"type": "number", "minimum": 0}
+_INTERVAL = {"type": "array", "items": _NONNEGATIVE, "minItems": 2, "maxItems": 2}
+
+
+def _measurement() -> dict[str, Any]:
+    names = "|".join(BACKENDS)
+    prices = _object(
+        ["status", "median_us", "ci_us"],
+        {
+            "status": {"type": "array", "minItems": 1, "items": {"enum": list(STATUSES)}},
+            "median_us": _per_size(_POSITIVE),
+            "ci_us": _per_size({**_INTERVAL, "items": _POSITIVE}),
+            "in_context_us": {"oneOf": [{"type": "null"}, _per_size(_NONNEGATIVE)]},
+            "in_context_ci_us": {"oneOf": [{"type": "null"}, _per_size(_INTERVAL)]},
+            "transition": {
+                "oneOf": [
+                    {"type": "null"},
+                    _object(
+                        ["after_bytes", "cost_us"],
+                        {
+                            "after_bytes": {
+                                "type": "array",
+                                "minItems": 1,
+                                "items": {"type": "integer", "minimum": 1},
+                            },
+                            "cost_us": {"type": "array", "items": _per_size(_NONNEGATIVE)},
+                        },
+                    ),
+                ]
+            },
+        },
+        "One backend, one entry per size: status (ok, stopped: a measurement; the others say why "
+        "there is no price), median_us and its 95% order-statistic CI (null exactly where the status "
+        "is not ok/stopped), in context where a layer graph was timed (layer minus GEMM alone, us), "
+        "and for Lamport-style backends transition.cost_us[r][c]: extra us of one replay at size c "
+        "right after after_bytes[r] (null where after_bytes[r] <= the size or not measured).",
+    )
+    return _object(
+        ["tp", "group", "group_class", "pattern", "hidden", "dtype", "sizes", "backends"],
+        {
+            "tp": {"type": "integer", "minimum": 1},
+            "group": _GPU_GROUP,
+            "group_class": {"type": "string", "minLength": 1},
+            "pattern": {"enum": list(PATTERNS)},
+            "hidden": {"type": "integer", "minimum": 1},
+            "dtype": {"type": "string", "minLength": 1},
+            "sizes": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}},
+            "backends": {
+                "type": "object",
+                "minProperties": 1,
+                "patternProperties": {
+                    f"^({names})(\\{COMPOSITE_SUFFIX})?$": prices,
+                },
+                "additionalProperties": False,
+            },
+        },
+        "v1.3, optional: the price table of one decision's run (same tp, pattern, group_class, "
+        "group). sizes are the run's ladder in bytes, strictly ascending; every list of a backend "
+        "has one entry per size.",
     )
 
 
@@ -164,6 +232,7 @@ def profile_json_schema() -> dict[str, Any]:
                 ),
             },
             "decisions": {"type": "array", "items": _decision()},
+            "measurements": {"type": ["array", "null"], "items": _measurement()},
             "evidence": {
                 "oneOf": [
                     {"type": "null"},

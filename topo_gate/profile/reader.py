@@ -21,7 +21,7 @@ from topo_gate.profile.figures import speedup_ci_text
 from topo_gate.profile.io import ProfileFile, profile_from_text
 from topo_gate.profile.profile_set import choose_member, is_profile_set
 from topo_gate.profile.schema import NCCL, PATTERNS, Profile, Rule
-from topo_gate.profile.validate import check_semantics
+from topo_gate.profile.semantics import check_semantics
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
 if TYPE_CHECKING:

@@ -14,7 +14,10 @@ null), so the digest hashes exactly what was read. It is stricter than ``yaml.sa
 
 Tags such as ``!!python/object`` construct nothing: construction is ``yaml.SafeConstructor``'s.
 Scanning uses libyaml when PyYAML was built with it (about 6x faster on a profile, which a launcher
-pays at startup); composition always runs here, in Python, so the limits above hold either way.
+pays at startup); composition runs here, in Python, so the limits above hold either way -- except on
+the fast path (``yaml_fast``): a document of plain data that libyaml composes and a constructor of
+plain data builds, refusing to the careful path all that it treats specially, so the answer is the
+same (``tests/profile/test_yaml_loaders.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from yaml.resolver import Resolver
 
 from topo_gate._inputs import MAX_DEPTH, long_integer_words
 from topo_gate.profile.errors import ProfileUnreadable
+from topo_gate.profile.yaml_fast import UNSURE, plain_data
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
 if TYPE_CHECKING:
@@ -99,7 +103,7 @@ class PurePythonLoader(_ProfileRules, yaml.reader.Reader, yaml.scanner.Scanner, 
 
 
 if yaml.__with_libyaml__:
-    from yaml._yaml import CParser
+    from yaml._yaml import CParser, get_version
 
     class LibyamlLoader(_ProfileRules, CParser):
         """The loader on libyaml's scanner; ``_ProfileRules`` precedes CParser, so its composer runs."""
@@ -108,9 +112,42 @@ if yaml.__with_libyaml__:
             CParser.__init__(self, stream)
             _ProfileRules.__init__(self)
 
+    class _LibyamlComposer(CParser, Resolver):
+        """libyaml's own composer with the profile's resolvers: the fast path's node tree."""
+
+        yaml_implicit_resolvers = _ProfileRules.yaml_implicit_resolvers
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            Resolver.__init__(self)
+
+        def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+            # A price table is thousands of plain decimals and a few words said again and again: tag a
+            # decimal without trying every resolver (nothing in the table above that precedes float
+            # matches one), and remember what each word resolved to (it depends on its text alone).
+            if kind is yaml.ScalarNode and implicit[0]:
+                tag = _WORD_TAGS.get(value)
+                if tag is not None:
+                    return tag
+                if _PLAIN_DECIMAL.fullmatch(value):
+                    return "tag:yaml.org,2002:float"
+                word: str = super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+                if len(_WORD_TAGS) < _WORDS_KEPT:
+                    _WORD_TAGS[value] = word
+                return word
+            resolved: str = super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+            return resolved
+
+    _PLAIN_DECIMAL = re.compile(r"-?[0-9]+\.[0-9]+")
+    _WORD_TAGS: dict[str, str] = {}
+    _WORDS_KEPT = 4096
+
     ProfileLoader: type[_ProfileRules] = LibyamlLoader
+    # libyaml caps nesting (at 1000) since 0.2.5; older, its composer's recursion is unbounded.
+    _FAST = get_version() >= (0, 2, 5)
 else:
     ProfileLoader = PurePythonLoader
+    _FAST = False
 
 
 class _ProfileDumper(yaml.SafeDumper):
@@ -120,9 +157,14 @@ class _ProfileDumper(yaml.SafeDumper):
         return True
 
     def represent_list_inline_when_flat(self, data: list[Any]) -> yaml.SequenceNode:
-        # Short lists of scalars ([0, 1], [2.62, 2.97]) read better on one line.
-        flow = all(not isinstance(item, (dict, list)) for item in data)
+        # Lists of scalars ([0, 1], [2.62, 2.97]) and of such lists (a price table's CIs, [[6.6, 6.7],
+        # null, ...]) read better, and take far fewer lines, in flow style.
+        flow = all(_flat(item) if isinstance(item, list) else not isinstance(item, dict) for item in data)
         return self.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+
+def _flat(items: list[Any]) -> bool:
+    return all(not isinstance(item, (dict, list)) for item in items)
 
 
 _ProfileDumper.add_representer(list, _ProfileDumper.represent_list_inline_when_flat)
@@ -131,10 +173,19 @@ _ProfileDumper.add_representer(list, _ProfileDumper.represent_list_inline_when_f
 _ProfileDumper.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
 
 
-def parse_yaml(text: str, loader: type[_ProfileRules] = ProfileLoader, *, allow_empty: bool = False) -> Any:
+def parse_yaml(
+    text: str, loader: type[_ProfileRules] = ProfileLoader, *, allow_empty: bool = False, fast: bool = True
+) -> Any:
     """YAML (or JSON) text -> plain data; a one-line ``ProfileUnreadable`` on any syntax problem.
 
-    No document is an error, or None with ``allow_empty`` (a launcher's config file may be empty)."""
+    No document is an error, or None with ``allow_empty`` (a launcher's config file may be empty).
+    With libyaml (``loader`` the default) and ``fast``, a document of plain data takes the fast path
+    (``yaml_fast``), whose answer is the careful loader's; anything else, and every error, is the
+    careful loader's own."""
+    if fast and _FAST and loader is ProfileLoader:
+        data = _fast(text)
+        if data is not UNSURE and data is not None:
+            return data
     try:
         # PyYAML's stubs accept only its own loader classes; this one mixes the same bases.
         data = yaml.load(text, Loader=loader)  # type: ignore[arg-type]  # noqa: S506 -- a SafeConstructor loader
@@ -150,6 +201,18 @@ def parse_yaml(text: str, loader: type[_ProfileRules] = ProfileLoader, *, allow_
     if data is None and not allow_empty:
         raise ProfileUnreadable("empty: no YAML document in the file")
     return data
+
+
+def _fast(text: str) -> Any:
+    try:
+        root = _LibyamlComposer(text).get_single_node()
+    except Exception:  # noqa: BLE001 -- a syntax error (or anything): the careful loader words it
+        return UNSURE
+    # No "&" in the text: no anchor, so no alias either (one without its anchor fails to compose).
+    return UNSURE if root is None else plain_data(root, _CONSTRUCTOR, anchors="&" in text)
+
+
+_CONSTRUCTOR = SafeConstructor()
 
 
 def to_yaml(data: Any) -> str:

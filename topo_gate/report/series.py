@@ -1,15 +1,14 @@
 """Per-run numbers a figure plots: latency and speed-up per (backend, size), and the cells not measured.
 
 Pure and deterministic.  Latency is the median of a cell's per-round samples with a distribution-free
-confidence interval of that median (order statistics, no resampling: it needs no seed and is the
-same on every machine).  Speed-up is the one ``decide`` judged: median NCCL / median backend with its
+confidence interval of that median (``trials.stats.median_interval``: order statistics, no
+resampling, so it needs no seed and is the same on every machine; the profile's price table uses it too).  Speed-up is the one ``decide`` judged: median NCCL / median backend with its
 paired bootstrap CI, drawn with decide's own per-size seed and candidate set, so the figure's number
 at a rule's weakest size is the rule's number (``tests/report`` holds them equal).
 """
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,9 +16,7 @@ from typing import Any
 
 from topo_gate.decide import charged_samples
 from topo_gate.profile.schema import BACKENDS
-from topo_gate.trials.stats import bootstrap_speedups, median
-
-CI_LEVEL = 0.95
+from topo_gate.trials.stats import bootstrap_speedups, median, median_interval
 
 
 @dataclass(frozen=True)
@@ -40,29 +37,6 @@ class Unmeasured:
     nbytes: int
     status: str
     reason: str | None
-
-
-def median_interval(samples: Sequence[float], level: float = CI_LEVEL) -> tuple[float, float]:
-    """A distribution-free CI of the median: the order statistics ``(x_(k), x_(n+1-k))`` with the
-    largest ``k`` whose binomial(n, 1/2) tail ``P(B < k)`` is at most ``(1 - level) / 2``.
-
-    15 rounds at 95% give ``(x_(4), x_(12))`` (coverage 96.5%).  Too few samples for any such ``k``
-    (n < 6 at 95%): the whole range, which is wider than the interval, never narrower.
-    """
-    ordered = sorted(samples)
-    n = len(ordered)
-    if n == 0:
-        raise ValueError("interval of no samples")
-    alpha_half = (1.0 - level) / 2.0
-    tail, k = 0.0, 0
-    while k < n:
-        tail_next = tail + math.comb(n, k) / 2.0**n  # P(B <= k) = P(B < k + 1)
-        if tail_next > alpha_half:
-            break
-        tail, k = tail_next, k + 1
-    if k == 0:
-        return ordered[0], ordered[-1]
-    return ordered[k - 1], ordered[n - k]
 
 
 def latency_points(results: Sequence[Mapping[str, Any]]) -> dict[str, list[Point]]:

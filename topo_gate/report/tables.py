@@ -13,9 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from topo_gate._terminal import shown
-from topo_gate.profile.compare import BackendChange
+from topo_gate.profile.compare import BackendChange, PriceChange
 from topo_gate.profile.figures import speedup_ci_text, speedup_text
-from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
+from topo_gate.profile.schema import NCCL, DecisionEntry, Measurement, Profile, Rule
 from topo_gate.report.text import file_text
 
 _UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
@@ -114,8 +114,31 @@ def profile_view(profile: Profile, *, path: str, digest_problem: str | None = No
     parts: list[RenderableType] = [profile_header(profile, path=path, digest_problem=digest_problem)]
     if not profile.decisions:
         parts.append(Text("\nNo decisions: NCCL for every TP size and message size.", style="yellow"))
-    parts.extend(decision_table(entry) for entry in profile.decisions)
+    for entry in profile.decisions:
+        parts.append(decision_table(entry))
+        table = profile.measurement(entry.tp, entry.group_class, entry.pattern)
+        if table is not None:
+            parts.append(Text(price_line(table), style="dim"))
     return Group(*parts)
+
+
+def price_line(table: Measurement) -> str:
+    """One short line per price table (v1.3): backends and sizes, the cells with a price, and the
+    backends priced at no size (with their status)."""
+    prices = table.backends.values()
+    cells = sum(value is not None for p in prices for value in p.median_us)
+    unpriced = [
+        f"{name} ({'/'.join(sorted(set(p.status)))})"
+        for name, p in table.backends.items()
+        if all(value is None for value in p.median_us)
+    ]
+    line = (
+        f"Price table: {len(table.backends)} backends x {len(table.sizes)} sizes "
+        f"({format_bytes(table.sizes[0])} - {format_bytes(table.sizes[-1])}), {cells} cells priced, "
+        f"{sum(p.in_context_us is not None for p in prices)} backends in context, "
+        f"{sum(p.transition is not None for p in prices)} with size transitions"
+    )
+    return line + (f"; no price: {', '.join(unpriced)}" if unpriced else "")
 
 
 def diff_table(changes: Sequence[BackendChange], *, before: str, after: str) -> Table:
@@ -136,6 +159,31 @@ def diff_table(changes: Sequence[BackendChange], *, before: str, after: str) -> 
             cell,
         )
     return table
+
+
+def price_changes_lines(changes: Sequence[PriceChange]) -> list[str]:
+    """One line per price table that differs: what was added or removed, how far the medians moved."""
+    lines = []
+    for change in changes:
+        where = f"TP {change.tp} / {change.pattern} / {shown(change.group_class)}"
+        if change.change != "changed":
+            lines.append(f"Price table {where}: {change.change}")
+            continue
+        parts = [f"{label} {', '.join(map(str, values))}" for label, values in (
+            ("backends added", change.backends_added), ("backends removed", change.backends_removed),
+            ("sizes added", [format_bytes(n) for n in change.sizes_added]),
+            ("sizes removed", [format_bytes(n) for n in change.sizes_removed]),
+        ) if values]  # fmt: skip
+        if change.status_changes:
+            parts.append(f"{change.status_changes} cells changed status")
+        if change.largest_move is not None:
+            backend, nbytes, was, now = change.largest_move
+            parts.append(
+                f"{change.beyond_ci} cells moved beyond their CIs; largest: {backend} at {format_bytes(nbytes)} "
+                f"{was:g} -> {now:g} us ({now / was - 1:+.1%})"
+            )
+        lines.append(f"Price table {where}: {'; '.join(parts)}")
+    return lines
 
 
 def _node_words(hardware: Mapping[str, object]) -> str:

@@ -1,17 +1,18 @@
-"""Developer entry: run trials on one group and write evidence, without topology or a profile.
+"""Developer entry: run one trial session on one group and write evidence, without topology or a profile.
 
     python -m topo_gate.trials --tp 2 --device cpu --hidden 512 --max-tokens 64 \\
         --patterns allreduce,allreduce_rmsnorm --backends gloo,gloo_ring --rounds 15 \\
         --graph-calls 8 --out evidence.json
 
 ``topo-gate probe`` is the user-facing command; this entry exists to exercise the harness (tests, and
-GPU bring-up before ``probe`` exists). Exit status follows docs/ARCHITECTURE.md: 0 all measured,
+GPU bring-up before ``probe`` exists). Every pattern runs in the one worker session. Exit status follows docs/ARCHITECTURE.md: 0 all measured,
 1 a backend gave a wrong answer, 2 usage, 6 nothing could be measured, 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import platform
 import socket
 import statistics
@@ -19,10 +20,19 @@ import sys
 import tempfile
 from pathlib import Path
 
+from topo_gate.profile.digest import canonical_json
 from topo_gate.trials.backends import BACKENDS_BY_NAME, known_backend
 from topo_gate.trials.evidence import evidence_from_results, trials_meta, write_evidence
-from topo_gate.trials.plan import DTYPE_BYTES, PATTERNS, TrialPlan, default_backends, token_ladder
-from topo_gate.trials.runner import PlanResult, Progress, run_plan
+from topo_gate.trials.plan import (
+    DTYPE_BYTES,
+    PATTERNS,
+    SessionPlan,
+    TrialPlan,
+    default_backends,
+    token_ladder,
+)
+from topo_gate.trials.results import PlanResult
+from topo_gate.trials.runner import Progress, run_session
 
 EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_NOTHING_RAN, EXIT_INTERRUPTED = 0, 1, 2, 6, 130
 
@@ -57,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="BACKEND=KIND",
-        help="harness tests only (needs TOPO_GATE_ALLOW_FAULT_INJECTION=1): hang, crash or wrong",
+        help="harness tests only (needs TOPO_GATE_ALLOW_FAULT_INJECTION=1): hang, hang-late, crash, wrong, "
+        "wrong-odd, stale, transition or slow; _startup=infra|infra-once",
     )
     parser.add_argument("--workdir", type=Path, help="keep worker files here (default: a temp folder)")
     parser.add_argument("--out", type=Path, required=True, help="evidence JSON to write")
@@ -97,7 +108,8 @@ def _plans(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[Tr
 
 def _print_progress(event: Progress) -> None:
     if event.fault is not None:
-        print(f"watchdog: {event.plan.pattern}: {event.fault.status}: {event.fault.reason}", file=sys.stderr)
+        where = event.fault.pattern or "start-up"
+        print(f"watchdog: {where}: {event.fault.status}: {event.fault.reason}", file=sys.stderr)
 
 
 def _print_table(result: PlanResult) -> None:
@@ -120,27 +132,25 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--gpus lists {len(args.gpus)} GPUs for --tp {args.tp}")
     cuda_devices = args.gpus or [str(index) for index in range(args.tp)]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="topo-gate-trials-"))
-    results = []
     try:
-        for plan in plans:
-            results.append(
-                run_plan(
-                    plan,
-                    device=args.device,
-                    cuda_devices=cuda_devices,
-                    timeout_s=args.timeout,
-                    workdir=workdir / plan.pattern,
-                    on_progress=_print_progress,
-                    startup_timeout_s=args.startup_timeout,
-                )
-            )
+        results = run_session(
+            SessionPlan(tuple(plans)),
+            device=args.device,
+            cuda_devices=cuda_devices,
+            timeout_s=args.timeout,
+            workdir=workdir,
+            on_progress=_print_progress,
+            startup_timeout_s=args.startup_timeout,
+        ).runs
     except KeyboardInterrupt:
         print("topo-gate trials: interrupted; no worker left running", file=sys.stderr)
         return EXIT_INTERRUPTED
     for result in results:
         _print_table(result)
+    # Not a node fingerprint: a developer run reads no topology, so no reader can match it to a node.
+    unread = {"developer run": args.device}
     node = {
-        "fingerprint": None,
+        "fingerprint": "sha256:" + hashlib.sha256(canonical_json(unread).encode()).hexdigest(),
         "hardware": {"unknown": "developer run: the topology is not read (topo-gate probe reads it)"},
         "software": results[0].software,
         "provenance": {"hostname": socket.gethostname(), "python": platform.python_version()},

@@ -23,8 +23,10 @@ from topo_gate.trials.evidence_limits import work_problem
 from topo_gate.trials.plan import Skipped
 
 #: What writers emit: v1.1 adds, all optional, per run ``error``, ``retries``, ``context`` and
-#: ``graph_checks``, and per result ``after_larger_us`` (docs/ARCHITECTURE.md). Readers take v1 and v1.N.
-WRITTEN_FORMAT = "topo-gate/evidence/v1.1"
+#: ``graph_checks``, and per result ``after_larger_us``; v1.2 per result ``after_sizes``, per run
+#: ``context_backends`` and ``session``, and the top-level ``budget`` (docs/ARCHITECTURE.md). Readers
+#: take v1 and v1.N.
+WRITTEN_FORMAT = "topo-gate/evidence/v1.2"
 __all__ = [
     "EVIDENCE_FORMAT",
     "STATUSES",
@@ -41,7 +43,8 @@ class EvidenceError(Exception):
 
 
 def trials_meta(plans: Sequence[Any], *, patterns: Sequence[str] | None = None) -> dict[str, Any]:
-    """The evidence ``trials`` block from the plans run (they share dtype, hidden and method)."""
+    """The evidence ``trials`` block from the plans (``TrialPlan``) run: they share dtype, hidden and
+    method."""
     first = plans[0]
     return {
         "dtype": first.dtype,
@@ -60,9 +63,12 @@ def evidence_from_results(
     *,
     capture: Mapping[str, Any] | None = None,
     created: datetime | None = None,
+    budget: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The evidence document. ``plan_results`` are ``runner.PlanResult``; ``node_block`` holds
-    ``fingerprint``, ``hardware``, ``software`` and ``provenance``; ``trials`` is ``trials_meta(...)``."""
+    """The evidence document. ``plan_results`` are ``results.PlanResult``; ``node_block`` holds
+    ``fingerprint``, ``hardware``, ``software`` and ``provenance``; ``trials`` is ``trials_meta(...)``;
+    ``budget``: ``{"seconds": float | None, "dropped": [{tp, pattern, what, reason}]}`` (the default:
+    no budget, nothing dropped)."""
     node = dict(node_block)
     if capture is not None:
         node["capture"] = dict(capture)
@@ -75,6 +81,7 @@ def evidence_from_results(
         "trials": dict(trials),
         "skipped": [{"tp": skip.tp, "reason": skip.reason} for skip in skipped],
         "runs": [result.as_run() for result in plan_results],
+        "budget": dict(budget) if budget is not None else {"seconds": None, "dropped": []},
     }
 
 

@@ -1,5 +1,8 @@
 """What an evidence document must hold for ``decide`` and the profile builder to use it.
 
+Evidence v1, v1.1 and v1.2's optional fields (``after_sizes``, ``context_backends``, ``session``,
+``budget``; docs/ARCHITECTURE.md "Trials") are checked alike.
+
 Evidence is an input like any other (``probe --replay``, ``decide``): a hand edit or a corrupted file
 must stop here with one line naming the field (``runs[0].results[3].nbytes: must be an integer``),
 never deeper in the pipeline as a TypeError. ``evidence_problem`` returns that line, or None.
@@ -55,6 +58,8 @@ def _check(evidence: Any) -> None:
         _text(_key(skipped, "reason", where), f"{where}.reason")
     _check_trials(evidence["trials"])
     _check_node(evidence["node"])
+    if evidence.get("budget") is not None:
+        _check_budget(evidence["budget"])
 
 
 def _check_node(node: Mapping[str, Any]) -> None:
@@ -98,9 +103,15 @@ def _check_run(run: Any, where: str) -> None:
     _choice(run["pattern"], f"{where}.pattern", PATTERNS)
     if not isinstance(run["backends"], (Mapping, list)):
         raise _Problem(f"{where}.backends", f"must be an object, found {describe(run['backends'])}")
-    for index, result in enumerate(_list(run["results"], f"{where}.results")):
-        _check_result(result, f"{where}.results[{index}]")
+    ladder = {
+        result.get("nbytes")
+        for result in _list(run["results"], f"{where}.results")
+        if isinstance(result, Mapping)
+    }
+    for index, result in enumerate(run["results"]):
+        _check_result(result, f"{where}.results[{index}]", ladder)
     _check_run_extras(run, where)
+    _check_run_v12(run, where)
 
 
 def _check_run_extras(run: Mapping[str, Any], where: str) -> None:
@@ -128,7 +139,70 @@ def _check_run_extras(run: Mapping[str, Any], where: str) -> None:
         _choice(check["status"], f"{at}.status", STATUSES)
 
 
-def _check_result(result: Any, where: str) -> None:
+def _check_run_v12(run: Mapping[str, Any], where: str) -> None:
+    """Evidence v1.2's optional run fields: the backends the layer graphs were told to include
+    (``context_backends``) and the worker session several patterns shared (``session``)."""
+    names = _list(run.get("context_backends", []), f"{where}.context_backends")
+    for index, name in enumerate(names):
+        _text(name, f"{where}.context_backends[{index}]")
+    if len(set(names)) != len(names):
+        raise _Problem(f"{where}.context_backends", f"lists a backend twice: {names}")
+    session = run.get("session")
+    if session is None:
+        return
+    at = f"{where}.session"
+    if not isinstance(session, Mapping):
+        raise _Problem(at, f"must be an object, found {describe(session)}")
+    _text(_key(session, "id", at), f"{at}.id")
+    patterns = _list(_key(session, "patterns", at), f"{at}.patterns")
+    for index, pattern in enumerate(patterns):
+        _choice(pattern, f"{at}.patterns[{index}]", PATTERNS)
+    if run["pattern"] not in patterns:
+        raise _Problem(f"{at}.patterns", f"must include the run's own pattern {run['pattern']!r}")
+    _seconds(_key(session, "wall_s", at), f"{at}.wall_s")
+    phases = _key(session, "phases_s", at)
+    if not isinstance(phases, Mapping):
+        raise _Problem(f"{at}.phases_s", f"must be an object, found {describe(phases)}")
+    for name, value in phases.items():
+        _seconds(value, f"{at}.phases_s.{name}")
+
+
+def _check_budget(budget: Any) -> None:
+    """Evidence v1.2's ``budget``: the time limit the probe ran under and what it dropped to fit."""
+    if not isinstance(budget, Mapping):
+        raise _Problem("budget", f"must be an object or null, found {describe(budget)}")
+    seconds = budget.get("seconds")
+    if seconds is not None:
+        _seconds(seconds, "budget.seconds")
+    for index, dropped in enumerate(_list(budget.get("dropped", []), "budget.dropped")):
+        at = f"budget.dropped[{index}]"
+        _int(_key(dropped, "tp", at), f"{at}.tp", minimum=1)
+        _choice(_key(dropped, "pattern", at), f"{at}.pattern", PATTERNS)
+        _text(_key(dropped, "what", at), f"{at}.what")
+        _text(_key(dropped, "reason", at), f"{at}.reason")
+
+
+def _check_after_sizes(result: Mapping[str, Any], where: str, ladder: set[Any]) -> None:
+    """Evidence v1.2's ``after_sizes``: replays timed right after each larger ladder size, ascending;
+    ``after_larger_us``, when also present, is the largest entry's samples (v1.1 readers use it)."""
+    entries = _list(result["after_sizes"], f"{where}.after_sizes")
+    previous = result["nbytes"]
+    for index, entry in enumerate(entries):
+        at = f"{where}.after_sizes[{index}]"
+        after = _int(_key(entry, "after_nbytes", at), f"{at}.after_nbytes", minimum=1)
+        if after not in ladder:
+            raise _Problem(f"{at}.after_nbytes", f"{after} is not a size of the run's ladder")
+        if after <= previous:
+            what = "the result's own size" if index == 0 else "the entry before"
+            raise _Problem(f"{at}.after_nbytes", f"must be larger than {what} ({previous}), found {after}")
+        previous = after
+        _samples(_key(entry, "samples_us", at), f"{at}.samples_us")
+    _int(_key(result, "graph_calls", where), f"{where}.graph_calls", minimum=1)
+    if entries and "after_larger_us" in result and result["after_larger_us"] != entries[-1]["samples_us"]:
+        raise _Problem(f"{where}.after_larger_us", "must equal the samples of the largest after_sizes entry")
+
+
+def _check_result(result: Any, where: str, ladder: set[Any]) -> None:
     if not isinstance(result, Mapping) or any(key not in result for key in RESULT_KEYS):
         raise _Problem(where, f"needs {', '.join(RESULT_KEYS)}")
     _text(result["backend"], f"{where}.backend")
@@ -150,6 +224,8 @@ def _check_result(result: Any, where: str) -> None:
     if "after_larger_us" in result:  # v1.1: a replay right after the largest size (decide's rule 5)
         _samples(result["after_larger_us"], f"{where}.after_larger_us")
         _int(_key(result, "graph_calls", where), f"{where}.graph_calls", minimum=1)
+    if "after_sizes" in result:  # v1.2: a replay right after each larger size (the price table)
+        _check_after_sizes(result, where, ladder)
 
 
 def _samples(value: Any, where: str) -> None:
@@ -171,6 +247,12 @@ def _int(value: Any, where: str, *, minimum: int) -> int:
     if value < minimum:
         raise _Problem(where, f"must be >= {minimum}, found {value}")
     return value
+
+
+def _seconds(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise _Problem(where, f"must be a number of seconds >= 0, found {describe(value)}")
+    return float(value)
 
 
 def _text(value: Any, where: str) -> str:

@@ -1,8 +1,12 @@
-"""What one trial run measures: a TP group, a pattern, message sizes and the competing backends. Pure.
+"""What the trials measure: per TP group a *session* of one worker group, measuring each pattern. Pure.
 
-A ``TrialPlan`` is one group of ``tp`` GPUs (one process per rank) measuring every backend of one
-pattern at every size. The runner turns it into a JSON *spec* for the workers (``plan_to_spec``), and
-the worker turns the spec back into the plan (``plan_from_spec``), so both sides read one format.
+A ``TrialPlan`` is one pattern measured by one group of ``tp`` GPUs: every backend at every size. A
+``SessionPlan`` is what one worker group runs: the plans of every pattern for that group, one after
+the other, so the workers' start-up (interpreter, torch, rendezvous) and the backends' setup
+(workspaces, JIT builds) are paid once per group, not once per pattern. The runner turns a session
+into a JSON *spec* for the workers (``session_to_spec``), and the worker turns the spec back into the
+session (``session_from_spec``), so both sides read one format. The cost model that sizes the work
+(``estimate_phases``) is in ``cost.py``.
 """
 
 from __future__ import annotations
@@ -11,20 +15,30 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
-SPEC_FORMAT = "topo-gate/trial-spec/v1"
+SPEC_FORMAT = "topo-gate/trial-spec/v2"
 PATTERNS = ("allreduce", "allreduce_rmsnorm")
 DEVICES = ("cpu", "cuda")
 DTYPE_BYTES: Mapping[str, int] = {"bfloat16": 2, "float16": 2, "float32": 4}
 FAULT_KINDS = ("hang", "hang-late", "crash", "wrong", "wrong-odd", "stale", "transition", "slow")
-#: Faults of the whole worker, not of a backend: keyed STARTUP_FAULT in ``faults``. ``infra``: rank 1
-#: exits before the rendezvous on every attempt; ``infra-once``: on the first attempt only.
+#: Faults outside any backend: keyed STARTUP_FAULT in a plan's ``faults``. Rank 1 exits as the plan's
+#: pattern starts (for a session's first pattern: right after the rendezvous), ``infra`` on every
+#: attempt, ``infra-once`` on the first attempt only.
 STARTUP_FAULT = "_startup"
 STARTUP_FAULT_KINDS = ("infra", "infra-once")
+DEFAULT_MARGIN = 0.05  # decide.DEFAULT_MARGIN: the layer graphs' bar is decide's
 
 #: The baseline every other backend is compared with: what a launcher does when it opts into nothing.
 BASELINE_BACKEND: Mapping[str, str] = {"cuda": "nccl", "cpu": "gloo"}
 
 COMPOSITE_SUFFIX = "+rmsnorm"  # backends.COMPOSITE_SUFFIX (this module stays free of the backends)
+#: Size transitions are timed after every AFTER_STEP-th ladder size, counted down from the largest
+#: (2: every other power of two, 4x apart). A planner charges a route the transition after the
+#: largest size that route sends to the backend's buffer; it takes the nearest measured size above,
+#: so a 4x grid overstates the preceding size by at most 4x -- and the cost, which grows with it
+#: (the Lamport clear of the previous message), is never understated. Every larger size would be
+#: exact but cost about twice the transition phase again (profiles/h200-x2: +4.6 s against +2.1 s
+#: per TP2 session, docs/trials.md "Size transitions").
+AFTER_STEP = 2
 #: Each backend is one launcher's call sequence (docs/ARCHITECTURE.md, "Backends"); symm_mem_oneshot
 #: and symm_mem_twoshot are no launcher's sequence and are not measured by default.
 _CUDA_PLAIN = (
@@ -69,6 +83,11 @@ class TrialPlan:
     ``group`` holds NVML indices (what the profile records); the runner maps them to CUDA devices.
     ``faults`` is for the harness's own tests only (backend -> a kind in FAULT_KINDS); workers
     honour it only when ``TOPO_GATE_ALLOW_FAULT_INJECTION=1`` is in their environment.
+    ``context_backends``: backends the layer graphs time at every size where they are admitted, win
+    or lose (the launchers' default paths, ``launchers.routes.defaults``); ``margin``: the isolated
+    bar a backend must clear at a size to be confirmed in the layer graphs there (decide's margin);
+    ``after_tokens``: the sizes whose calls precede the transition replays (default
+    ``default_after_tokens``: every AFTER_STEP-th size down from the largest).
     """
 
     tp: int
@@ -85,13 +104,17 @@ class TrialPlan:
     allow_multicast: bool = False
     seed: int = 0
     faults: Mapping[str, str] = field(default_factory=dict)
+    context_backends: tuple[str, ...] = ()
+    margin: float = DEFAULT_MARGIN
+    after_tokens: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         # Accept lists from callers and JSON, store tuples so a plan is immutable.
-        object.__setattr__(self, "group", tuple(self.group))
-        object.__setattr__(self, "tokens", tuple(self.tokens))
-        object.__setattr__(self, "backends", tuple(self.backends))
+        for name in ("group", "tokens", "backends", "context_backends"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "faults", dict(self.faults))
+        after = default_after_tokens(self.tokens) if self.after_tokens is None else self.after_tokens
+        object.__setattr__(self, "after_tokens", tuple(after))
         problem = _plan_problem(self)
         if problem:
             raise ValueError(f"invalid trial plan: {problem}")
@@ -101,6 +124,7 @@ class TrialPlan:
 
 
 def _plan_problem(plan: TrialPlan) -> str | None:
+    after = plan.after_tokens or ()
     checks = [
         (plan.tp >= 1, f"tp must be >= 1, got {plan.tp}"),
         (len(plan.group) == plan.tp, f"group {list(plan.group)} does not have tp={plan.tp} GPUs"),
@@ -115,6 +139,11 @@ def _plan_problem(plan: TrialPlan) -> str | None:
         (plan.graph_calls >= 1, f"graph_calls must be >= 1, got {plan.graph_calls}"),
         (plan.rounds >= 1, f"rounds must be >= 1, got {plan.rounds}"),
         (plan.warmup >= 0, f"warmup must be >= 0, got {plan.warmup}"),
+        (plan.margin >= 0, f"margin must be >= 0, got {plan.margin}"),
+        (
+            list(after) == sorted(set(after)) and set(after) <= set(plan.tokens),
+            f"after_tokens {list(after)} must be ascending sizes of the ladder",
+        ),
         (
             all(
                 kind in (STARTUP_FAULT_KINDS if name == STARTUP_FAULT else FAULT_KINDS)
@@ -127,11 +156,71 @@ def _plan_problem(plan: TrialPlan) -> str | None:
     return next((message for ok, message in checks if not ok), None)
 
 
+#: What every plan of one session must share: one worker group, one BackendContext shape.
+SHARED_FIELDS = ("tp", "group", "group_class", "dtype", "hidden", "tokens", "allow_multicast", "seed")
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """One worker group measuring ``plans`` (one per pattern) in order, start-up paid once.
+
+    ``deadline``: a wall-clock instant (``time.time()``); a worker past it starts no further pattern
+    (the first pattern of an attempt always runs), and reports the ones it left out (``--budget``).
+    """
+
+    plans: tuple[TrialPlan, ...]
+    deadline: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plans", tuple(self.plans))
+        if not self.plans:
+            raise ValueError("invalid session: no plans")
+        patterns = [plan.pattern for plan in self.plans]
+        if len(set(patterns)) != len(patterns):
+            raise ValueError(f"invalid session: patterns repeat: {patterns}")
+        first = self.plans[0]
+        for name in SHARED_FIELDS:
+            if any(getattr(plan, name) != getattr(first, name) for plan in self.plans):
+                raise ValueError(f"invalid session: its plans differ in {name}")
+
+    @property
+    def tp(self) -> int:
+        return self.plans[0].tp
+
+    @property
+    def group(self) -> tuple[int, ...]:
+        return self.plans[0].group
+
+    @property
+    def group_class(self) -> str:
+        return self.plans[0].group_class
+
+    @property
+    def allow_multicast(self) -> bool:
+        return self.plans[0].allow_multicast
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        return tuple(plan.pattern for plan in self.plans)
+
+    def plan(self, pattern: str) -> TrialPlan:
+        return next(plan for plan in self.plans if plan.pattern == pattern)
+
+    def label(self) -> str:
+        return f"TP{self.tp} {self.group_class}"
+
+
 def token_ladder(max_tokens: int) -> tuple[int, ...]:
     """Powers of two from 1 up to ``max_tokens`` (inclusive when it is one): decode to prefill sizes."""
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
     return tuple(1 << k for k in range(max_tokens.bit_length()))
+
+
+def default_after_tokens(tokens: Sequence[int]) -> tuple[int, ...]:
+    """The sizes transitions are timed after: every AFTER_STEP-th size counted down from the largest,
+    except the smallest (nothing is smaller than it), ascending."""
+    return tuple(sorted(t for t in list(tokens)[::-1][::AFTER_STEP] if t != tokens[0]))
 
 
 def nbytes(tokens: int, hidden: int, dtype: str) -> int:
@@ -147,25 +236,30 @@ def default_backends(pattern: str, device: str) -> tuple[str, ...]:
         raise ValueError(f"no backends for pattern {pattern!r} on device {device!r}") from None
 
 
-def plan_to_spec(plan: TrialPlan, *, device: str) -> dict[str, Any]:
-    """The JSON document a worker reads (``--spec``): the plan plus the device type."""
+def session_to_spec(session: SessionPlan, *, device: str) -> dict[str, Any]:
+    """The JSON document a worker reads (``--spec``): the session's plans plus the device type."""
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
-    spec = asdict(plan)
-    spec.update(format=SPEC_FORMAT, device=device)
-    return {key: list(value) if isinstance(value, tuple) else value for key, value in spec.items()}
+    plans = [
+        {key: list(value) if isinstance(value, tuple) else value for key, value in asdict(plan).items()}
+        for plan in session.plans
+    ]
+    return {"format": SPEC_FORMAT, "device": device, "deadline": session.deadline, "plans": plans}
 
 
-def plan_from_spec(spec: Mapping[str, Any]) -> tuple[TrialPlan, str]:
-    """Inverse of ``plan_to_spec``: ``(plan, device)``; ValueError with one line on a bad spec."""
+def session_from_spec(spec: Mapping[str, Any]) -> tuple[SessionPlan, str]:
+    """Inverse of ``session_to_spec``: ``(session, device)``; ValueError with one line on a bad spec."""
     if spec.get("format") != SPEC_FORMAT:
         raise ValueError(f"not a trial spec (format {spec.get('format')!r}, expected {SPEC_FORMAT!r})")
     device = spec.get("device")
     if device not in DEVICES:
         raise ValueError(f"spec device must be one of {DEVICES}, got {device!r}")
-    fields = {name: value for name, value in spec.items() if name not in ("format", "device")}
+    extra = set(spec) - {"format", "device", "deadline", "plans"}
+    if extra or not isinstance(spec.get("plans"), list):
+        raise ValueError(f"bad trial spec: expected format, device, deadline and plans, found {sorted(spec)}")
     try:
-        return TrialPlan(**fields), device
+        plans = tuple(TrialPlan(**fields) for fields in spec["plans"])
+        return SessionPlan(plans, deadline=spec.get("deadline")), device
     except TypeError as error:  # missing or unexpected field
         raise ValueError(f"bad trial spec: {error}") from None
 
@@ -189,7 +283,7 @@ class Skipped:
     reason: str
 
 
-def make_plans(
+def make_sessions(
     node: _NodeLike,
     tps: Iterable[int],
     *,
@@ -203,15 +297,19 @@ def make_plans(
     warmup: int,
     allow_multicast: bool = False,
     seed: int = 0,
+    margin: float = DEFAULT_MARGIN,
     faults: Mapping[str, Mapping[str, str]] | None = None,
-) -> tuple[list[TrialPlan], list[Skipped]]:
-    """One plan per (TP size, GPU-group class, pattern); TP sizes without a group are ``skipped``.
+    context_backends: Mapping[tuple[int, str, str], Sequence[str]] | None = None,
+) -> tuple[list[SessionPlan], list[Skipped]]:
+    """One session per (TP size, GPU-group class), one plan per pattern in it; TP sizes without a
+    group are ``skipped``.
 
     Decisions are per group *class* (DESIGN.md), so one group of each class is measured: the first
     one the topology lists, which is the launcher's default group ``[0..tp-1]`` when it has that class.
-    ``faults``: per pattern, the harness tests' fault injection (``TrialPlan.faults``).
+    ``faults``: per pattern, the harness tests' fault injection (``TrialPlan.faults``);
+    ``context_backends``: per (tp, group class, pattern), the launchers' default paths.
     """
-    plans: list[TrialPlan] = []
+    sessions: list[SessionPlan] = []
     skipped: list[Skipped] = []
     tokens = token_ladder(max_tokens)
     for tp in tps:
@@ -228,70 +326,42 @@ def make_plans(
         for group in groups:
             first_of_class.setdefault(group.group_class, group)
         for group in first_of_class.values():
-            for pattern in patterns:
-                plans.append(
-                    TrialPlan(
-                        tp=tp,
-                        group=tuple(group.gpus),
-                        group_class=group.group_class,
-                        pattern=pattern,
-                        dtype=dtype,
-                        hidden=hidden,
-                        tokens=tokens,
-                        backends=default_backends(pattern, device),
-                        graph_calls=graph_calls,
-                        rounds=rounds,
-                        warmup=warmup,
-                        allow_multicast=allow_multicast,
-                        seed=seed,
-                        faults=(faults or {}).get(pattern, {}),
-                    )
+            plans = [
+                TrialPlan(
+                    tp=tp,
+                    group=tuple(group.gpus),
+                    group_class=group.group_class,
+                    pattern=pattern,
+                    dtype=dtype,
+                    hidden=hidden,
+                    tokens=tokens,
+                    backends=default_backends(pattern, device),
+                    graph_calls=graph_calls,
+                    rounds=rounds,
+                    warmup=warmup,
+                    allow_multicast=allow_multicast,
+                    seed=seed,
+                    faults=(faults or {}).get(pattern, {}),
+                    context_backends=tuple(
+                        (context_backends or {}).get((tp, group.group_class, pattern), ())
+                    ),
+                    margin=margin,
                 )
-    return plans, skipped
-
-
-@dataclass(frozen=True)
-class CostModel:
-    """Seconds a plan takes, for progress/ETA and ``--budget``: start-up, then per-step costs, then
-    ``graph_calls`` calls of an alpha-beta latency per measured sample."""
-
-    worker_start_s: float  # import torch, rendezvous, communicator init
-    backend_setup_s: float  # per backend: workspaces, IPC handles, JIT
-    check_s: float  # per (backend, size): one call, the reference, the cross-rank vote
-    sample_overhead_s: float  # per sample: rank alignment, skew gather, heartbeat
-    latency_s: float  # alpha: one call of the smallest size
-    bytes_per_s: float  # beta: per-byte cost of one call
-
-
-#: CPU: measured with this harness on gloo (2 shared cores, tp 2-4: ~3 s to start, ~60 us a call).
-#: CUDA: fitted to the first probe on 2x H200 (TP2, hidden 7168, 14 sizes, 7 + 3 backends: 40 s in
-#: all, two worker start-ups with torch, NCCL and FlashInfer included). The slowest backend sets the
-#: per-byte term (FlashInfer's PCIe IPC kernel moved ~25 GB/s over NVLink), so the estimate errs long
-#: on NVLink nodes and is about right on the PCIe nodes that backend was built for.
-COST_MODELS: Mapping[str, CostModel] = {
-    "cpu": CostModel(3.0, 0.01, 0.01, 0.002, 60e-6, 0.5e9),
-    "cuda": CostModel(10.0, 0.5, 0.02, 0.003, 8e-6, 60e9),
-}
-
-
-def estimate_seconds(plan: TrialPlan, device: str) -> float:
-    """Expected wall time of ``plan`` on ``device`` without faults (a watchdog kill adds a restart)."""
-    cost = COST_MODELS[device]
-    n_backends = len(plan.backends)
-
-    def call_s(tokens: int) -> float:
-        return cost.latency_s + plan.nbytes(tokens) / cost.bytes_per_s
-
-    per_size_checks = sum(cost.check_s + (plan.warmup + 1) * call_s(t) for t in plan.tokens)
-    per_round = sum(cost.sample_overhead_s + plan.graph_calls * call_s(t) for t in plan.tokens)
-    return (
-        cost.worker_start_s
-        + n_backends * (cost.backend_setup_s + per_size_checks)
-        + plan.rounds * n_backends * per_round
-    )
+                for pattern in patterns
+            ]
+            sessions.append(SessionPlan(tuple(plans)))
+    return sessions, skipped
 
 
 def with_backends(plan: TrialPlan, backends: Sequence[str]) -> TrialPlan:
     """The same plan restricted to ``backends`` (the runner's relaunch after a fault)."""
     kept = {b: k for b, k in plan.faults.items() if b in backends or b == STARTUP_FAULT}
     return replace(plan, backends=tuple(backends), faults=kept)
+
+
+def with_tokens(plan: TrialPlan, tokens: Sequence[int]) -> TrialPlan:
+    """The same plan over a shorter ladder (``--budget``); transitions follow the sizes that remain:
+    the default grid, or the largest only when the plan had been cut to that."""
+    largest_only = plan.after_tokens == (plan.tokens[-1],)
+    after = (tokens[-1],) if largest_only and len(tokens) > 1 else None
+    return replace(plan, tokens=tuple(tokens), after_tokens=after)

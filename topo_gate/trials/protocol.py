@@ -2,10 +2,14 @@
 
 Results travel through files, never stdout (a backend or library may print anything there):
 
-- ``heartbeat.rank<R>.json``: rewritten by the worker at every step (phase, backend, size, round). The
-  runner's watchdog bounds the time between two heartbeats and, when it fires, blames the backend the
-  heartbeat names.
-- ``result.rank<R>.json``: the rank's verdicts and raw samples, written once at the end.
+- ``heartbeat.rank<R>.json``: rewritten by the worker at every step (pattern, phase, backend, size,
+  round). The runner's watchdog bounds the time between two heartbeats and, when it fires, blames the
+  pattern and backend the heartbeat names.
+- ``result.<pattern>.rank<R>.json``: the rank's verdicts and raw samples of one pattern, written as
+  soon as that pattern is done, so a fault in a later pattern leaves it measured.
+- ``session.rank<R>.json``: the session's own record (software, the start-up and teardown phases,
+  the patterns left out for the deadline), rewritten after the rendezvous, at each such decision and
+  at the end.
 - ``worker.rank<R>.log``: the worker's stderr and stdout, written by the runner's redirection.
 """
 
@@ -16,14 +20,16 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-RANK_RESULT_FORMAT = "topo-gate/rank-result/v1"
+RANK_RESULT_FORMAT = "topo-gate/rank-result/v2"
+SESSION_FORMAT = "topo-gate/rank-session/v1"
 
 #: Phases in order. "start" covers interpreter, torch import and rendezvous; the backend phases name
-#: the backend (and size) in flight; "done" is written after the result file. After "measure":
+#: the pattern and backend (and size) in flight; "begin" starts a pattern (a fault there is outside
+#: any backend, within that pattern); "done" is written after the last result file. After "measure":
 #: "transition" (a size right after the largest), "context" (layer-like graphs), "recheck" (the
 #: captured graphs checked with fresh inputs).
 PHASES = (
-    "start", "admit", "setup", "check", "prepare", "measure", "transition", "context", "recheck", "close", "done",
+    "start", "begin", "admit", "setup", "check", "prepare", "measure", "transition", "context", "recheck", "close", "done",
 )  # fmt: skip
 BACKEND_PHASES = frozenset(
     {"admit", "setup", "check", "prepare", "measure", "transition", "context", "recheck", "close"}
@@ -34,8 +40,12 @@ def heartbeat_path(folder: Path, rank: int) -> Path:
     return folder / f"heartbeat.rank{rank}.json"
 
 
-def result_path(folder: Path, rank: int) -> Path:
-    return folder / f"result.rank{rank}.json"
+def result_path(folder: Path, rank: int, pattern: str) -> Path:
+    return folder / f"result.{pattern}.rank{rank}.json"
+
+
+def session_path(folder: Path, rank: int) -> Path:
+    return folder / f"session.rank{rank}.json"
 
 
 def log_path(folder: Path, rank: int) -> Path:
@@ -48,6 +58,7 @@ class Beat:
 
     seq: int
     phase: str
+    pattern: str | None = None
     backend: str | None = None
     tokens: int | None = None
     round: int | None = None
@@ -55,7 +66,10 @@ class Beat:
     steps: int = 0
 
     def where(self) -> str:
-        """Human words for the place, e.g. "check of gloo_ring at 64 tokens (round 3)"."""
+        """Human words for the place, e.g. "check of gloo_ring at 64 tokens (round 3)" (the pattern is
+        the result's own, so only a pattern's start names it: "starting allreduce_rmsnorm")."""
+        if self.phase == "begin":
+            return f"starting {self.pattern}"
         words = self.phase if self.backend is None else f"{self.phase} of {self.backend}"
         if self.tokens is not None:
             words += f" at {self.tokens} tokens"
@@ -65,12 +79,14 @@ class Beat:
 
 
 class Heartbeat:
-    """The worker side: ``beat(phase, ...)`` replaces the rank's heartbeat file."""
+    """The worker side: ``beat(phase, ...)`` replaces the rank's heartbeat file. ``pattern`` is the
+    pattern in flight (set by the worker as each pattern starts)."""
 
     def __init__(self, folder: Path, rank: int) -> None:
         self._path = heartbeat_path(folder, rank)
         self._tmp = self._path.with_name(f".{self._path.name}.tmp")
         self._seq = 0
+        self.pattern: str | None = None
         self.step = 0
         self.steps = 0
 
@@ -78,7 +94,7 @@ class Heartbeat:
         self, phase: str, backend: str | None = None, tokens: int | None = None, round: int | None = None
     ) -> None:
         self._seq += 1
-        beat = Beat(self._seq, phase, backend, tokens, round, self.step, self.steps)
+        beat = Beat(self._seq, phase, self.pattern, backend, tokens, round, self.step, self.steps)
         # Replace without fsync: a heartbeat lost to a machine crash costs nothing, and the worker
         # beats thousands of times per run (between samples, never inside one).
         self._tmp.write_text(json.dumps(asdict(beat)), encoding="utf-8")

@@ -8,18 +8,19 @@ the fused kernel beats NCCL + norm *and* every such composite that beat NCCL the
 The norm is the same one-launch kernel the ``nccl`` baseline uses on this device (``_rmsnorm`` on a
 GPU; ``cpu.add_rmsnorm`` on the gloo harness), so the comparison isolates the all-reduce.
 
-Composites are comparators only: no profile rule ever names one.
+Composites are comparators only: no profile rule ever names one. A composite is built around an
+instance of its plain backend, the one the worker's ``allreduce`` pattern measures
+(``worker/pool.py``): that instance's owner sets it up and closes it, once for both patterns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import torch
 
 from . import COMPOSITE_SUFFIX as SUFFIX
-from .base import PATTERN_ALLREDUCE, PATTERN_ALLREDUCE_RMSNORM, RMSNORM_EPS, Backend, TrialBuffers
+from .base import PATTERN_ALLREDUCE_RMSNORM, RMSNORM_EPS, Backend, BackendContext, TrialBuffers
 
 #: The norm after the plain all-reduce: (reduced, residual, weight, out, residual_out) -> None.
 AddRmsNorm = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], None]
@@ -38,11 +39,11 @@ def plain_of(name: str) -> str:
 
 
 def with_rmsnorm(plain: type[Backend]) -> type[Backend]:
-    """The composite backend class of ``plain`` (which must implement the ``allreduce`` pattern)."""
+    """The composite backend class of ``plain`` (which must implement the ``allreduce`` pattern); its
+    instances take an instance of ``plain`` built for the ``allreduce`` pattern."""
 
     class Composite(_Composite):
         name = composite_name(plain.name)
-        inner = plain
         lamport = plain.lamport
 
     Composite.__name__ = Composite.__qualname__ = f"{plain.__name__}WithRmsNorm"
@@ -51,20 +52,19 @@ def with_rmsnorm(plain: type[Backend]) -> type[Backend]:
 
 class _Composite(Backend):
     patterns = (PATTERN_ALLREDUCE_RMSNORM,)
-    inner: type[Backend]
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx: BackendContext, plain: Backend) -> None:
         super().__init__(ctx)
-        self._plain = self.inner(replace(ctx, pattern=PATTERN_ALLREDUCE))
+        self.plain = plain
 
     def unavailable(self) -> str | None:
-        return self._plain.unavailable()
+        return self.plain.unavailable()
 
     def size_unavailable(self, tokens: int) -> str | None:
-        return self._plain.size_unavailable(tokens)
+        return self.plain.size_unavailable(tokens)
 
     def setup(self) -> None:
-        self._plain.setup()
+        """The norm only: the plain all-reduce is set up, and closed, by its owner."""
         self._norm: AddRmsNorm
         if self.ctx.device.type == "cuda":
             from ._rmsnorm import FusedAddRmsNorm
@@ -83,7 +83,7 @@ class _Composite(Backend):
         assert residual is not None and weight is not None and residual_out is not None, (
             "the allreduce_rmsnorm pattern's buffers carry residual, weight and residual_out"
         )
-        returning = self._plain.prepare_result(tokens, buffers.x)
+        returning = self.plain.prepare_result(tokens, buffers.x)
         if returning is not None:
             # The kernel's own output goes to the norm, as in the launcher (Backend.prepare_result).
             def norm_of_result() -> None:
@@ -91,7 +91,7 @@ class _Composite(Backend):
 
             return norm_of_result
         reduced = torch.empty_like(buffers.x)  # allocated here, never inside the captured call
-        all_reduce = self._plain.prepare(tokens, TrialBuffers(x=buffers.x, out=reduced))
+        all_reduce = self.plain.prepare(tokens, TrialBuffers(x=buffers.x, out=reduced))
 
         def all_reduce_then_norm() -> None:
             all_reduce()
@@ -100,7 +100,4 @@ class _Composite(Backend):
         return all_reduce_then_norm
 
     def after_capture(self) -> None:
-        self._plain.after_capture()
-
-    def close(self) -> None:
-        self._plain.close()
+        self.plain.after_capture()

@@ -9,6 +9,8 @@
 Admission: a CUDA device, a loadable libnccl and a dtype NCCL reduces; the fused pattern also needs
 Triton. NCCL is never refused a size: it is the fallback, so it must be measured everywhere.
 NVLS (multicast) stays off through ``NCCL_NVLS_ENABLE=0``, which the runner sets for every worker.
+One communicator serves both patterns' baselines in a worker session (created by the first, destroyed
+by the last to close), as one serves a launcher's every NCCL call.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from ._admission import first_reason, needs_cuda
 from ._pynccl import NcclCommunicator, NcclLibraryError, load_nccl, nccl_dtype_supported
 from ._rmsnorm import FusedAddRmsNorm, triton_missing
 from .base import PATTERN_ALLREDUCE, PATTERN_ALLREDUCE_RMSNORM, RMSNORM_EPS, Backend, TrialBuffers
+
+#: The worker's one communicator per device: [communicator, users].
+_SHARED: dict[str, list] = {}
 
 
 class NcclBackend(Backend):
@@ -45,7 +50,11 @@ class NcclBackend(Backend):
         return None
 
     def setup(self) -> None:
-        self._comm = NcclCommunicator(self.ctx.group, self.ctx.device)
+        self._key = str(self.ctx.device)
+        if self._key not in _SHARED:
+            _SHARED[self._key] = [NcclCommunicator(self.ctx.group, self.ctx.device), 0]
+        _SHARED[self._key][1] += 1
+        self._comm = _SHARED[self._key][0]
         self._norm = (
             FusedAddRmsNorm(self.ctx.hidden, RMSNORM_EPS)
             if self.ctx.pattern == PATTERN_ALLREDUCE_RMSNORM
@@ -68,4 +77,9 @@ class NcclBackend(Backend):
         return allreduce_then_norm
 
     def close(self) -> None:
-        self._comm.destroy()
+        # Collective like every close: every rank releases in the same order, so the last user on
+        # every rank destroys the communicator together.
+        _SHARED[self._key][1] -= 1
+        if _SHARED[self._key][1] == 0:
+            del _SHARED[self._key]
+            self._comm.destroy()

@@ -1,4 +1,4 @@
-"""``python -m topo_gate.trials.worker --spec SPEC --out DIR``: one rank of a trial run.
+"""``python -m topo_gate.trials.worker --spec SPEC --out DIR``: one rank of a trial session.
 
 Everything that can refuse the run is checked before torch is imported, so a refusal touches no GPU.
 Refusals are one line on stderr and exit status 1.
@@ -16,9 +16,9 @@ import threading
 import time
 from pathlib import Path
 
-from topo_gate.trials.plan import STARTUP_FAULT, plan_from_spec
+from topo_gate.trials.plan import session_from_spec
 from topo_gate.trials.safety import missing_safety_env
-from topo_gate.trials.worker.faults import FAULT_INJECTION_ENV, fault_injection_allowed, startup_fails
+from topo_gate.trials.worker.faults import FAULT_INJECTION_ENV, fault_injection_allowed
 
 #: Exit status of a worker whose parent (runner or torchrun agent) died: it must not live on alone.
 ORPHANED_EXIT_CODE = 75
@@ -46,31 +46,29 @@ def _exit_when_orphaned() -> None:
 def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     parser = argparse.ArgumentParser(prog="python -m topo_gate.trials.worker", description=__doc__)
-    parser.add_argument("--spec", required=True, type=Path, help="trial spec JSON (plan.plan_to_spec)")
+    parser.add_argument("--spec", required=True, type=Path, help="trial spec JSON (plan.session_to_spec)")
     parser.add_argument("--out", required=True, type=Path, help="folder for heartbeat and result files")
     args = parser.parse_args(argv)
     try:
-        plan, device = plan_from_spec(json.loads(args.spec.read_text(encoding="utf-8")))
+        session, device = session_from_spec(json.loads(args.spec.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, ValueError) as error:
         return _refusal(f"cannot read spec {args.spec}: {error}")
     missing = missing_safety_env(os.environ)
-    if missing and not plan.allow_multicast:
+    if missing and not session.allow_multicast:
         return _refusal(
             f"refusing to start without {', '.join(missing)} (keeps trials from creating NVLink "
             "multicast objects; the runner sets them; the user may pass --allow-multicast)"
         )
-    if plan.faults and not fault_injection_allowed():
+    if any(plan.faults for plan in session.plans) and not fault_injection_allowed():
         return _refusal(f"the spec asks for fault injection but {FAULT_INJECTION_ENV} is not 1")
     if not args.out.is_dir():
         return _refusal(f"--out {args.out} is not a folder")
-    if startup_fails(plan.faults.get(STARTUP_FAULT), args.out):
-        return _refusal("injected start-up failure (harness test)")
     _exit_when_orphaned()
     # ``kill -USR1 <worker>`` writes every thread's stack to the worker's log: where a hung rank waits.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    from topo_gate.trials.worker.loop import run_worker  # torch: only after every refusal
+    from topo_gate.trials.worker.session import run_worker  # torch: only after every refusal
 
-    run_worker(plan, device, args.out, started=started)
+    run_worker(session, device, args.out, started=started)
     return 0
 
 

@@ -14,7 +14,6 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from topo_gate.trials.backends import UnknownBackend, load_backend
 from topo_gate.trials.backends.base import Backend, BackendContext
 
 
@@ -50,21 +49,14 @@ def agreed_reason(reasons: Sequence[str | None]) -> str | None:
     return f"rank {rank}: {reason}"
 
 
-def local_admission(name: str, ctx: BackendContext) -> tuple[Backend | None, str | None]:
-    """This rank's answer for ``name``: the backend (if it could be built) and the reason it cannot
-    run (None if it can). Never raises: an admission problem is a reason, not a crash."""
+def local_reason(backend: Backend, ctx: BackendContext) -> str | None:
+    """Why this rank cannot run ``backend`` for ``ctx.pattern`` (None if it can). Never raises: an
+    admission problem is a reason, not a crash."""
+    if ctx.pattern not in backend.patterns:
+        return f"does not implement the {ctx.pattern} pattern"
+    if backend.uses_multicast and not ctx.allow_multicast:
+        return "creates NVLink multicast objects; measured only with --allow-multicast"
     try:
-        backend_class = load_backend(name)
-    except UnknownBackend as error:
-        return None, str(error)
-    except ImportError as error:
-        return None, f"cannot import: {error}"
-    if ctx.pattern not in backend_class.patterns:
-        return None, f"does not implement the {ctx.pattern} pattern"
-    if backend_class.uses_multicast and not ctx.allow_multicast:
-        return None, "creates NVLink multicast objects; measured only with --allow-multicast"
-    backend = backend_class(ctx)
-    try:
-        return backend, backend.unavailable()
+        return backend.unavailable()
     except Exception as error:  # a broken admission check means "cannot run", not a crash
-        return backend, f"admission check raised {type(error).__name__}: {error}"
+        return f"admission check raised {type(error).__name__}: {error}"

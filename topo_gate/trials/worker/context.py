@@ -3,30 +3,40 @@
 In a decoder layer a row-parallel GEMM precedes each all-reduce: its output is the all-reduce's
 input, it occupies the SMs and memory the collective then needs, and the collective's launch
 overlaps nothing. Back-to-back trials hide that, and on 2x H200 the backends' order at large sizes
-changed in such a graph. So after the isolated rounds, per size, the backends that were faster than
-the baseline there (the ``CANDIDATES`` fastest, composites excluded: they are never a rule) are timed
-again in graphs of ``calls`` layers, each ``GEMM -> all-reduce [-> residual + RMSNorm]``:
+changed in such a graph. So after the isolated rounds, per size, every path a plan may route to is
+timed again in graphs of ``calls`` layers, each ``GEMM -> all-reduce [-> residual + RMSNorm]``:
 
-- the GEMM is the row-parallel one of the model's shape: ``[tokens, hidden / tp] x [hidden / tp,
-  hidden]`` (an attention output or MLP down projection whose input is split across the TP ranks),
-  writing straight into the buffer the all-reduce reads;
-- the same graph without the all-reduce (``GEMM`` alone, named ``gemm``) is timed alongside, so
-  the all-reduce's in-context cost is ``layer - gemm``: ``decide`` compares those costs;
-- ``ROUNDS`` interleaved rounds, the order rotated per round, as the isolated rounds are.
+- every backend that *cleared the isolated bar* at that size (``cleared``): its median per call
+  (the slowest rank's), plus the transition charge decide's rule 5 applies (the replays after the
+  largest size, ``transitions.charge_us``), is at most the baseline's median / (1 + margin). Only
+  medians: decide also asks the CI to clear the bar, which a candidate short of it here could not;
+- every backend the plan names in ``context_backends`` (the launchers' default paths) that was
+  admitted and correct at that size, win or lose: what a plan must be priced against;
+- the baseline, and the same graph without the all-reduce (``GEMM`` alone, named ``gemm``), so the
+  all-reduce's in-context cost is ``layer - gemm``: ``decide`` compares those costs.
+
+A size where none of the backends qualifies gets no layer graphs. Composites (``<plain>+rmsnorm``)
+qualify like any backend: with fusion off a plan routes the fused pattern to one. The GEMM is the
+row-parallel one of the model's shape, ``[tokens, hidden / tp] x [hidden / tp, hidden]`` (an
+attention output or MLP down projection whose input is split across the TP ranks), writing straight
+into the buffer the all-reduce reads. ``ROUNDS`` interleaved rounds, the order rotated per round, as
+the isolated rounds are.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from topo_gate.trials.backends.base import BackendContext, TrialBuffers
 
+if TYPE_CHECKING:  # the loop imports this module
+    from topo_gate.trials.worker.loop import PatternTrials
+
 GEMM = "gemm"
-CANDIDATES = 4
 ROUNDS = 9
 
 
@@ -35,19 +45,58 @@ def calls_per_graph(graph_calls: int) -> int:
     return max(2, graph_calls // 4)
 
 
-def candidates(
-    tokens: int, medians: Mapping[tuple[str, int], float], baseline: str, names: Sequence[str]
-) -> list[str]:
-    """The backends faster than the baseline at ``tokens`` by their group medians, fastest first."""
-    base = medians.get((baseline, tokens))
-    if base is None:
-        return []
-    faster = sorted(
-        (medians[(name, tokens)], name)
-        for name in names
-        if name != baseline and (name, tokens) in medians and medians[(name, tokens)] < base
-    )
-    return [name for _, name in faster[:CANDIDATES]]
+def cleared(trials: PatternTrials, charged: Mapping[tuple[str, int], float]) -> dict[int, list[str]]:
+    """Per size, the backends that cleared the isolated bar there (module docstring), fastest first.
+    ``charged``: the group medians with the transition charge (``PatternTrials.group_medians``)."""
+    baseline, threshold = trials.plan.backends[0], 1 + trials.plan.margin
+    by_size: dict[int, list[str]] = {}
+    for tokens in trials.plan.tokens:
+        base = charged.get((baseline, tokens))
+        if base is None:
+            continue
+        winners = sorted(
+            (median, name)
+            for (name, size), median in charged.items()
+            if size == tokens and name != baseline and base >= threshold * median
+        )
+        by_size[tokens] = [name for _, name in winners]
+    return by_size
+
+
+def time_layers(trials: PatternTrials) -> None:
+    """The layer graphs of every size (module docstring), into ``trials.context``."""
+    plan = trials.plan
+    baseline = plan.backends[0]
+    charged = trials.group_medians(charge=True)
+    winners = cleared(trials, charged)
+    calls = calls_per_graph(plan.graph_calls)
+    for tokens in plan.tokens:
+        if (baseline, tokens) not in trials.passed:
+            continue  # nothing to compare with
+        defaults = [n for n in plan.context_backends if n != baseline and (n, tokens) in trials.passed]
+        chosen = sorted(
+            set(winners.get(tokens, ())) | set(defaults),
+            key=lambda n: (charged.get((n, tokens), math.inf), n),
+        )
+        if not chosen:
+            continue
+        gemm = gemm_for(trials.ctx, tokens, trials.buffers[tokens], plan.seed)
+        graphs = {GEMM: trials.timer.prepare(gemm, calls=calls)}
+        for name in [baseline, *chosen]:
+            trials.beat("context", name, tokens)
+            graphs[name] = trials.timer.prepare(
+                layer(gemm, trials.passed[(name, tokens)]),
+                after_capture=trials.backends[name].after_capture,
+                calls=calls,
+            )
+        entries = {name: record(trials.context, name, tokens) for name in graphs}
+        for round_index in range(ROUNDS):
+            for name in rotated(list(graphs), round_index):
+                trials.beat("context", None if name == GEMM else name, tokens, round_index)
+                sample = trials.timer.measure(graphs[name])
+                entries[name]["per_call_us"].append(sample.per_call_us)
+                entries[name]["skew_us"].append(sample.skew_us)
+        del graphs
 
 
 def gemm_for(ctx: BackendContext, tokens: int, buffers: TrialBuffers, seed: int) -> Callable[[], None]:

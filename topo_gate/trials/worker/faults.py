@@ -26,7 +26,10 @@ CRASH_EXIT_CODE = 17
 #: buffer clear). Large against a gloo call on a loaded CPU (a few ms when ranks are descheduled), so
 #: the replays after the largest size stand clearly above the steady ones (0.02 s did not, under load).
 TRANSITION_S = 0.1
-SLOW_S = 0.005
+#: What the ``slow`` fault adds to every call: ten times the widest gap seen between two gloo
+#: backends' calls on a loaded 2-core machine (a ring at 6 ms a call against gloo at 2 ms), so the
+#: slowed backend is the slower one whatever the load (5 ms was not: a test read it faster, once).
+SLOW_S = 0.05
 #: Per backend, the size of its previous call on this rank (``stale`` and ``transition`` keep state
 #: across sizes, as a Lamport workspace does).
 _last_tokens: dict[str, int] = {}
@@ -40,8 +43,9 @@ def fault_injection_allowed() -> bool:
 
 
 def startup_fails(kind: str | None, out_dir: Path) -> bool:
-    """Whether this worker plays a start-up failure: ``infra`` always, ``infra-once`` in the runner's
-    first attempt folder only; rank FAULTY_RANK only (read from the env rendezvous)."""
+    """Whether this worker plays a failure outside any backend as a pattern starts: ``infra`` always,
+    ``infra-once`` in the runner's first attempt folder only; rank FAULTY_RANK only (read from the
+    env rendezvous)."""
     if kind is None or os.environ.get("RANK") != str(FAULTY_RANK):
         return False
     return kind == "infra" or (kind == "infra-once" and out_dir.name == "attempt-1")

@@ -1,0 +1,112 @@
+"""What a probe is asked (``ProbeOptions``), what it tells while it runs, what it returns, and how it fails.
+
+Errors the CLI maps to exit codes: ``NvmlUnavailable`` (4), ``NvmlCrash`` (5), ``CaptureError`` and
+``EvidenceError`` (3), ``BudgetTooSmall`` (2), ``TrialsFailed`` and ``PlanFailed`` (6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from topo_gate.decide import DEFAULT_BOOTSTRAP, DEFAULT_CI_LEVEL, DEFAULT_MARGIN
+from topo_gate.profile.schema import PATTERNS, Profile
+
+MIN_ROUNDS = 15  # DESIGN.md: medians of >= 15 interleaved rounds
+DEFAULT_TPS = (2, 4, 8)
+DEFAULT_MAX_TOKENS = 8192  # a full prefill chunk (SGLang's and vLLM's default chunk size)
+DEFAULT_GRAPH_CALLS = 32
+DEFAULT_WARMUP = 3
+DEFAULT_STEP_TIMEOUT_S = 60.0
+JIT_STARTUP_TIMEOUT_S = 900.0  # FlashInfer compiling its communication kernels on first use
+
+#: ``default_paths(tp=, capability=, group_class=, hidden=, itemsize=, pattern=) -> frozenset[str]``:
+#: the launchers' default paths (``launchers.routes.defaults.default_paths``, which the CLI passes in:
+#: the probe sits below the launchers and does not import them).
+DefaultPaths = Callable[..., frozenset[str]]
+
+
+class BudgetTooSmall(Exception):
+    """Even the smallest useful probe (15 rounds, one message size) does not fit ``--budget``."""
+
+
+class TrialsFailed(Exception):
+    """No trial ran at all (every plan failed before measuring); the evidence is still written."""
+
+
+class PlanFailed(Exception):
+    """A plan failed twice for a reason outside any backend, and ``allow_partial`` was not given: no
+    profile is written (the evidence is), because that plan's sizes would read as NCCL."""
+
+
+@dataclass(frozen=True)
+class DecideSettings:
+    margin: float = DEFAULT_MARGIN
+    ci_level: float = DEFAULT_CI_LEVEL
+    bootstrap: int = DEFAULT_BOOTSTRAP
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    out: Path
+    hidden: int
+    tps: tuple[int, ...] = DEFAULT_TPS
+    dtype: str = "bfloat16"
+    patterns: tuple[str, ...] = PATTERNS
+    device: str = "cuda"  # "cpu": the gloo harness, for CI and demos
+    evidence_out: Path | None = None  # default: evidence-<UTC time>-<pid>.json beside the profile
+    capture: Path | None = None  # --from: plan from a recorded capture instead of NVML
+    budget_s: float | None = None
+    rounds: int = MIN_ROUNDS
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    graph_calls: int = DEFAULT_GRAPH_CALLS
+    warmup: int = DEFAULT_WARMUP
+    step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S
+    allow_multicast: bool = False
+    #: Write a profile even when a plan failed; it then records that plan as failed.
+    allow_partial: bool = False
+    #: The harness tests' fault injection, per pattern (``TrialPlan.faults``; honoured by workers only
+    #: with TOPO_GATE_ALLOW_FAULT_INJECTION=1).
+    faults: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: The launchers' default paths, which the layer graphs time wherever admitted (GPU only).
+    default_paths: DefaultPaths | None = None
+    settings: DecideSettings = field(default_factory=DecideSettings)
+    command: str | None = None  # recorded in provenance
+
+
+@dataclass(frozen=True)
+class PhaseProgress:
+    """One worker phase over the whole probe: seconds spent so far (wall clock, while the workers'
+    heartbeats said they were in it) against the planner's estimate for it."""
+
+    name: str
+    done_s: float
+    estimate_s: float
+
+
+@dataclass(frozen=True)
+class ProbeProgress:
+    """What ``on_progress`` receives, often: the session in flight and how far the whole probe is.
+
+    ``done_s`` / ``total_s`` are in *estimated* seconds (``trials.cost``), so a progress bar over
+    them moves at the pace of the work, and its ETA corrects itself as real time passes.
+    """
+
+    run: int  # 1-based: the session (one worker group)
+    runs: int
+    label: str  # "TP2 nvswitch"
+    done_s: float
+    total_s: float
+    detail: str  # the worker's place ("measure of trtllm_oneshot at 64 tokens (round 3)") or a fault
+    phase: str = "import"  # the phase in flight
+    phases: tuple[PhaseProgress, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    profile: Profile
+    profile_path: Path
+    evidence_path: Path
+    notes: list[str]

@@ -1,0 +1,174 @@
+"""The main job, orchestrated: topology -> sessions -> trials -> evidence -> decide -> profile.
+
+No click, no rich: the CLI passes ``ProbeOptions`` in, renders the ``ProbeProgress`` events it gets
+through ``on_progress``, and prints the ``ProbeResult``. Every step is another module's; this one
+only wires them and owns the two files the probe writes (evidence first, then the profile that points
+at it by path and digest), both atomically.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from topo_gate._atomic import check_output_path, exclusive_output, new_unique_path
+from topo_gate.probe.budget import dropped_notes, fit_to_budget, total_seconds
+from topo_gate.probe.jit import flashinfer_jit_note
+from topo_gate.probe.node import NodeFacts, cpu_node, gpu_node
+from topo_gate.probe.options import (
+    JIT_STARTUP_TIMEOUT_S,
+    PlanFailed,
+    ProbeOptions,
+    ProbeProgress,
+    ProbeResult,
+    TrialsFailed,
+)
+from topo_gate.probe.replay import decide_and_write
+from topo_gate.probe.sessions import Deadline, run_sessions
+from topo_gate.trials import plan as planning
+from topo_gate.trials.evidence import evidence_from_results, trials_meta, write_evidence
+from topo_gate.trials.plan import DTYPE_BYTES
+from topo_gate.trials.results import PlanResult
+from topo_gate.trials.runner import DEFAULT_STARTUP_TIMEOUT_S
+
+
+def probe(
+    options: ProbeOptions,
+    *,
+    on_progress: Callable[[ProbeProgress], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> ProbeResult:
+    """Measure, decide and write. Raises the exceptions listed in ``options``' module docstring.
+
+    ``on_note`` hears, before any trial starts, what a person should know up front: the estimated
+    duration, what was dropped to fit the budget, FlashInfer's first-use compile. While it runs it
+    holds ``--out`` (``_atomic.exclusive_output``): a second probe onto the same file is refused at
+    once. ``clock`` times the budget (``budget.py``: a session starts only while budget remains, the
+    first always does) and the phases of the progress display.
+    """
+    if options.evidence_out is not None:
+        check_output_path(options.evidence_out)  # refuse a FIFO or a missing folder before the trials
+    with exclusive_output(options.out):
+        return _probe_holding_out(options, on_progress, on_note, clock)
+
+
+def _probe_holding_out(
+    options: ProbeOptions,
+    on_progress: Callable[[ProbeProgress], None] | None,
+    on_note: Callable[[str], None] | None,
+    clock: Callable[[], float],
+) -> ProbeResult:
+    facts = cpu_node(options.tps) if options.device == "cpu" else gpu_node(options.capture, options.command)
+    sessions, skipped = plan_trials(facts, options)
+    sessions, fitted = fit_to_budget(sessions, options.budget_s, options.device)
+    jit_note = flashinfer_jit_note(facts.sms) if options.device == "cuda" else None
+    notes = ([jit_note] if jit_note else []) + dropped_notes(fitted)
+    if on_note is not None:
+        minutes = total_seconds(sessions, options.device) / 60
+        on_note(f"{len(sessions)} worker session(s), about {minutes:.1f} min by the planner's estimate")
+        for note in notes:
+            on_note(note)
+    started = clock()
+    until = None if options.budget_s is None else started + options.budget_s
+    ran = run_sessions(
+        sessions,
+        facts,
+        options,
+        startup_timeout_s=JIT_STARTUP_TIMEOUT_S if jit_note is not None else DEFAULT_STARTUP_TIMEOUT_S,
+        deadline=Deadline(clock, until, options.budget_s),
+        on_progress=on_progress,
+    )
+    results = ran.results
+    notes += dropped_notes(ran.dropped)
+    evidence_path = options.evidence_out or new_unique_path(options.out.parent, "evidence-", ".json")
+    node_block = {**facts.block(), "software": _merged_software(facts.software, results)}
+    budget = {"seconds": options.budget_s, "dropped": [item.to_dict() for item in [*fitted, *ran.dropped]]}
+    evidence = evidence_from_results(
+        results, node_block, _trials_block(sessions, options), skipped, capture=facts.capture, budget=budget
+    )
+    write_evidence(evidence_path, evidence)
+    if results and all(result.error for result in results):
+        raise TrialsFailed(f"no trial ran: {results[0].error}; evidence kept at {evidence_path}")
+    failed = [result for result in results if result.error]
+    if failed and not options.allow_partial:
+        names = "; ".join(f"{plan_label(r.plan)}: {r.error}" for r in failed)
+        raise PlanFailed(
+            f"plan failed after a retry: {names}; no profile written (evidence kept at {evidence_path}; "
+            "--allow-partial writes one that records the plan as failed)"
+        )
+    return decide_and_write(evidence, evidence_path, options.out, options.settings, notes)
+
+
+def plan_label(plan: planning.TrialPlan) -> str:
+    return f"TP{plan.tp} {plan.group_class} {plan.pattern}"
+
+
+def plan_trials(
+    facts: NodeFacts, options: ProbeOptions
+) -> tuple[list[planning.SessionPlan], list[planning.Skipped]]:
+    """One session per (TP, group class), a plan per pattern in it; TP sizes that cannot run are
+    skipped with why. The layer graphs of a GPU group include the launchers' default paths there."""
+    return planning.make_sessions(
+        facts.planner,
+        options.tps,
+        patterns=options.patterns,
+        device=options.device,
+        dtype=options.dtype,
+        hidden=options.hidden,
+        max_tokens=options.max_tokens,
+        graph_calls=options.graph_calls,
+        rounds=options.rounds,
+        warmup=options.warmup,
+        allow_multicast=options.allow_multicast,
+        margin=options.settings.margin,
+        faults=options.faults,
+        context_backends=context_paths(facts, options),
+    )
+
+
+def context_paths(facts: NodeFacts, options: ProbeOptions) -> dict[tuple[int, str, str], tuple[str, ...]]:
+    """Per (TP, group class, pattern): the launchers' default paths there (``options.default_paths``),
+    sorted; empty on the CPU harness, whose backends are no launcher's."""
+    if options.default_paths is None or options.device != "cuda":
+        return {}
+    paths: dict[tuple[int, str, str], tuple[str, ...]] = {}
+    for tp in options.tps:
+        for group in facts.planner.tp_groups(tp) if tp > 1 else ():
+            capability = facts.capabilities.get(group.gpus[0])
+            if capability is None:
+                continue  # no SM known: no launcher route can be computed
+            for pattern in options.patterns:
+                names = options.default_paths(
+                    tp=tp, capability=capability, group_class=group.group_class, hidden=options.hidden,
+                    itemsize=DTYPE_BYTES[options.dtype], pattern=pattern,
+                )  # fmt: skip
+                paths.setdefault((tp, group.group_class, pattern), tuple(sorted(names)))
+    return paths
+
+
+def _trials_block(sessions: Sequence[planning.SessionPlan], options: ProbeOptions) -> dict[str, Any]:
+    # ``device`` tells decide which baseline the runs were measured against (nccl, or gloo on CPU).
+    plans = [plan for session in sessions for plan in session.plans]
+    if plans:
+        return {**trials_meta(plans, patterns=options.patterns), "device": options.device}
+    method = {"graph_calls": options.graph_calls, "rounds": options.rounds, "warmup": options.warmup}
+    return {
+        "dtype": options.dtype,
+        "hidden": options.hidden,
+        "tp": [],
+        "patterns": list(options.patterns),
+        "method": method,
+        "device": options.device,
+    }
+
+
+def _merged_software(
+    recorded: Mapping[str, str | None], results: Sequence[PlanResult]
+) -> dict[str, str | None]:
+    # The workers' own readings (the torch and NCCL they actually loaded) beat package metadata.
+    merged = dict(recorded)
+    for result in results:
+        merged.update({key: value for key, value in result.software.items() if value})
+    return merged

@@ -1,0 +1,97 @@
+"""Size transitions of Lamport-style backends: what one replay costs right after larger messages.
+
+A Lamport kernel's first calls after a larger message clear that message's buffer slots, so a decode
+step after a prefill chunk pays for the chunk. How much depends on the larger size, and a launcher
+route that sends large messages elsewhere (NCCL) never leaves them in the buffer: a planner charges
+a route the transition after the largest size *that route* sends to the backend. So per backend
+and size ``s``, TRANSITION_REPS replays of ``s``'s graph are timed right after PREDECESSOR_CALLS calls
+of each larger size ``L`` of:
+
+- the backend's own largest timed size, at every smaller timed size (``after_larger_us``, which
+  decide's rule 5 charges);
+- every other size of the plan's ``after_tokens`` (every AFTER_STEP-th size down from the largest,
+  ``plan.py`` says why), for the pairs a plan may route: ``s`` and ``L`` where the backend cleared
+  the isolated bar (``context.cleared``: charged as decide charges) or is a launcher default path.
+
+Recorded per cell as ``after``, ascending by ``L`` (evidence ``after_sizes``).
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import TYPE_CHECKING, Any
+
+from topo_gate.trials.worker import context
+
+if TYPE_CHECKING:  # the loop imports this module
+    from topo_gate.trials.worker.loop import Cell, PatternTrials
+
+PREDECESSOR_CALLS = 4  # a prefill chunk's few calls before decode
+TRANSITION_REPS = 3
+#: All-reduce calls of one serving step a transition is charged against: decide.STEP_CALLS.
+STEP_CALLS = 64
+#: Faults that make a gloo backend behave like a Lamport one (the harness's tests).
+_TRANSITION_FAULTS = ("stale", "transition")
+
+
+def charge_us(cell: Cell, graph_calls: int) -> float:
+    """Decide's rule 5 on this rank's samples: the extra time of one replay right after the largest
+    size over a steady one, spread over STEP_CALLS calls (0 when not measured or not slower)."""
+    after = cell.after[-1]["per_call_us"] if cell.after else []
+    if not after or not cell.per_call_us:
+        return 0.0
+    extra = (statistics.median(after) - statistics.median(cell.per_call_us)) * graph_calls
+    return max(0.0, extra) / STEP_CALLS
+
+
+def time_transitions(trials: PatternTrials) -> None:
+    """The replays after larger sizes (module docstring); also leaves ``trials.predecessors``, the
+    largest size's graph of every backend, for the rechecks."""
+    for name in trials.backends:
+        sizes = trials.timed_sizes(name)
+        if sizes:
+            trials.predecessors[name] = _predecessor(trials, name, sizes[-1])
+    sensitive = [
+        name
+        for name, backend in trials.backends.items()
+        if (backend.lamport or trials.plan.faults.get(name) in _TRANSITION_FAULTS)
+        and len(trials.timed_sizes(name)) > 1
+    ]
+    for name in sensitive:
+        sizes = trials.timed_sizes(name)
+        for tokens in sizes[:-1]:
+            _replays(trials, name, tokens, sizes[-1], trials.predecessors[name])
+    cleared = context.cleared(trials, trials.group_medians(charge=True)) if sensitive else {}
+    for name in sensitive:
+        sizes = trials.timed_sizes(name)
+
+        def routable(tokens: int, name: str = name) -> bool:
+            return trials.is_default_path(name) or name in cleared.get(tokens, ())
+
+        for larger in [t for t in trials.plan.after_tokens or () if t in sizes[:-1] and routable(t)]:
+            smaller = [t for t in sizes if t < larger and routable(t)]
+            if smaller:
+                predecessor = _predecessor(trials, name, larger)
+                for tokens in smaller:
+                    _replays(trials, name, tokens, larger, predecessor)
+    for cell in trials.cells:
+        cell.after.sort(key=lambda entry: entry["tokens"])
+
+
+def _predecessor(trials: PatternTrials, name: str, tokens: int) -> Any:
+    trials.beat("prepare", name, tokens)
+    return trials.timer.prepare(
+        trials.passed[(name, tokens)],
+        after_capture=trials.backends[name].after_capture,
+        calls=PREDECESSOR_CALLS,
+    )
+
+
+def _replays(trials: PatternTrials, name: str, tokens: int, larger: int, predecessor: Any) -> None:
+    samples = []
+    for rep in range(TRANSITION_REPS):
+        trials.beat("transition", name, tokens, rep)
+        samples.append(
+            trials.timer.measure(trials.measurables[(name, tokens)], preroll=predecessor).per_call_us
+        )
+    trials.cell(name, tokens).after.append({"tokens": larger, "per_call_us": samples})
