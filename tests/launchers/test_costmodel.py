@@ -47,8 +47,8 @@ def upto(tokens: int, name: str) -> tuple:
 
 
 def test_a_faster_measured_path_is_admitted_and_saves() -> None:
-    tabs = tables({"nccl": {"median": flat(8.0)}, "fast": {"median": flat(4.0)}})
-    plan, default = side(upto(64, "fast")), side(NCCL_EVERYWHERE)
+    tabs = tables({"nccl": {"median": flat(8.0)}, "vllm_custom": {"median": flat(4.0)}})
+    plan, default = side(upto(64, "vllm_custom")), side(NCCL_EVERYWHERE)
     assert problems(plan, default, pricing(tabs)) == []
     cost = total(plan, default, pricing(tabs), ONE_TOKEN)
     assert cost.default_us == pytest.approx(8.0 * 1 + 10.0 * 20)
@@ -56,33 +56,33 @@ def test_a_faster_measured_path_is_admitted_and_saves() -> None:
 
 
 def test_a_slower_path_beyond_the_defaults_noise_is_refused() -> None:
-    tabs = tables({"nccl": {"median": flat(8.0)}, "slow": {"median": flat(8.2)}})
-    [problem] = problems(side(upto(64, "slow")), side(NCCL_EVERYWHERE), pricing(tabs))
-    assert problem.pattern == PLAIN and problem.plan == "slow" and problem.default == NCCL
+    tabs = tables({"nccl": {"median": flat(8.0)}, "pcie_ipc": {"median": flat(8.2)}})
+    [problem] = problems(side(upto(64, "pcie_ipc")), side(NCCL_EVERYWHERE), pricing(tabs))
+    assert problem.pattern == PLAIN and problem.plan == "pcie_ipc" and problem.default == NCCL
     assert "slower at" in problem.why
 
 
 def test_a_path_within_the_defaults_ci_is_admitted() -> None:
     # The default's CI reaches 8.08 (1%): a plan at 8.05 is inside its own noise, not slower.
-    tabs = tables({"nccl": {"median": flat(8.0)}, "same": {"median": flat(8.05)}})
-    assert problems(side(upto(64, "same")), side(NCCL_EVERYWHERE), pricing(tabs)) == []
+    tabs = tables({"nccl": {"median": flat(8.0)}, "pcie_ipc": {"median": flat(8.05)}})
+    assert problems(side(upto(64, "pcie_ipc")), side(NCCL_EVERYWHERE), pricing(tabs)) == []
 
 
 def test_an_unmeasured_default_path_is_never_replaced() -> None:
-    tabs = tables({"nccl": {"median": flat(8.0)}, "fast": {"median": flat(1.0)}})
-    [problem] = problems(side(upto(64, "fast")), side(upto(64, "mystery")), pricing(tabs))
+    tabs = tables({"nccl": {"median": flat(8.0)}, "vllm_custom": {"median": flat(1.0)}})
+    [problem] = problems(side(upto(64, "vllm_custom")), side(upto(64, "mystery")), pricing(tabs))
     assert problem.why.startswith("default path not measured")
 
 
 def test_an_unmeasured_plan_path_is_never_taken() -> None:
-    tabs = tables({"nccl": {"median": flat(8.0)}, "gap": {"median": [4.0] * 5 + [None] + [4.0] * 8}})
-    [problem] = problems(side(upto(64, "gap")), side(NCCL_EVERYWHERE), pricing(tabs))
+    tabs = tables({"nccl": {"median": flat(8.0)}, "pcie_ipc": {"median": [4.0] * 5 + [None] + [4.0] * 8}})
+    [problem] = problems(side(upto(64, "pcie_ipc")), side(NCCL_EVERYWHERE), pricing(tabs))
     assert problem.why.startswith("not measured at")
 
 
 def test_sizes_beyond_the_largest_measured_are_never_changed() -> None:
-    tabs = tables({"nccl": {"median": flat(8.0)}, "fast": {"median": flat(4.0)}})
-    [problem] = problems(side(((None, "fast"),)), side(NCCL_EVERYWHERE), pricing(tabs))
+    tabs = tables({"nccl": {"median": flat(8.0)}, "vllm_custom": {"median": flat(4.0)}})
+    [problem] = problems(side(((None, "vllm_custom"),)), side(NCCL_EVERYWHERE), pricing(tabs))
     assert "beyond the largest measured" in problem.why
 
 
@@ -111,19 +111,19 @@ def test_a_crossing_between_two_rungs_refuses_the_plan_at_the_rung_it_loses() ->
     # by interpolation) -- but one sending up to 1024 is checked at 1024, where it loses.
     nccl = scaled(8.0, 0.1)
     fast = [m * 0.5 if size <= ROW * 512 else m * 1.2 for m, size in zip(nccl, SIZES, strict=True)]
-    tabs = tables({"nccl": {"median": nccl}, "fast": {"median": fast}})
-    assert problems(side(upto(513, "fast")), side(NCCL_EVERYWHERE), pricing(tabs)) == []
-    assert problems(side(upto(1024, "fast")), side(NCCL_EVERYWHERE), pricing(tabs))
+    tabs = tables({"nccl": {"median": nccl}, "vllm_custom": {"median": fast}})
+    assert problems(side(upto(513, "vllm_custom")), side(NCCL_EVERYWHERE), pricing(tabs)) == []
+    assert problems(side(upto(1024, "vllm_custom")), side(NCCL_EVERYWHERE), pricing(tabs))
 
 
 def test_in_context_prices_replace_isolated_ones_only_where_chosen() -> None:
     tabs = tables(
         {
             "nccl": {"median": flat(8.0), "context": flat(9.0)},
-            "fast": {"median": flat(4.0), "context": flat(8.5)},
+            "vllm_custom": {"median": flat(4.0), "context": flat(8.5)},
         }
     )
-    plan, default = side(upto(1, "fast")), side(NCCL_EVERYWHERE)
+    plan, default = side(upto(1, "vllm_custom")), side(NCCL_EVERYWHERE)
     isolated = total(plan, default, pricing(tabs), ONE_TOKEN)
     in_context = total(plan, default, pricing(tabs, frozenset({(PLAIN, 0)})), ONE_TOKEN)
     assert isolated.default_us - isolated.plan_us == pytest.approx(4.0)
@@ -131,16 +131,16 @@ def test_in_context_prices_replace_isolated_ones_only_where_chosen() -> None:
 
 
 def test_the_plan_pays_the_upper_transition_bound_and_the_default_the_lower() -> None:
-    # Transition of "lamport" measured only after the largest size: after a 512-token message it
+    # Transition of "trtllm_oneshot" measured only after the largest size: after a 512-token message it
     # is at most that (plan) and at least nothing measured (default).
     workload = Workload.from_weights("mixed", {1: 0.5, 512: 0.5})
     lamport = {"median": flat(4.0), "transition": {SIZES[-1]: flat(420.0)}}
-    tabs = tables({"nccl": {"median": flat(8.0)}, "lamport": lamport})
-    plan = side(upto(512, "lamport"), workload=workload)
-    default = side(upto(512, "lamport"), workload=workload)
-    one = price_at(PLAIN, "lamport", ROW, plan, pricing(tabs), pessimistic=True)
+    tabs = tables({"nccl": {"median": flat(8.0)}, "trtllm_oneshot": lamport})
+    plan = side(upto(512, "trtllm_oneshot"), workload=workload)
+    default = side(upto(512, "trtllm_oneshot"), workload=workload)
+    one = price_at(PLAIN, "trtllm_oneshot", ROW, plan, pricing(tabs), pessimistic=True)
     assert one.transition == pytest.approx(0.5 * 420.0)  # the 512-token step before it, half the time
-    assert price_at(PLAIN, "lamport", ROW, default, pricing(tabs), pessimistic=False).transition == 0.0
+    assert price_at(PLAIN, "trtllm_oneshot", ROW, default, pricing(tabs), pessimistic=False).transition == 0.0
     # The same path seeing the same messages is the same price: nothing to refuse.
     assert problems(plan, default, pricing(tabs)) == []
 
@@ -148,12 +148,12 @@ def test_the_plan_pays_the_upper_transition_bound_and_the_default_the_lower() ->
 def test_a_lamport_plan_is_refused_when_its_transition_makes_it_dearer() -> None:
     workload = Workload.from_weights("mixed", {1: 0.5, 512: 0.5})
     lamport = {"median": flat(4.0), "transition": {SIZES[-1]: flat(420.0)}}  # 210 us / 21 calls = +10
-    tabs = tables({"nccl": {"median": flat(8.0)}, "lamport": lamport})
+    tabs = tables({"nccl": {"median": flat(8.0)}, "trtllm_oneshot": lamport})
     assert problems(
-        side(upto(512, "lamport"), workload=workload), side(NCCL_EVERYWHERE, workload=workload), pricing(tabs)
+        side(upto(512, "trtllm_oneshot"), workload=workload), side(NCCL_EVERYWHERE, workload=workload), pricing(tabs)
     )
     # Alone, without larger steps before it, the same path is cheaper.
-    assert problems(side(upto(512, "lamport")), side(NCCL_EVERYWHERE), pricing(tabs)) == []
+    assert problems(side(upto(512, "trtllm_oneshot")), side(NCCL_EVERYWHERE), pricing(tabs)) == []
 
 
 def test_transitions_are_paid_once_per_buffer_per_step() -> None:
@@ -183,9 +183,9 @@ def test_pieces_cut_both_routes_at_whole_tokens() -> None:
 
 
 def test_the_fused_pattern_prices_a_plain_kernel_as_its_composite() -> None:
-    fused = {"nccl": {"median": flat(10.0)}, "fast+rmsnorm": {"median": flat(6.0)}}
-    tabs = tables({"nccl": {"median": flat(8.0)}, "fast": {"median": flat(4.0)}}, fused)
-    plan = side(upto(64, "fast"), upto(64, "fast"))
+    fused = {"nccl": {"median": flat(10.0)}, "vllm_custom+rmsnorm": {"median": flat(6.0)}}
+    tabs = tables({"nccl": {"median": flat(8.0)}, "vllm_custom": {"median": flat(4.0)}}, fused)
+    plan = side(upto(64, "vllm_custom"), upto(64, "vllm_custom"))
     assert problems(plan, side(NCCL_EVERYWHERE), pricing(tabs)) == []
     assert total(plan, side(NCCL_EVERYWHERE), pricing(tabs), ONE_TOKEN).plan_us == pytest.approx(
         4.0 + 20 * 6.0
@@ -193,9 +193,9 @@ def test_the_fused_pattern_prices_a_plain_kernel_as_its_composite() -> None:
 
 
 def test_an_nvls_nccl_is_not_the_measured_one() -> None:
-    tabs = tables({"nccl": {"median": flat(8.0)}, "fast": {"median": flat(4.0)}})
+    tabs = tables({"nccl": {"median": flat(8.0)}, "vllm_custom": {"median": flat(4.0)}})
     found = problems(
-        side(upto(64, "fast"), nccl="nccl_nvls"), side(NCCL_EVERYWHERE, nccl="nccl_nvls"), pricing(tabs)
+        side(upto(64, "vllm_custom"), nccl="nccl_nvls"), side(NCCL_EVERYWHERE, nccl="nccl_nvls"), pricing(tabs)
     )
     assert [p.pattern for p in found] == [PLAIN]
     assert found[0].why.startswith("default path not measured") and "nccl_nvls" in found[0].why

@@ -2,8 +2,8 @@
 rules (admission, the objective, ties, the user's knobs) are pinned apart from any launcher's routing.
 
 The stand-in replaces TensorRT-LLM's router (its knobs live in ``Knobs.config``, which the planner
-merges key by key, the user's winning): config ``{"fast": N}`` sends plain and fused all-reduces of
-up to N tokens to ``fast`` / ``fast_fused``; without it the launcher runs ``dflt`` up to 16 tokens.
+merges key by key, the user's winning): config ``{"limit": N}`` sends plain and fused all-reduces of
+up to N tokens to ``vllm_custom`` / ``trtllm_fused_oneshot_vllm``; without it the launcher runs ``pcie_ipc`` up to 16 tokens.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ def stand_in_routes(knobset: Knobs, ctx: route_models.Context) -> dict:
     config = knobset.config
     if config.get("refuse"):
         raise RouteError("the launcher would refuse this")
-    if "fast" in config:
-        limit = int(config["fast"]) * ctx.row_bytes + 1
-        return {PLAIN: up_to(limit, "fast"), FUSED: up_to(limit, "fast_fused")}
+    if "limit" in config:
+        limit = int(config["limit"]) * ctx.row_bytes + 1
+        return {PLAIN: up_to(limit, "vllm_custom"), FUSED: up_to(limit, "trtllm_fused_oneshot_vllm")}
     limit = 16 * ctx.row_bytes + 1
-    return {PLAIN: up_to(limit, "dflt"), FUSED: up_to(limit, "dflt")}
+    return {PLAIN: up_to(limit, "pcie_ipc"), FUSED: up_to(limit, "pcie_ipc")}
 
 
 @pytest.fixture(autouse=True)
@@ -56,7 +56,7 @@ def reading(plain: dict, fused: dict, fixed: frozenset = frozenset()) -> Reading
 
 
 def fast(tokens: int) -> Candidate:
-    return Candidate(Knobs(config={"fast": tokens}), (f"fast up to {tokens}",))
+    return Candidate(Knobs(config={"limit": tokens}), (f"fast up to {tokens}",))
 
 
 NOTHING = Knobs()
@@ -66,13 +66,13 @@ def plan(read: Reading, candidates: list[Candidate], *, user: Knobs = NOTHING, w
     return choose("trtllm", candidates, read, 2, user=user, workload=workload, step=STEP)
 
 
-BASE_PLAIN = {"nccl": {"median": flat(8.0)}, "dflt": {"median": flat(6.0)}}
-BASE_FUSED = {"nccl": {"median": flat(10.0)}, "dflt+rmsnorm": {"median": flat(8.0)}}
+BASE_PLAIN = {"nccl": {"median": flat(8.0)}, "pcie_ipc": {"median": flat(6.0)}}
+BASE_FUSED = {"nccl": {"median": flat(10.0)}, "pcie_ipc+rmsnorm": {"median": flat(8.0)}}
 
 
 def test_no_knobs_when_nothing_saves() -> None:
     read = reading(
-        {**BASE_PLAIN, "fast": {"median": flat(7.0)}}, {**BASE_FUSED, "fast_fused": {"median": flat(9.0)}}
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(7.0)}}, {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(9.0)}}
     )
     choice = plan(read, [fast(16), fast(64)])
     assert choice.candidate == NO_KNOBS
@@ -84,7 +84,7 @@ def test_no_knobs_when_nothing_saves() -> None:
 
 def test_the_cheapest_admissible_plan_wins() -> None:
     read = reading(
-        {**BASE_PLAIN, "fast": {"median": flat(3.0)}}, {**BASE_FUSED, "fast_fused": {"median": flat(4.0)}}
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}}, {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}}
     )
     choice = plan(read, [fast(16), fast(64), fast(512)])
     assert choice.candidate == fast(512)
@@ -92,40 +92,40 @@ def test_the_cheapest_admissible_plan_wins() -> None:
 
 
 def test_a_plan_that_would_change_an_unmeasured_default_is_refused() -> None:
-    plain = {"nccl": {"median": flat(8.0)}, "fast": {"median": flat(1.0)}}  # "dflt" never measured
-    fused = {"nccl": {"median": flat(10.0)}, "fast_fused": {"median": flat(2.0)}}
+    plain = {"nccl": {"median": flat(8.0)}, "vllm_custom": {"median": flat(1.0)}}  # "pcie_ipc" never measured
+    fused = {"nccl": {"median": flat(10.0)}, "trtllm_fused_oneshot_vllm": {"median": flat(2.0)}}
     choice = plan(reading(plain, fused), [fast(16)])
     assert choice.candidate == NO_KNOBS
     assert "default path not measured" in choice.rejected[0][1]
 
 
 def test_ties_go_to_fewer_knobs() -> None:
-    # "fast" up to 16 tokens is the only difference that matters; two knobs buy nothing more.
+    # "vllm_custom" up to 16 tokens is the only difference that matters; two knobs buy nothing more.
     read = reading(
-        {**BASE_PLAIN, "fast": {"median": flat(3.0)}}, {**BASE_FUSED, "fast_fused": {"median": flat(4.0)}}
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}}, {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}}
     )
     one = fast(16)
-    two = Candidate(Knobs(config={"fast": 16, "unused": 1}), ("the same, with a knob more",))
+    two = Candidate(Knobs(config={"limit": 16, "unused": 1}), ("the same, with a knob more",))
     assert plan(read, [two, one]).candidate == one
 
 
 def test_a_saving_under_the_tie_share_is_no_plan() -> None:
     # 0.5% cheaper than the default over the workload: within TIE_FRACTION, so no knobs.
     read = reading(
-        {**BASE_PLAIN, "fast": {"median": flat(5.995)}}, {**BASE_FUSED, "fast_fused": {"median": flat(7.96)}}
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(5.995)}}, {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(7.96)}}
     )
     assert plan(read, [fast(16)], workload=Workload.from_weights("w", {1: 1.0})).candidate == NO_KNOBS
 
 
 def test_the_users_own_knob_wins_over_a_candidate() -> None:
     read = reading(
-        {**BASE_PLAIN, "fast": {"median": flat(3.0)}}, {**BASE_FUSED, "fast_fused": {"median": flat(4.0)}}
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}}, {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}}
     )
-    user = Knobs(config={"fast": 8})
+    user = Knobs(config={"limit": 8})
     choice = plan(read, [fast(512)], user=user)
     # The user's "fast: 8" is what runs with or without the candidate: no candidate changes anything.
     assert choice.candidate == NO_KNOBS
-    assert choice.worst.default.routes[PLAIN] == up_to(8 * ROW + 1, "fast")
+    assert choice.worst.default.routes[PLAIN] == up_to(8 * ROW + 1, "vllm_custom")
 
 
 def test_a_refused_knob_set_is_dropped_with_the_launchers_reason() -> None:
@@ -136,10 +136,10 @@ def test_a_refused_knob_set_is_dropped_with_the_launchers_reason() -> None:
 
 def test_a_default_slower_than_nccl_is_turned_off() -> None:
     # The launcher's default path loses to NCCL (the seed's TP4 case): routing to NCCL saves.
-    plain = {"nccl": {"median": flat(8.0)}, "dflt": {"median": flat(12.0)}}
-    fused = {"nccl": {"median": flat(10.0)}, "dflt+rmsnorm": {"median": flat(14.0)}}
-    nccl_instead = Candidate(Knobs(config={"fast": 0}), ("off",))
-    read = reading({**plain, "fast": {"median": flat(99.0)}}, {**fused, "fast_fused": {"median": flat(99.0)}})
+    plain = {"nccl": {"median": flat(8.0)}, "pcie_ipc": {"median": flat(12.0)}}
+    fused = {"nccl": {"median": flat(10.0)}, "pcie_ipc+rmsnorm": {"median": flat(14.0)}}
+    nccl_instead = Candidate(Knobs(config={"limit": 0}), ("off",))
+    read = reading({**plain, "vllm_custom": {"median": flat(99.0)}}, {**fused, "trtllm_fused_oneshot_vllm": {"median": flat(99.0)}})
     choice = plan(read, [nccl_instead])
     assert choice.candidate == nccl_instead
     assert choice.worst.total.plan_us < choice.worst.total.default_us
@@ -147,8 +147,8 @@ def test_a_default_slower_than_nccl_is_turned_off() -> None:
 
 def test_a_pattern_left_out_keeps_its_default_paths() -> None:
     read = reading(
-        {**BASE_PLAIN, "fast": {"median": flat(3.0)}},
-        {**BASE_FUSED, "fast_fused": {"median": flat(4.0)}},
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}},
+        {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}},
         fixed=frozenset({FUSED}),
     )
     choice = plan(read, [fast(16)])
@@ -170,8 +170,8 @@ def price_tables(draw: st.DrawFn) -> Reading:
             values = [None if gap else v for v, gap in zip(values, draw(holes), strict=True)]
         return {"median": values, "ci": draw(st.floats(min_value=0.0, max_value=0.05))}
 
-    plain = {"nccl": spec(True), "dflt": spec(draw(st.booleans())), "fast": spec()}
-    fused = {"nccl": spec(True), "dflt+rmsnorm": spec(draw(st.booleans())), "fast_fused": spec()}
+    plain = {"nccl": spec(True), "pcie_ipc": spec(draw(st.booleans())), "vllm_custom": spec()}
+    fused = {"nccl": spec(True), "pcie_ipc+rmsnorm": spec(draw(st.booleans())), "trtllm_fused_oneshot_vllm": spec()}
     return reading(plain, fused)
 
 
@@ -209,18 +209,18 @@ def test_the_chosen_plan_is_nowhere_dearer_than_the_default(
 @settings(max_examples=60, deadline=None)
 @given(read=price_tables(), limits=st.lists(st.integers(0, 8192), min_size=1, max_size=4))
 def test_nothing_that_saves_means_no_knobs(read: Reading, limits: list[int]) -> None:
-    # Make "fast" dearer than everything at every size: no candidate can save.
-    slow = {PLAIN: table(PLAIN, {**_specs(read, PLAIN), "fast": {"median": flat(1000.0)}})}
-    slow[FUSED] = table(FUSED, {**_specs(read, FUSED), "fast_fused": {"median": flat(1000.0)}})
+    # Make "vllm_custom" dearer than everything at every size: no candidate can save.
+    slow = {PLAIN: table(PLAIN, {**_specs(read, PLAIN), "vllm_custom": {"median": flat(1000.0)}})}
+    slow[FUSED] = table(FUSED, {**_specs(read, FUSED), "trtllm_fused_oneshot_vllm": {"median": flat(1000.0)}})
     read = Reading(slow, 7168, 2, (9, 0), (), group_class="nvswitch", served_hidden=7168)
     assert plan(read, [fast(n) for n in limits]).candidate == NO_KNOBS
 
 
 def _specs(read: Reading, pattern: str) -> dict:
-    """The non-"fast" backends of a drawn reading, as specs again (their medians and statuses)."""
+    """The non-"vllm_custom" backends of a drawn reading, as specs again (their medians and statuses)."""
     out = {}
     current = read.tables[pattern]
-    for name in ("nccl", "dflt" if pattern == PLAIN else "dflt+rmsnorm"):
+    for name in ("nccl", "pcie_ipc" if pattern == PLAIN else "pcie_ipc+rmsnorm"):
         values = [current.latency(name, rung, "isolated") for rung in range(len(SIZES))]
         out[name] = {"median": [None if v is None else v.median for v in values]}
     return out
