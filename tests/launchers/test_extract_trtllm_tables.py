@@ -7,11 +7,14 @@ The header is not in the repository; these tests feed the parser a small header 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "extract_knobs.py"
+# The extractor imports its sibling scripts/extract_route_tables.py, as it does when run as a script.
+sys.path.insert(0, str(SCRIPT.parent))
 _spec = importlib.util.spec_from_file_location("extract_knobs", SCRIPT)
 assert _spec is not None and _spec.loader is not None
 extract = importlib.util.module_from_spec(_spec)

@@ -67,9 +67,12 @@ def make_plan(
     hidden: int | None,
     model: str | None,
     fingerprint: str,
+    cmd: Sequence[str],
+    environ: Mapping[str, str],
 ) -> LaunchPlan:
-    """The plan ``exec`` would follow on this verified node; ``PlanUnavailable`` on any fallback
-    (there is then no plan to compare: the arm would run NCCL or the launcher's default)."""
+    """The plan ``exec`` would follow on this verified node for ``cmd`` in ``environ`` (priced against
+    what ``cmd`` runs by default there); ``PlanUnavailable`` on any fallback (there is then no plan to
+    compare: the arm would run the launcher's default)."""
     plan = PLANNERS[launcher](
         profile,
         tp=tp,
@@ -80,6 +83,8 @@ def make_plan(
         hidden=hidden,
         model=model,
         trust_unverified_node=False,
+        user_args=tuple(cmd),
+        user_env=environ,
     )
     if plan.fallback:
         raise PlanUnavailable(f"the profile gives no plan here: {plan.reason}")

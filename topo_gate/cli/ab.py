@@ -155,6 +155,8 @@ def command(**options: Any) -> None:
                 hidden=options["hidden"],
                 model=options["model"],
                 fingerprint=fingerprint,
+                cmd=cmd,
+                environ=os.environ,
             )
         except PlanUnavailable as error:
             raise fail(ExitCode.NOT_OK, str(error)) from None

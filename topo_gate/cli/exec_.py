@@ -12,12 +12,13 @@ from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.cli.recommend import (
     ProfileReading,
+    check_workload,
     launch_options,
     requested_patterns,
     served_hidden,
     strict_failure,
 )
-from topo_gate.launchers import LAUNCHERS, PINNED, LaunchPlan, nccl_plan
+from topo_gate.launchers import LAUNCHERS, PINNED, nccl_plan
 from topo_gate.launchers.cmdline import CmdlineError, CmdlineFileError, find_entry, parse
 from topo_gate.launchers.detect import detect_launcher, tp_from_command
 from topo_gate.launchers.exec import exec_merged, prepare
@@ -40,17 +41,21 @@ Examples:
   topo-gate exec --profile node.yaml --tp 2 -- vllm serve M -tp 2
   topo-gate exec --profile node.yaml --tp 8 -- trtllm-serve M --tp_size 8
   topo-gate exec --profile node.yaml --model llama-3-70b -- vllm serve M -tp 4
+  topo-gate exec --profile node.yaml --fallback nccl -- vllm serve M -tp 2
 
 The TP size is CMD's own, read as its launcher reads it (abbreviations such as
---tensor-parallel, _ for -, --config files); --tp must agree with it. The node is read through NVML (or --from CAPTURE) and must match the
-profile's fingerprint. No driver, a mismatch (node or TP) or an unusable profile: CMD still runs,
-with NCCL forced and the reason on stderr (--strict exits instead). A flag or env var you already
-set wins over the profile, with a warning. A one-line summary says how many size ranges run a
-measured winner (topo-gate recommend --explain shows them).
+--tensor-parallel, _ for -, --config files); --tp must agree with it. The node is read through
+NVML (or --from CAPTURE) and must match the profile's fingerprint. The plan is priced against
+what CMD runs without topo-gate (its own flags and your environment) and changes nothing that
+was not measured faster there. No driver, a mismatch (node or TP) or an unusable profile: CMD
+runs unchanged, with the reason on stderr (--fallback nccl forces NCCL instead; --strict exits).
+A flag or env var you already set wins over the profile, with a warning. A one-line estimate
+says what the plan saves over the default for the workload (topo-gate recommend --explain shows
+it size by size).
 Exit codes (before CMD starts): 1 mismatch/unusable under --strict, 2 usage (or a CMD its
-launcher would refuse), 3 unreadable --from or a config/options file CMD names, 4 no driver
-under --strict, 5 NVML crashed under --strict, 7 software drift under --strict, 8 options
-file not written, 126 CMD not executable, 127 CMD not found.""",
+launcher would refuse), 3 unreadable --from, --workload or a config/options file CMD names,
+4 no driver under --strict, 5 NVML crashed under --strict, 7 software drift under --strict,
+8 options file not written, 126 CMD not executable, 127 CMD not found.""",
 )
 @click.option("--profile", "profile", required=True, type=click.Path(dir_okay=True), help="Gating profile.")
 @click.option("--launcher", type=click.Choice(list(LAUNCHERS)), help="Default: detected from CMD.")
@@ -70,6 +75,7 @@ def command(
     strict: bool,
     pattern: str,
     fallback: str,
+    workload: str | None,
     model: str | None,
     hidden: int | None,
     from_capture: str | None,
@@ -84,6 +90,7 @@ def command(
         )
     _check_runnable(cmd[0])
     served_hidden(hidden, model)
+    check_workload(workload)
     tp, tp_problem = _tp_size(tp, cmd, launcher)
     fingerprint = node_fingerprint
     if tp_problem is not None:
@@ -98,7 +105,6 @@ def command(
             if strict or error.kind == "unreadable":
                 raise fail(_NODE_ERROR_CODES[error.kind], str(error)) from None
             plan = nccl_plan(launcher, f"node not checked: {error}", fallback=fallback)
-    summary = None
     if fingerprint is not None:
         reading = ProfileReading(
             gpus=gpus,
@@ -106,14 +112,23 @@ def command(
             patterns=requested_patterns(pattern),
             fingerprint=fingerprint,
             trust_unverified_node=False,
+            workload=workload,
         )
+        # The default is priced with the user's own command line and environment: what runs without us.
         try:
-            plan = reading.plan(launcher, profile, tp=tp, fallback=fallback, hidden=hidden, model=model)
-            summary = _summary(launcher, plan, profile, tp, hidden, model, reading)
+            plan = reading.plan(
+                launcher,
+                profile,
+                tp=tp,
+                fallback=fallback,
+                hidden=hidden,
+                model=model,
+                user_args=cmd,
+                user_env=os.environ,
+            )
         except Exception as error:  # noqa: BLE001 -- whatever the profile holds, CMD still starts
             why = shown(" ".join(f"{type(error).__name__}: {error}".split()))
             plan = nccl_plan(launcher, f"the profile could not be planned from: {why}", fallback=fallback)
-            summary = None
     if strict and plan.fallback:
         strict_failure(plan)
     try:
@@ -122,8 +137,8 @@ def command(
         raise fail(ExitCode.UNREADABLE, str(error)) from None
     except (ValueError, OSError) as error:
         raise fail(ExitCode.USAGE, f"cannot merge into your command: {error}") from None
-    if summary:
-        click.echo(f"topo-gate: {summary}", err=True)
+    if plan.estimate:
+        click.echo(f"topo-gate: {plan.estimate}", err=True)
     try:
         exec_merged(merged, plan)
     except OSError as error:
@@ -164,22 +179,6 @@ def _tp_size(tp: int | None, cmd: tuple[str, ...], launcher: str) -> tuple[int, 
             f"--tp {tp} disagrees with the command's TP size {named}: the profile's TP {tp} decisions do not apply",
         )
     return tp, None
-
-
-def _summary(
-    launcher: str,
-    plan: LaunchPlan,
-    profile: str,
-    tp: int,
-    hidden: int | None,
-    model: str | None,
-    reading: ProfileReading,
-) -> str | None:
-    """``recommend --explain`` in one line, for the log of a launch."""
-    from topo_gate.launchers.explain import summary
-
-    rows = reading.explain(launcher, plan, profile, tp=tp, hidden=hidden, model=model)
-    return summary(rows) if rows else None
 
 
 def _check_runnable(program: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,9 @@ import yaml
 from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan
-from topo_gate.launchers.common import PATTERNS
+from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS, PATTERNS
+from topo_gate.launchers.workload import DEFAULT_WORKLOAD, WorkloadError, lookup_workload
+from topo_gate.launchers.workload import PRESETS as WORKLOADS
 from topo_gate.models import UnknownModel, lookup_model
 
 if TYPE_CHECKING:  # the explain module is imported when a command explains
@@ -63,14 +65,20 @@ def launch_options(command: Callable[..., Any], *, tp_required: bool = True) -> 
             type=click.Choice(["all", "allreduce", "allreduce_rmsnorm"]),
             default="all",
             show_default=True,
-            help="Follow the profile for this pattern only; paths serving the other stay off.",
+            help="Plan this pattern only; the other's paths stay as the launcher's default.",
         ),
         click.option(
             "--fallback",
-            type=click.Choice(["nccl", "launcher-default"]),
-            default="nccl",
+            type=click.Choice(list(FALLBACKS)),
+            default=DEFAULT_FALLBACK,
             show_default=True,
-            help="On any fallback: force NCCL, or leave the launcher's own rules.",
+            help="No usable profile: change nothing (the launcher's own defaults), or force NCCL.",
+        ),
+        click.option(
+            "--workload",
+            metavar="NAME|FILE",
+            help=f"What a plan is priced over: a preset ({', '.join(WORKLOADS)}; default {DEFAULT_WORKLOAD}) "
+            "or a YAML file of tokens-per-step weights.",
         ),
         click.option(
             "--model",
@@ -106,51 +114,68 @@ def requested_patterns(pattern: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class ProfileReading:
-    """How a command has the profile read (the planners' reading arguments): its plan and the plan's
-    ``--explain`` rows must read the profile the same way."""
+    """How a command has the profile read and the plan priced (the planners' arguments)."""
 
     gpus: list[int] | None
     strict: bool
     patterns: tuple[str, ...]
     fingerprint: str | None
     trust_unverified_node: bool  # recommend plans from anywhere; exec has verified the node
+    workload: str | None = None
 
     def plan(
-        self, launcher: str, profile: str, *, tp: int, fallback: str, hidden: int | None, model: str | None
+        self,
+        launcher: str,
+        profile: str,
+        *,
+        tp: int,
+        fallback: str,
+        hidden: int | None,
+        model: str | None,
+        user_args: Sequence[str],
+        user_env: Mapping[str, str],
     ) -> LaunchPlan:
-        """``launcher``'s plan for ``profile`` at ``tp`` for the served model (``hidden`` or ``model``)."""
-        return PLANNERS[launcher](
-            profile,
-            tp=tp,
-            fallback=fallback,
-            hidden=hidden,
-            model=model,
-            gpus=self.gpus,
-            strict=self.strict,
-            fingerprint=self.fingerprint,
-            patterns=self.patterns,
-            trust_unverified_node=self.trust_unverified_node,
-        )
+        """``launcher``'s plan for ``profile`` at ``tp`` for the served model (``hidden`` or ``model``),
+        priced against the launcher's default with the user's own args and env; exit 2 or 3 for an
+        unusable ``--workload``."""
+        try:
+            return PLANNERS[launcher](
+                profile,
+                tp=tp,
+                fallback=fallback,
+                hidden=hidden,
+                model=model,
+                gpus=self.gpus,
+                strict=self.strict,
+                fingerprint=self.fingerprint,
+                patterns=self.patterns,
+                trust_unverified_node=self.trust_unverified_node,
+                user_args=user_args,
+                user_env=user_env,
+                workload=self.workload,
+            )
+        except WorkloadError as error:
+            code = ExitCode.USAGE if str(error).startswith("unknown workload") else ExitCode.UNREADABLE
+            raise fail(code, f"--workload: {error}") from None
 
-    def explain(
-        self, launcher: str, plan: LaunchPlan, profile: str, *, tp: int, hidden: int | None, model: str | None
-    ) -> list[Row]:
-        """Per size range, measured vs planned vs default routing of ``plan`` (``recommend --explain``)."""
-        from topo_gate.launchers.explain import explain_profile
 
-        return explain_profile(
-            launcher,
-            plan,
-            profile,
-            tp=tp,
-            hidden=hidden,
-            model=model,
-            gpus=self.gpus,
-            strict=self.strict,
-            fingerprint=self.fingerprint,
-            patterns=self.patterns,
-            trust_unverified_node=self.trust_unverified_node,
-        )
+def check_workload(value: str | None) -> None:
+    """Refuse an unusable ``--workload`` before anything else is read (exit 2 unknown, 3 unreadable)."""
+    try:
+        lookup_workload(value)
+    except WorkloadError as error:
+        code = ExitCode.USAGE if str(error).startswith("unknown workload") else ExitCode.UNREADABLE
+        raise fail(code, f"--workload: {error}") from None
+
+
+def explain_data(plan: LaunchPlan) -> tuple[list[Row], dict[str, Any]]:
+    """``--explain``'s rows and workload totals for a plan that follows the profile (empty otherwise)."""
+    from topo_gate.launchers.explain import rows, totals
+    from topo_gate.launchers.workload import Workload
+
+    if plan.choice is None or not isinstance(plan.workload, Workload):
+        return [], {}
+    return rows(plan.choice), totals(plan.choice, plan.workload)
 
 
 def strict_failure(plan: LaunchPlan) -> None:
@@ -159,15 +184,18 @@ def strict_failure(plan: LaunchPlan) -> None:
     raise fail(code, f"profile not used: {plan.reason}")
 
 
-def render(plan: LaunchPlan, fmt: str, rows: Sequence[Row] | None = None) -> str:
+def render(
+    plan: LaunchPlan, fmt: str, rows: Sequence[Row] = (), totals: Mapping[str, Any] | None = None
+) -> str:
     """The plan in one of FORMATS (trtllm's ``yaml`` is its extra LLM-API options file); ``json``
-    carries the ``--explain`` rows under ``explain``."""
+    carries the ``--explain`` rows under ``explain`` and the workload totals under ``price``."""
     if fmt == "args":
         return shlex.join(plan.args)
     if fmt == "env":
         return "\n".join(f"{key}={shlex.quote(value)}" for key, value in plan.env.items())
     if fmt == "json":
-        return json.dumps({**plan.to_dict(), "explain": [r.to_dict() for r in rows or []]}, indent=2)
+        data = {**plan.to_dict(), "price": dict(totals or {}), "explain": [r.to_dict() for r in rows]}
+        return json.dumps(data, indent=2)
     if plan.config:
         header = [f"# extra LLM-API options for TensorRT-LLM {plan.launcher_version_pinned}, from topo-gate"]
         header += [f"# {note}" for note in plan.notes]
@@ -175,31 +203,77 @@ def render(plan: LaunchPlan, fmt: str, rows: Sequence[Row] | None = None) -> str
     return yaml.safe_dump(plan.to_dict(), sort_keys=False).rstrip()
 
 
+def parse_launcher_env(
+    _ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]
+) -> dict[str, str]:
+    found = {}
+    for item in value:
+        name, eq, setting = item.partition("=")
+        if not eq or not name:
+            raise click.BadParameter(f"{item!r}: expected KEY=VALUE")
+        found[name] = setting
+    return found
+
+
+def parse_launcher_args(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[str, ...]:
+    try:
+        return tuple(shlex.split(value or ""))
+    except ValueError as error:
+        raise click.BadParameter(f"{value!r}: {error}") from None
+
+
 @click.command(
     "recommend",
     epilog="""\b
 Examples:
-  topo-gate recommend node.yaml --tp 4 --launcher sglang
+  topo-gate recommend node.yaml --tp 4 --launcher sglang --model llama-3-70b
   topo-gate recommend node.yaml --tp 2 --launcher vllm --format env > vllm.env
   topo-gate recommend node.yaml --tp 8 --launcher trtllm --format yaml \\
     > extra.yaml
   topo-gate recommend profiles/ --node-fingerprint sha256:... --tp 2 \\
     --launcher vllm                                      # a profile set
   topo-gate recommend node.yaml --tp 2 --launcher sglang \\
-    --model deepseek-v3 --explain
+    --model deepseek-v3 --explain --workload decode
+  topo-gate recommend node.yaml --tp 2 --launcher vllm --model qwen3-32b \\
+    --launcher-env VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm \\
+    --launcher-args "--disable-custom-all-reduce"
 
---explain prints, per pattern and size range: what the profile measured (backend, speed-up over
-NCCL), what the launcher runs with the plan, what it runs by default, the verdict, and where the
-profile's evidence has timings the estimated saving of the plan over the default per call.
---format json always carries the same rows under "explain".
+A plan is priced against what the launcher runs by default on this node for the
+served model, with your own flags and env (--launcher-args, --launcher-env;
+exec reads them from CMD and its environment): it changes a size only where the
+profile measured the new path no slower than the default's there (within the
+noise of the default's own measurement), never replaces a default path that was
+not measured, and is chosen for the lowest expected all-reduce time per step
+over --workload. A plan that saves nothing is "no knobs".
 
-On any fallback (missing, invalid, tampered or foreign profile, TP not measured) the output forces
-NCCL and the reason goes to stderr; --strict makes that an error instead.
-Exit codes: 0 ok, 1 profile unusable under --strict, 2 usage, 7 software drift under --strict.""",
+--explain prints, per size range, the default's path and the plan's with their
+measured us per call, the saving per call and per step, and the ranges whose
+default path was not measured; then one total for the workload. --format json
+carries the same rows under "explain" and the totals under "price".
+
+On any fallback (missing, invalid, tampered or foreign profile, TP not
+measured) nothing is changed and the reason goes to stderr; --fallback nccl
+forces NCCL instead; --strict makes a fallback an error.
+Exit codes: 0 ok, 1 profile unusable under --strict, 2 usage (bad option,
+unknown model or workload), 3 unreadable --workload file, 7 software drift
+under --strict.""",
 )
 @click.argument("profile", type=click.Path(dir_okay=True))
 @click.option("--launcher", type=click.Choice(list(LAUNCHERS)), required=True, help="Which launcher.")
 @launch_options
+@click.option(
+    "--launcher-args",
+    callback=parse_launcher_args,
+    metavar="'ARGS'",
+    help="Your own launcher flags, one shell-quoted string: the default is priced with them.",
+)
+@click.option(
+    "--launcher-env",
+    multiple=True,
+    callback=parse_launcher_env,
+    metavar="KEY=VALUE",
+    help="Your launcher's environment variable (repeatable): the default is priced with it.",
+)
 @click.option(
     "--format",
     "fmt",
@@ -216,7 +290,7 @@ Exit codes: 0 ok, 1 profile unusable under --strict, 2 usage, 7 software drift u
     "Default: env TOPO_GATE_NODE_FINGERPRINT.",
 )
 @click.option(
-    "--explain", is_flag=True, help="Also print, per size range, measured vs planned vs default routing."
+    "--explain", is_flag=True, help="Also print, per size range, the default's price and the plan's."
 )
 def command(
     profile: str,
@@ -226,17 +300,22 @@ def command(
     strict: bool,
     pattern: str,
     fallback: str,
+    workload: str | None,
     model: str | None,
     hidden: int | None,
+    launcher_args: tuple[str, ...],
+    launcher_env: dict[str, str],
     fmt: str,
     as_json: bool,
     node_fingerprint: str | None,
     explain: bool,
 ) -> None:
-    """Print the flags, env and config that make LAUNCHER follow PROFILE at TP size --tp."""
+    """Print the flags, env and config of LAUNCHER's cheapest plan for PROFILE at TP size --tp that is
+    nowhere slower than the launcher's own default."""
     from topo_gate.launchers.explain import render as render_explain
 
     served_hidden(hidden, model)
+    check_workload(workload)
     # recommend plans for the profile's node class, not for this machine: the node is not read.
     # gate() takes --node-fingerprint, else TOPO_GATE_NODE_FINGERPRINT if set (still checked);
     # otherwise the node is trusted unverified and the plan says so (a profile set cannot pick a member).
@@ -246,25 +325,34 @@ def command(
         patterns=requested_patterns(pattern),
         fingerprint=node_fingerprint,
         trust_unverified_node=True,
+        workload=workload,
     )
-    plan = reading.plan(launcher, profile, tp=tp, fallback=fallback, hidden=hidden, model=model)
+    plan = reading.plan(
+        launcher,
+        profile,
+        tp=tp,
+        fallback=fallback,
+        hidden=hidden,
+        model=model,
+        user_args=launcher_args,
+        user_env=launcher_env,
+    )
     if strict and plan.fallback:
         strict_failure(plan)
     fmt = "json" if as_json else fmt
     status = f"FALLBACK ({fallback}): {plan.reason}" if plan.fallback else plan.reason
     click.echo(f"topo-gate: {launcher} {plan.launcher_version_pinned}: {shown(status)}", err=True)
+    if plan.estimate:
+        click.echo(f"topo-gate: {shown(plan.estimate)}", err=True)
     if fmt == "args" and plan.config:
         click.echo(
             "topo-gate: TensorRT-LLM reads these from a YAML file: --format yaml > extra.yaml, then "
             "trtllm-serve ... --extra_llm_api_options extra.yaml",
             err=True,
         )
-    fmt_json = fmt == "json"
-    rows = (
-        reading.explain(launcher, plan, profile, tp=tp, hidden=hidden, model=model)
-        if explain or fmt_json
-        else []
-    )
-    click.echo(render(plan, fmt, rows))
-    if explain and not fmt_json:
-        click.echo(render_explain(rows))
+    rows, totals = explain_data(plan)
+    click.echo(render(plan, fmt, rows, totals))
+    if explain and fmt != "json":
+        click.echo(
+            render_explain(rows, totals) if rows else "explain: nothing to explain (" + plan.reason + ")"
+        )

@@ -1,10 +1,11 @@
 """What every launcher planner shares: the ``LaunchPlan`` result and reading a profile for one TP size.
 
-A planner turns the reader's decisions into launcher knobs. It first asks ``topo_gate.gate`` for both
-patterns; any fallback there (missing, invalid, tampered, foreign profile, TP not measured, node
-mismatch) makes the whole plan a *fail-closed* plan: the flags and env that force NCCL, because a
-launcher left alone may auto-enable a backend that loses on this node. Only
-``fallback="launcher-default"`` emits nothing instead.
+A planner prices launcher knobs from the profile's measurement tables. It first asks
+``topo_gate.gate`` for both patterns; any fallback there (missing, invalid, tampered, foreign
+profile, TP not measured, node mismatch), or a profile without measurement tables for the TP size,
+makes the plan a *fallback*: by default nothing is changed and the launcher runs as it would
+without topo-gate (``fallback="launcher-default"``: nothing measured, nothing changed), with the
+reason; ``fallback="nccl"`` forces NCCL instead, for those who prefer it.
 """
 
 from __future__ import annotations
@@ -15,15 +16,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from topo_gate.launchers import knobs
-from topo_gate.launchers.routes.check import Measured, measured_from_rules
+from topo_gate.launchers.pricing import PriceTable
 
 if TYPE_CHECKING:
+    from topo_gate.launchers.planning import Candidate, Choice
+    from topo_gate.launchers.routes.base import Knobs
+    from topo_gate.launchers.workload import Workload
     from topo_gate.profile.schema import Rule
 
-Ladder = Measured
-
 PATTERNS = ("allreduce", "allreduce_rmsnorm")
-FALLBACKS = ("nccl", "launcher-default")
+#: What a plan does when the profile cannot be used: the first is the default.
+FALLBACKS = ("launcher-default", "nccl")
+DEFAULT_FALLBACK = FALLBACKS[0]
 # Element sizes of the dtypes a profile's trials may use; a launcher's token caps become bytes with them.
 ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
 
@@ -33,10 +37,11 @@ class LaunchPlan:
     """What one launcher needs to follow a profile: CLI args to append, env to set, and why.
 
     ``config`` is a launcher config file's content where the knob lives in a file (TensorRT-LLM's extra
-    LLM-API options YAML); empty otherwise. ``fallback`` is True when the profile could not be used and
-    the plan forces NCCL (or, under ``--fallback launcher-default``, leaves the launcher alone);
-    ``reason`` then says why. ``notes`` explain every choice, including where a measured range was
-    rounded to the safe side because the launcher's knob cannot express it.
+    LLM-API options YAML); empty otherwise. ``fallback`` is True when the profile could not be used:
+    the plan then changes nothing (or, under ``fallback="nccl"``, forces NCCL); ``reason`` says why.
+    ``notes`` explain every choice. ``estimate`` is the one-line price of the plan against the
+    launcher's default over the workload (empty for a fallback); ``choice`` the priced candidate
+    behind it (``recommend --explain`` renders it).
     """
 
     launcher: str
@@ -47,6 +52,9 @@ class LaunchPlan:
     fallback: bool
     reason: str
     config: Mapping[str, Any] = field(default_factory=dict)
+    estimate: str = ""
+    choice: Choice | None = field(default=None, compare=False, repr=False)
+    workload: Workload | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--format json|yaml``."""
@@ -59,19 +67,23 @@ class LaunchPlan:
             "notes": list(self.notes),
             "fallback": self.fallback,
             "reason": self.reason,
+            "estimate": self.estimate,
         }
 
 
 @dataclass(frozen=True)
 class Reading:
-    """The profile facts a planner needs for one TP size: both measured ladders and the trial shape.
+    """The profile facts a planner needs for one TP size: both patterns' price tables and the trial shape.
 
-    ``fallback_reason`` is set (and the ladders empty) when the profile cannot be used at all.
+    ``fallback_reason`` is set (and the tables empty) when the profile cannot be used at all.
     ``hidden`` is the profile's trial hidden size; ``served_hidden`` the served model's, which the
-    launchers convert their token limits with (the profile's when the caller named no model).
+    launchers convert their token limits with (the profile's when the caller named no model);
+    ``layers`` the served model's decoder layers and ``architecture`` its HF ``architectures[0]``
+    (None: unknown). ``fixed`` names the patterns the
+    caller left out (``--pattern``): a plan must leave their paths as they are by default.
     """
 
-    ladders: Mapping[str, Ladder]
+    tables: Mapping[str, PriceTable]
     hidden: int | None
     itemsize: int | None
     capability: tuple[int, int] | None
@@ -81,11 +93,9 @@ class Reading:
     served_hidden: int | None = None
     model: str | None = None
     rules: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
-
-
-#: The ladder of a pattern the user left out with ``--pattern``: NCCL at every size, so every path
-#: serving that pattern is forced off exactly as if NCCL had won everywhere.
-NOT_REQUESTED: Ladder = ((None, frozenset()),)
+    layers: int | None = None
+    architecture: str | None = None
+    fixed: frozenset[str] = frozenset()
 
 
 def read_profile(
@@ -98,8 +108,9 @@ def read_profile(
     patterns: Sequence[str] = PATTERNS,
     trust_unverified_node: bool = False,
 ) -> Reading:
-    """Ask the reader for the requested patterns (the others read as NCCL everywhere); never raises
-    (the reader does not, and loading is guarded). ``trust_unverified_node``: see ``gate()``."""
+    """Ask the reader for both patterns and read their measurement tables; never raises (the reader
+    does not, and loading is guarded). The patterns not in ``patterns`` are ``fixed``: a plan leaves
+    their paths at the default. ``trust_unverified_node``: see ``gate()``."""
     from topo_gate.profile.io import load_profile
     from topo_gate.profile.profile_set import choose_member, is_profile_set
     from topo_gate.profile.reader import FINGERPRINT_ENV, gate
@@ -115,19 +126,15 @@ def read_profile(
             profile = load_profile(profile)
         except Exception:  # noqa: BLE001 -- gate() below turns the same failure into its reason
             pass
-    ladders: dict[str, Ladder] = {}
-    rules: dict[str, tuple[Rule, ...]] = {}
-    warnings: list[str] = list(set_notes)
-    group_class = None
     unknown = sorted(set(patterns) - set(PATTERNS))
     if unknown or not patterns:
         reason = f"unknown pattern(s) {unknown}" if unknown else "no pattern requested"
         return Reading({}, None, None, None, (), fallback_reason=f"{reason} (known: {', '.join(PATTERNS)})")
+    rules: dict[str, tuple[Rule, ...]] = {}
+    tables: dict[str, PriceTable] = {}
+    warnings: list[str] = list(set_notes)
+    group_class = None
     for pattern in PATTERNS:
-        if pattern not in patterns:
-            ladders[pattern] = NOT_REQUESTED
-            warnings.append(f"{pattern} not requested (--pattern): every path serving it stays off")
-            continue
         decision = gate(
             profile,
             tp=tp,
@@ -142,18 +149,37 @@ def read_profile(
             return Reading(
                 {}, None, None, None, tuple(warnings), fallback_reason=f"{pattern}: {decision.reason}"
             )
-        ladders[pattern] = measured_from_rules(decision.rules)
+        group_class = decision.group_class
+        measurement = profile.measurement(tp, group_class, pattern) if group_class else None
+        if measurement is None:
+            return Reading(
+                {},
+                None,
+                None,
+                None,
+                tuple(warnings),
+                fallback_reason=(
+                    f"{pattern}: the profile has no measurement table for TP {tp} ({group_class}) "
+                    f"(schema {profile.schema}; re-derive it with `topo-gate decide EVIDENCE`): "
+                    "the launcher's default cannot be priced"
+                ),
+            )
         rules[pattern] = decision.rules
-        group_class = decision.group_class or group_class
+        tables[pattern] = PriceTable(measurement)
+    fixed = frozenset(PATTERNS) - frozenset(patterns)
+    warnings += [
+        f"{p} not requested (--pattern): its paths stay as the launcher's default" for p in sorted(fixed)
+    ]
     trials = profile.trials
     return Reading(
-        ladders=ladders,
+        tables=tables,
         hidden=trials.hidden,
         itemsize=ITEMSIZE.get(trials.dtype),
         capability=node_capability(profile.node.hardware),
         warnings=tuple(warnings),
         group_class=group_class,
         rules=rules,
+        fixed=fixed,
     )
 
 
@@ -187,7 +213,7 @@ def fallback_plan(
     forced: LaunchPlanParts,
     warnings: tuple[str, ...] = (),
 ) -> LaunchPlan:
-    """The plan when the profile cannot be used: NCCL forced, or nothing under launcher-default."""
+    """The plan when the profile cannot be used: nothing changed (launcher-default), or NCCL forced."""
     if fallback == "launcher-default":
         return LaunchPlan(
             launcher,
@@ -196,7 +222,7 @@ def fallback_plan(
             {},
             (
                 *warnings,
-                "fallback launcher-default: the launcher's own rules decide, unmeasured on this node",
+                "nothing changed: the launcher runs its own defaults (--fallback nccl forces NCCL instead)",
             ),
             True,
             reason,
@@ -226,29 +252,48 @@ def mib(nbytes: int | None) -> str:
 
 
 def served_model(
-    reading: Reading, *, hidden: int | None, model: str | None
+    reading: Reading,
+    *,
+    hidden: int | None,
+    model: str | None,
+    layers: int | None = None,
+    architecture: str | None = None,
 ) -> tuple[Reading, tuple[str, ...]]:
-    """``reading`` with the served model's hidden size: ``hidden``, else ``model``'s preset, else the
-    profile's with a warning (every launcher has a limit counted in tokens of the served model)."""
+    """``reading`` with the served model: its hidden size (``hidden``, else ``model``'s preset, else the
+    profile's, with a warning: every launcher has a limit counted in tokens of the served model) and,
+    from the preset, its layer count and architecture (some launchers route by architecture)."""
     from dataclasses import replace
 
     from topo_gate.models import lookup_model
 
-    if hidden is None and model is not None:
-        hidden = lookup_model(model).hidden
-    if hidden is not None:
-        return replace(reading, served_hidden=hidden, model=model), ()
-    warning = (
-        f"no --model/--hidden: token limits converted with the profile's hidden size {reading.hidden}; "
-        "a wider served model sends larger messages at the same token counts"
-    )
-    return replace(reading, served_hidden=reading.hidden, model=model), (warning,)
+    preset = lookup_model(model) if model is not None else None
+    if layers is None and preset is not None:
+        layers = preset.layers
+    if architecture is None and preset is not None:
+        architecture = preset.architecture
+    if hidden is None and preset is not None:
+        hidden = preset.hidden
+    notes: tuple[str, ...] = ()
+    if hidden is None:
+        hidden = reading.hidden
+        notes = (
+            f"no --model/--hidden: token limits converted with the profile's hidden size {reading.hidden}; "
+            "a wider served model sends larger messages at the same token counts",
+        )
+    if architecture is None:
+        notes += (
+            "architecture unknown (--hidden only): sizes where the launcher routes by architecture are "
+            "left to its default",
+        )
+    return replace(
+        reading, served_hidden=hidden, model=model, layers=layers, architecture=architecture
+    ), notes
 
 
 def follow_profile(
     launcher: str,
     forced: LaunchPlanParts,
-    mapping: Callable[[Reading, int], LaunchPlanParts],
+    candidates: Callable[[Reading, int, Knobs], Sequence[Candidate]],
     profile: Any,
     *,
     tp: int,
@@ -260,12 +305,27 @@ def follow_profile(
     hidden: int | None = None,
     model: str | None = None,
     trust_unverified_node: bool = False,
+    user_args: Sequence[str] = (),
+    user_env: Mapping[str, str] | None = None,
+    workload: str | Workload | None = None,
+    layers: int | None = None,
+    architecture: str | None = None,
 ) -> LaunchPlan:
-    """The shape every planner shares: read the profile; on any fallback the fail-closed plan
-    (``forced``); otherwise the launcher's own ``mapping`` of the measured ladders to its knobs, with
-    the reader's warnings ahead of the mapping's notes."""
+    """The shape every planner shares: read the profile (any fallback: ``fallback_plan``), then price
+    the launcher's ``candidates`` against its default for the user's own args and env (``planning``),
+    with the reader's warnings ahead of the plan's notes. Raises ``WorkloadError`` for an unusable
+    ``workload``."""
+    from topo_gate.launchers.cmdline import CmdlineError, user_knobs
+    from topo_gate.launchers.costmodel import DEFAULT_LAYERS, Step
+    from topo_gate.launchers.explain import estimate_line
+    from topo_gate.launchers.planning import choose
+    from topo_gate.launchers.routes import Knobs, RouteError
+    from topo_gate.launchers.routes.nccl import NVLS_ENV
+    from topo_gate.launchers.workload import Workload, lookup_workload
+
     check_fallback_mode(fallback)
     version = knobs.PINNED[launcher]
+    chosen_workload = workload if isinstance(workload, Workload) else lookup_workload(workload)
     reading = read_profile(
         profile,
         tp=tp,
@@ -284,15 +344,59 @@ def follow_profile(
             forced=forced,
             warnings=reading.warnings,
         )
-    reading, model_warnings = served_model(reading, hidden=hidden, model=model)
-    parts = mapping(reading, tp)
+    reading, model_notes = served_model(
+        reading, hidden=hidden, model=model, layers=layers, architecture=architecture
+    )
+    environ = os.environ if user_env is None else user_env
+    try:
+        user = user_knobs(launcher, user_args, environ)
+    except CmdlineError as error:
+        return fallback_plan(
+            launcher,
+            version,
+            f"your command line cannot be read as {launcher} reads it: {error}",
+            fallback=fallback,
+            forced=forced,
+            warnings=(*reading.warnings, *model_notes),
+        )
+    if NVLS_ENV in environ:  # not a launcher knob, but it decides which NCCL the default runs
+        user = Knobs(user.args, {**user.env, NVLS_ENV: environ[NVLS_ENV]}, user.config)
+    step = Step(reading.layers or DEFAULT_LAYERS, layers_known=reading.layers is not None)
+    try:
+        choice = choose(
+            launcher,
+            candidates(reading, tp, user),
+            reading,
+            tp,
+            user=user,
+            workload=chosen_workload,
+            step=step,
+        )
+    except RouteError as error:
+        return fallback_plan(
+            launcher,
+            version,
+            f"your own flags or env cannot be modelled: {error}",
+            fallback=fallback,
+            forced=forced,
+            warnings=(*reading.warnings, *model_notes),
+        )
+    chosen = choice.candidate.knobs
+    layer_note = (
+        ()
+        if step.layers_known
+        else (f"layers unknown (--hidden only): a step priced as {step.layers} layers",)
+    )
     return LaunchPlan(
         launcher=launcher,
         launcher_version_pinned=version,
-        args=parts.args,
-        env=parts.env,
-        notes=(*reading.warnings, *model_warnings, *parts.notes),
+        args=tuple(chosen.args),
+        env=dict(chosen.env),
+        notes=(*reading.warnings, *model_notes, *layer_note, *choice.candidate.notes),
         fallback=False,
         reason="following the profile",
-        config=parts.config,
+        config=dict(chosen.config),
+        estimate=estimate_line(choice, chosen_workload),
+        choice=choice,
+        workload=chosen_workload,
     )

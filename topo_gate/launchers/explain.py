@@ -1,257 +1,284 @@
-"""``recommend --explain``: per pattern and size range, what was measured, what the launcher runs with
-the plan, what it runs by default, the verdict, and -- where the profile's evidence has the timings --
-the estimated time the plan saves over the default per call.
+"""``recommend --explain``: the price of a plan against the launcher's default, size range by size range.
 
-Pure over its inputs (a plan, the profile reading, optionally the evidence's samples); ranges are the
-pieces of ``routes.check.pieces``: a size the launcher can send for the served model, where neither
-route nor ladder changes.
+Pure over a priced choice (``planning.Choice``). Each row is one pattern's range of token counts of
+the served model over which neither the plan's route nor the default's changes kernel and which
+lies between the same two measured sizes; its prices are those of the measured size at the top of
+the range (``costmodel``: median per call plus the expected size-transition cost spread over the
+step's calls, in context where every compared path was timed there). The saving per step is the
+saving per call times that pattern's all-reduce sites per step. Ranges whose default path was not
+measured say so: the plan leaves them as they are.
 """
 
 from __future__ import annotations
 
-import json
-import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from topo_gate.launchers.common import PATTERNS, LaunchPlan, Reading
-from topo_gate.launchers.planning import contexts
-from topo_gate.launchers.routes import Knobs, RouteError, route
-from topo_gate.launchers.routes.check import Piece, is_fused, pieces
-
-#: Evidence samples per (pattern, backend, nbytes): group latency per round, microseconds.
-Timings = Mapping[tuple[str, str, int], Sequence[float]]
+from topo_gate.launchers.costmodel import Piece, Side, pieces, price_at
+from topo_gate.launchers.planning import Choice, Variant
+from topo_gate.launchers.pricing import PriceTable, bracket
+from topo_gate.launchers.workload import Workload
 
 
 @dataclass(frozen=True)
 class Row:
     pattern: str
-    low: int
-    high: int | None  # inclusive; None: every larger size
-    measured: str
-    plan: str
+    first_tokens: int
+    last_tokens: int | None  # None: every larger count
     default: str
-    verdict: str
-    saving: str
-
-    row_bytes: int = 1
-
-    @property
-    def tokens(self) -> tuple[int, int | None]:
-        """The range in tokens of the served model (a message is tokens x hidden x dtype bytes)."""
-        first = -(-self.low // self.row_bytes)
-        return first, None if self.high is None else self.high // self.row_bytes
+    plan: str
+    default_us: float | None  # per call; None: not measured
+    plan_us: float | None
+    sites: int
+    source: str
+    note: str
 
     @property
-    def sizes(self) -> str:
-        """The smallest and largest message of the range, and its tokens."""
-        first, last = self.tokens
-        if last is None:
-            return f"{_short(first * self.row_bytes)}+ ({first}+ tokens)"
-        span = f"{first}" if first == last else f"{first}-{last}"
-        return f"{_short(first * self.row_bytes)}-{_short(last * self.row_bytes)} ({span} tokens)"
+    def saving_us(self) -> float | None:
+        if self.default_us is None or self.plan_us is None:
+            return None
+        return self.default_us - self.plan_us
+
+    @property
+    def tokens(self) -> str:
+        if self.last_tokens is None:
+            return f"{self.first_tokens}+"
+        return (
+            str(self.first_tokens)
+            if self.first_tokens == self.last_tokens
+            else f"{self.first_tokens}-{self.last_tokens}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
+        saving = self.saving_us
         return {
             "pattern": self.pattern,
-            "min_bytes": self.low,
-            "max_bytes": self.high,
-            "tokens": list(self.tokens),
-            "measured": self.measured,
-            "plan": self.plan,
+            "tokens": [self.first_tokens, self.last_tokens],
             "default": self.default,
-            "verdict": self.verdict,
-            "saving": self.saving,
+            "plan": self.plan,
+            "default_us_per_call": _round(self.default_us),
+            "plan_us_per_call": _round(self.plan_us),
+            "saving_us_per_call": _round(saving),
+            "saving_us_per_step": _round(None if saving is None else saving * self.sites),
+            "source": self.source,
+            "note": self.note,
         }
 
 
-def _short(nbytes: int) -> str:
-    """A size to three significant digits: ``7.01 MiB``, ``42 KiB``."""
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1024)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.3g} {unit}"
-    return f"{nbytes} B"
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
-def _measured(reading: Reading, pattern: str, nbytes: int) -> str:
-    for rule in reading.rules.get(pattern, ()):
-        if rule.max_bytes is None or nbytes <= rule.max_bytes:
-            if rule.backend == "nccl":
-                return "nccl"
-            alternatives = "".join(f", {a.backend} {a.speedup:.2f}x" for a in rule.alternatives)
-            return f"{rule.backend} {rule.speedup:.2f}x{alternatives}"
-    return "nccl"
+def rows(choice: Choice) -> list[Row]:
+    """The rows for the variant the plan was scored by (its worst)."""
+    variant = choice.worst
+    out = []
+    for pattern in sorted(variant.plan.routes):
+        table = variant.pricing.tables[pattern]
+        for piece in pieces(variant.plan, variant.default, pattern, variant.pricing.row_bytes):
+            out += _piece_rows(piece, table, variant)
+    return out
 
 
-def _name(backend: str | None, pattern: str) -> str:
-    name = backend or "nccl"
-    return f"{name} + rmsnorm (unfused)" if pattern == "allreduce_rmsnorm" and not is_fused(name) else name
-
-
-def _verdict(pattern: str, mine: Piece, theirs: Piece) -> str:
-    if not mine.safe:
-        return "VIOLATION: plan runs a path not measured faster"
-    if mine.routed:
-        said = "plan: measured faster" + (
-            "" if is_fused(mine.routed) or pattern == "allreduce" else " (as plain all-reduce)"
-        )
-    elif mine.faster:
-        said = "plan: nccl (no knob reaches the faster path here)"
-    else:
-        said = "plan: nccl (as measured)"
-    if theirs.routed is None:
-        return said + "; default: nccl"
-    return said + ("; default: also measured faster" if theirs.safe else "; default: NOT measured faster")
-
-
-def _saving(
-    timings: Timings, pattern: str, low: int, high: int | None, plan: str | None, default: str | None
-) -> str:
-    if not timings:
-        return "n/a (no evidence)"
-    names = [b or "nccl" for b in (plan, default)]
-    if names[0] == names[1]:
-        return "0 (same path)"
-    if pattern == "allreduce_rmsnorm":
-        names = [n if is_fused(n) or n == "nccl" else f"{n}+rmsnorm" for n in names]
-    sizes = sorted({n for (p, _, n) in timings if p == pattern and n >= low and (high is None or n <= high)})
-    diffs = []
-    for nbytes in sizes:
-        plan_t, default_t = (timings.get((pattern, name, nbytes)) for name in names)
-        if plan_t and default_t:
-            diffs.append((statistics.median(default_t), statistics.median(plan_t)))
-    if not diffs:
-        missing = [n for n in dict.fromkeys(names) if not any((pattern, n, s) in timings for s in sizes)]
-        return f"n/a ({' and '.join(missing or names)} not timed at these sizes)"
-    saved = statistics.mean(d - p for d, p in diffs)
-    share = statistics.mean((d - p) / d for d, p in diffs)
-    return f"{saved:+.1f} us/call ({share:+.0%}) over {len(diffs)} size(s)"
-
-
-def explain(launcher: str, plan: LaunchPlan, reading: Reading, tp: int, timings: Timings = {}) -> list[Row]:  # noqa: B006 -- read only
-    """The rows of ``--explain`` for a plan that follows the profile (empty for a fallback plan)."""
-    if plan.fallback:
-        return []
-    ctx = contexts(reading, tp)[0]
-    try:
-        planned = route(launcher, Knobs(plan.args, plan.env, plan.config), ctx)
-        default = route(launcher, Knobs(), ctx)
-    except RouteError:
-        return []
-    rows = []
-    for pattern in planned:
-        default_pieces = {p.low: p for p in pieces(default[pattern], reading.ladders, pattern, ctx.row_bytes)}
-        cut_plan = pieces(planned[pattern], reading.ladders, pattern, ctx.row_bytes)
-        cuts = sorted({*(p.low for p in cut_plan), *default_pieces})
-        for index, low in enumerate(cuts):
-            high = cuts[index + 1] - 1 if index + 1 < len(cuts) else None
-            mine = next(p for p in reversed(cut_plan) if p.low <= low)
-            theirs = next(p for p in reversed(list(default_pieces.values())) if p.low <= low)
-            rows.append(
-                Row(
-                    pattern,
-                    low,
-                    high,
-                    _measured(reading, pattern, low),
-                    _name(mine.routed, pattern),
-                    _name(theirs.routed, pattern),
-                    _verdict(pattern, mine, theirs),
-                    _saving(timings, pattern, low, high, mine.routed, theirs.routed),
-                    ctx.row_bytes,
+def _piece_rows(piece: Piece, table: PriceTable, variant: Variant) -> list[Row]:
+    """The piece cut at each measured size, each part priced at its largest message."""
+    row_bytes = variant.pricing.row_bytes
+    sites = variant.pricing.step.sites[piece.pattern]
+    out = []
+    first = piece.first
+    while piece.last is None or first <= piece.last:
+        around = bracket(table.sizes, first)
+        if around is None:
+            out.append(
+                _row(
+                    piece,
+                    first,
+                    piece.last,
+                    None,
+                    None,
+                    sites,
+                    "-",
+                    "beyond the largest measured size: unchanged",
+                    row_bytes,
                 )
             )
-    return rows
+            break
+        top = max(table.sizes[around[1]] // row_bytes * row_bytes, first)
+        last = top if piece.last is None else min(piece.last, top)
+        theirs = _price(piece.pattern, piece.default, last, variant.default, variant, pessimistic=False)
+        if piece.plan == piece.default and variant.plan.priors_of(piece.plan) == variant.default.priors_of(
+            piece.default
+        ):
+            mine = theirs
+        else:
+            mine = _price(piece.pattern, piece.plan, last, variant.plan, variant, pessimistic=True)
+        source = variant.pricing.source(piece.pattern, around[1])
+        out.append(
+            _row(
+                piece,
+                first,
+                last,
+                theirs if isinstance(theirs, float) else None,
+                mine if isinstance(mine, float) else None,
+                sites,
+                source,
+                _note(piece, theirs, mine),
+                row_bytes,
+            )
+        )
+        first = last + row_bytes
+    return out
 
 
-def evidence_timings(profile_path: str | None, evidence_ref: str | None, tp: int) -> Timings:
-    """Samples per (pattern, backend, nbytes) at ``tp`` from the profile's evidence file; empty when
-    there is none or it cannot be read (the table then says so)."""
-    if not profile_path or not evidence_ref:
-        return {}
-    path = Path(profile_path).parent / evidence_ref
-    try:
-        evidence = json.loads(path.read_text(encoding="utf-8"))
-        return {
-            (run["pattern"], result["backend"], int(result["nbytes"])): result["samples_us"]
-            for run in evidence["runs"]
-            if run["tp"] == tp
-            for result in run["results"]
-            if result.get("status") == "ok" and result.get("samples_us")
-        }
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
+def _price(
+    pattern: str, name: str, nbytes: int, side: Side, variant: Variant, *, pessimistic: bool
+) -> float | str:
+    price = price_at(pattern, name, nbytes, side, variant.pricing, pessimistic=pessimistic)
+    return price if isinstance(price, str) else price.per_call(variant.pricing.step.calls)
 
 
-def render(rows: Sequence[Row]) -> str:
-    """A plain-text table, one line per range."""
-    if not rows:
-        return "explain: nothing to explain (the plan is a fallback, or the launcher refuses its knobs here)"
+def _note(piece: Piece, theirs: float | str, mine: float | str) -> str:
+    if isinstance(theirs, str):
+        return f"default not measured ({theirs}): left as it is"
+    if piece.plan == piece.default:
+        return "same path"
+    if isinstance(mine, str):
+        return f"plan path not measured ({mine})"
+    return "plan measured faster" if mine < theirs else "within the default's noise"
+
+
+def _row(
+    piece: Piece,
+    first: int,
+    last: int | None,
+    default_us: float | None,
+    plan_us: float | None,
+    sites: int,
+    source: str,
+    note: str,
+    row_bytes: int,
+) -> Row:
+    return Row(
+        piece.pattern,
+        first // row_bytes,
+        None if last is None else last // row_bytes,
+        piece.default,
+        piece.plan,
+        default_us,
+        plan_us,
+        sites,
+        source,
+        note,
+    )
+
+
+def totals(choice: Choice, workload: Workload) -> dict[str, Any]:
+    """The workload totals of the scored variant, as plain data."""
+    variant = choice.worst
+    total = variant.total
+    step = variant.pricing.step
+    default_us, plan_us = total.default_us, total.plan_us
+    return {
+        "workload": workload.name,
+        "workload_description": workload.description,
+        "layers": step.layers,
+        "layers_known": step.layers_known,
+        "calls_per_step": step.calls,
+        "measured_share": round(total.measured_weight, 6),
+        "default_us_per_step": _round(default_us),
+        "plan_us_per_step": _round(plan_us),
+        "saving": None if not default_us or plan_us is None else round(1 - plan_us / default_us, 6),
+        "per_call": {
+            pattern: {
+                "default_us": _round(total.per_call(pattern, 0)),
+                "plan_us": _round(total.per_call(pattern, 1)),
+            }
+            for pattern in step.sites
+        },
+    }
+
+
+def estimate_line(choice: Choice, workload: Workload) -> str:
+    """The one-line price ``exec`` and the plugins log."""
+    data = totals(choice, workload)
+    default_us, plan_us = data["default_us_per_step"], data["plan_us_per_step"]
+    if default_us is None:
+        return f"nothing measured at the workload '{workload.name}' sizes for the launcher's default paths: nothing changed"
+    share = (
+        "" if data["measured_share"] >= 0.999 else f", over the {data['measured_share']:.0%} of it measured"
+    )
+    layers = f"{data['layers']} layers" + ("" if data["layers_known"] else " assumed")
+    if (
+        not choice.candidate.knobs.args
+        and not choice.candidate.knobs.env
+        and not choice.candidate.knobs.config
+    ):
+        return (
+            f"no knobs: nothing measured beats the launcher's default by more than noise over the workload "
+            f"'{workload.name}' ({default_us:.1f} us of all-reduce per step, {layers}{share})"
+        )
+    return (
+        f"est. {-data['saving']:+.1%} all-reduce time vs default over the workload '{workload.name}' "
+        f"({default_us:.1f} -> {plan_us:.1f} us per step, {layers}{share})"
+    )
+
+
+def render(table_rows: Sequence[Row], data: dict[str, Any]) -> str:
+    """A plain-text table, one line per range, then the workload total."""
     head = (
         "pattern",
-        "sizes",
-        "measured (speed-up vs nccl)",
-        "plan runs",
+        "tokens",
         "default runs",
-        "verdict",
-        "est. saving vs default",
+        "us/call",
+        "plan runs",
+        "us/call",
+        "saving/call",
+        "saving/step",
+        "priced",
+        "note",
     )
-    table = [head, *((r.pattern, r.sizes, r.measured, r.plan, r.default, r.verdict, r.saving) for r in rows)]
-    widths = [max(len(line[i]) for line in table) for i in range(len(head))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in table
-    )
+    lines = [head]
+    for row in table_rows:
+        saving = row.saving_us
+        lines.append(
+            (
+                row.pattern,
+                row.tokens,
+                row.default,
+                _us(row.default_us),
+                row.plan,
+                _us(row.plan_us),
+                _us(saving, signed=True),
+                _us(None if saving is None else saving * row.sites, signed=True),
+                row.source,
+                row.note,
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines]
+    text.append(_total_words(data))
+    return "\n".join(text)
 
 
-def summary(rows: Sequence[Row]) -> str:
-    """One line for ``exec``: how many ranges run a measured winner, stay on NCCL, or violate."""
-    fast = sum(1 for r in rows if r.verdict.startswith("plan: measured faster"))
-    violations = sum(1 for r in rows if r.verdict.startswith("VIOLATION"))
-    unmeasured_default = sum(1 for r in rows if r.verdict.endswith("NOT measured faster"))
+def _us(value: float | None, *, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.2f}" if signed else f"{value:.2f}"
+
+
+def _total_words(data: dict[str, Any]) -> str:
+    default_us, plan_us = data["default_us_per_step"], data["plan_us_per_step"]
+    if default_us is None:
+        return f"workload '{data['workload']}': the default's paths were not measured at its sizes; nothing changed"
+    per_call = ", ".join(
+        f"{pattern} {values['default_us']:.2f} -> {values['plan_us']:.2f} us/call"
+        for pattern, values in data["per_call"].items()
+        if values["default_us"] is not None
+    )
     return (
-        f"{fast} of {len(rows)} size ranges on a measured winner, the rest on NCCL; {violations} violation(s); "
-        f"the launcher's default would run {unmeasured_default} range(s) on paths not measured faster"
+        f"workload '{data['workload']}' ({data['workload_description']}; {data['layers']} layers"
+        f"{'' if data['layers_known'] else ' assumed'}, {data['calls_per_step']} all-reduces per step, "
+        f"{data['measured_share']:.0%} of it measured): default {default_us:.1f} -> plan {plan_us:.1f} us per step "
+        f"({-data['saving']:+.1%}); {per_call}"
     )
-
-
-def explain_profile(
-    launcher: str,
-    plan: LaunchPlan,
-    profile: Any,
-    *,
-    tp: int,
-    hidden: int | None,
-    model: str | None,
-    gpus: Any = None,
-    strict: bool = False,
-    fingerprint: str | None = None,
-    patterns: Sequence[str] = PATTERNS,
-    trust_unverified_node: bool = False,
-) -> list[Row]:
-    """``explain`` for ``plan``, reading ``profile`` the way the planner did: pass the same gpus,
-    strict, fingerprint, patterns and trust_unverified_node (``read_profile``'s arguments)."""
-    from topo_gate.launchers.common import read_profile, served_model
-
-    reading = read_profile(
-        profile,
-        tp=tp,
-        gpus=gpus,
-        strict=strict,
-        fingerprint=fingerprint,
-        patterns=patterns,
-        trust_unverified_node=trust_unverified_node,
-    )
-    if reading.fallback_reason is not None:
-        return []
-    reading, _ = served_model(reading, hidden=hidden, model=model)
-    timings: Timings = {}
-    if isinstance(profile, (str, Path)):
-        from topo_gate.profile.io import load_profile
-
-        try:
-            ref = load_profile(profile).evidence
-        except Exception:  # noqa: BLE001 -- read_profile above already judged the profile usable
-            ref = None
-        timings = evidence_timings(str(profile), ref.path if ref else None, tp)
-    return explain(launcher, plan, reading, tp, timings)

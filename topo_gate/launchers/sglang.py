@@ -1,45 +1,58 @@
-"""SGLang: the profile's decisions as ``python -m sglang.launch_server`` flags and env.
+"""SGLang: the cheapest knob set for ``python -m sglang.launch_server`` that is nowhere slower than
+SGLang's own default on this node (``planning``; the route model is ``routes/sglang.py``).
 
-Knobs are chosen by asking SGLang's route model (``routes/sglang.py``) which kernel each size runs
-with them, and keeping only knob sets under which every size lands on a backend measured faster
-than NCCL there, or on NCCL:
+The candidate knobs, each left out where the user already set it (the user's choice wins):
 
-- ``--flashinfer-allreduce-fusion-backend trtllm`` (SM 9.x / 10.x only): fuses batches of up to 2048
-  tokens of the served model *and* makes FlashInfer's workspace take every plain all-reduce of that
-  size ahead of custom all-reduce and PCIe IPC, one- vs two-shot by FlashInfer's heuristic; so it is
-  on only if both patterns were measured faster there. Otherwise
-  ``--enforce-disable-flashinfer-allreduce-fusion`` (beats SGLang's per-model auto-enable).
-- custom all-reduce: only the legacy kernel (``SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2=0``, the one the
-  trials time as ``vllm_custom``) up to its fixed 8 MiB; SGLang's default v2 kernel is never measured.
-- PCIe IPC: its limit is a knob (``SGLANG_PCIE_IPC_MAX_NUMEL``), set to a measured rung end.
-- torch symm-mem: ``--enable-torch-symm-mem`` with ``SGLANG_OPT_USE_INKLING_CUSTOM_AR=0``, without
-  which its limit grows to 512 MiB.
+- FlashInfer all-reduce fusion: SGLang's default (auto-enabled for listed architectures on SM 9.x /
+  10.x), ``--flashinfer-allreduce-fusion-backend trtllm`` (fuses batches of up to 2048 tokens *and*
+  makes the same workspace take every plain all-reduce of that size ahead of custom all-reduce and
+  PCIe IPC), or ``--enforce-disable-flashinfer-allreduce-fusion``;
+- custom all-reduce: the default (v2 on full-NVLink groups), v2 capped at a measured size
+  (``SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB``), the legacy kernel
+  (``SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2=0``), or off (``--disable-custom-all-reduce``);
+- PCIe IPC: off (the default) or on up to a measured size (``SGLANG_PCIE_IPC_MAX_NUMEL``);
+- torch symm-mem: off (the default) or ``--enable-torch-symm-mem`` with
+  ``SGLANG_OPT_USE_INKLING_CUSTOM_AR=0`` (without which its limit grows to 512 MiB).
+
+Values that would route to a kernel the profile never measured are not tried: the constraint would
+refuse them anyway.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from topo_gate.launchers import knobs
 from topo_gate.launchers.common import PATTERNS, LaunchPlan, LaunchPlanParts, Reading, follow_profile
-from topo_gate.launchers.planning import Candidate, choose, describe, nccl_parity, thresholds
+from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
+from topo_gate.launchers.workload import Workload
 
 LAUNCHER = "sglang"
+FUSION_FLAGS = ("--flashinfer-allreduce-fusion-backend", "--enforce-disable-flashinfer-allreduce-fusion")
 FUSION_ON = ("--flashinfer-allreduce-fusion-backend", "trtllm")
 FUSION_OFF = ("--enforce-disable-flashinfer-allreduce-fusion",)
 CUSTOM_OFF = ("--disable-custom-all-reduce",)
+V2_MAX_KB_ENV = "SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB"
+#: v2's own default cap (KiB): setting it is "no knob", which is always a candidate already.
+V2_MAX_KB_DEFAULT = int(knobs.manifest(LAUNCHER)["env"][V2_MAX_KB_ENV]["default"])
+CUSTOM_ENV = ("SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2", V2_MAX_KB_ENV)
+PCIE_ENV = ("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE", "SGLANG_PCIE_IPC_MAX_NUMEL")
 SYMM_ON = ("--enable-torch-symm-mem",)
 
 FORCE_NCCL = LaunchPlanParts(
     args=(*CUSTOM_OFF, *FUSION_OFF),
     env={"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "0"},
     notes=(
-        "NCCL forced: custom all-reduce off, FlashInfer all-reduce fusion off (beats SGLang's per-model "
-        "auto-enable), PCIe IPC all-reduce off; torch symm-mem stays at its default (off)",
+        "NCCL forced (--fallback nccl): custom all-reduce off, FlashInfer all-reduce fusion off (beats "
+        "SGLang's per-model auto-enable), PCIe IPC all-reduce off; torch symm-mem stays at its default (off)",
     ),
 )
+
+Option = tuple[tuple[str, ...], Mapping[str, str], str]  # args, env, note
 
 
 def sglang_plan(
@@ -48,19 +61,24 @@ def sglang_plan(
     tp: int,
     gpus: Any = None,
     strict: bool = False,
-    fallback: str = "nccl",
+    fallback: str = "launcher-default",
     fingerprint: str | None = None,
     patterns: Sequence[str] = PATTERNS,
     hidden: int | None = None,
     model: str | None = None,
     trust_unverified_node: bool = False,
+    user_args: Sequence[str] = (),
+    user_env: Mapping[str, str] | None = None,
+    workload: str | Workload | None = None,
+    layers: int | None = None,
+    architecture: str | None = None,
 ) -> LaunchPlan:
     """The SGLang args/env that follow ``profile`` at TP size ``tp`` for the served model (``hidden``
-    or ``model``); NCCL forced on any fallback."""
+    or ``model``), priced against SGLang's default with the user's own args and env."""
     return follow_profile(
         LAUNCHER,
         FORCE_NCCL,
-        _mapping,
+        candidates,
         profile,
         tp=tp,
         gpus=gpus,
@@ -71,62 +89,102 @@ def sglang_plan(
         hidden=hidden,
         model=model,
         trust_unverified_node=trust_unverified_node,
+        user_args=user_args,
+        user_env=user_env,
+        workload=workload,
+        layers=layers,
+        architecture=architecture,
     )
 
 
-def candidates(reading: Reading) -> list[Candidate]:
-    """Every knob set worth checking, simplest first."""
-    itemsize = reading.itemsize or 2
-    pcie_limits = [0, *(m // itemsize for m in thresholds(reading, ("allreduce",)) if m >= itemsize)]
-    out = []
-    for fusion in (False, True):
-        for custom in (False, True):
-            for symm in (False, True):
-                for numel in pcie_limits:
-                    out.append(_candidate(fusion, custom, symm, numel))
-    return out
+def _sets(user: Knobs, flags: Sequence[str] = (), env: Sequence[str] = ()) -> bool:
+    named = {token.partition("=")[0] for token in user.args}
+    return bool(named & set(flags)) or any(name in user.env for name in env)
 
 
-def _candidate(fusion: bool, custom: bool, symm: bool, numel: int) -> Candidate:
-    args = (
-        *(FUSION_ON if fusion else FUSION_OFF),
-        *(() if custom else CUSTOM_OFF),
-        *(SYMM_ON if symm else ()),
-    )
-    env = {}
-    notes = [
-        "fusion on (trtllm): FlashInfer's workspace serves fused and plain all-reduces up to 2048 tokens"
-        if fusion
-        else "fusion off (--enforce-disable-flashinfer-allreduce-fusion)",
+def _limits(reading: Reading, backend: str) -> list[int]:
+    """Rung sizes (bytes) of the plain table where ``backend`` was measured: the cut points a size
+    knob is tried at (prices are known there)."""
+    table = reading.tables["allreduce"]
+    return [size for rung, size in enumerate(table.sizes) if table.measured(backend, rung)]
+
+
+def _fusion_options() -> list[Option]:
+    return [
+        ((), {}, "fusion: SGLang's default"),
+        (
+            FUSION_ON,
+            {},
+            "fusion on (trtllm): FlashInfer's workspace serves fused and plain all-reduces up to 2048 tokens",
+        ),
+        (FUSION_OFF, {}, "fusion off (--enforce-disable-flashinfer-allreduce-fusion)"),
     ]
-    if custom:
-        env["SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2"] = "0"
-        notes.append(
-            "custom all-reduce on, legacy kernel (the one measured); SGLang's v2 kernel is not measured"
-        )
-    else:
-        notes.append("custom all-reduce off")
-    if numel:
-        env.update(SGLANG_ENABLE_PCIE_IPC_ALLREDUCE="1", SGLANG_PCIE_IPC_MAX_NUMEL=str(numel))
-        notes.append(f"PCIe IPC all-reduce on up to {numel} elements")
-    else:
-        env["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] = "0"
-        notes.append("PCIe IPC all-reduce off")
-    if symm:
-        env["SGLANG_OPT_USE_INKLING_CUSTOM_AR"] = "0"
-        notes.append(
-            "torch symm-mem on, SGLANG_OPT_USE_INKLING_CUSTOM_AR=0 keeping it to its capability table "
-            "(that env's default raises the limit to 512 MiB)"
-        )
-    return Candidate(Knobs(args=args, env=env), tuple(notes))
 
 
-def _mapping(reading: Reading, tp: int) -> LaunchPlanParts:
-    choice = choose(LAUNCHER, candidates(reading), reading, tp)
-    env, parity = nccl_parity(tp, choice.routes)
-    routed = tuple(f"{pattern} runs: {describe(r)}" for pattern, r in choice.routes.items())
-    return LaunchPlanParts(
-        args=choice.candidate.knobs.args,
-        env={**choice.candidate.knobs.env, **env},
-        notes=(*choice.candidate.notes, *routed, *parity),
-    )
+def _custom_options(reading: Reading) -> list[Option]:
+    options: list[Option] = [((), {}, "custom all-reduce: SGLang's default (v2 on full-NVLink groups)")]
+    options += [
+        (
+            (),
+            {V2_MAX_KB_ENV: str(limit // 1024)},
+            f"custom all-reduce v2 up to {limit // 1024} KiB",
+        )
+        for limit in _limits(reading, "custom_v2_sglang")
+        if limit % 1024 == 0 and limit // 1024 != V2_MAX_KB_DEFAULT
+    ]
+    if _limits(reading, "vllm_custom"):
+        options.append(
+            (
+                (),
+                {"SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2": "0"},
+                "custom all-reduce: the legacy kernel (v2 off)",
+            )
+        )
+    options.append((CUSTOM_OFF, {}, "custom all-reduce off"))
+    return options
+
+
+def _pcie_options(reading: Reading) -> list[Option]:
+    itemsize = reading.itemsize or 2
+    options: list[Option] = [((), {}, "PCIe IPC all-reduce: SGLang's default (off)")]
+    options += [
+        (
+            (),
+            {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1", "SGLANG_PCIE_IPC_MAX_NUMEL": str(limit // itemsize)},
+            f"PCIe IPC all-reduce on up to {limit // itemsize} elements",
+        )
+        for limit in _limits(reading, "pcie_ipc")
+    ]
+    return options
+
+
+def _symm_options() -> list[Option]:
+    return [
+        ((), {}, "torch symm-mem: SGLang's default (off)"),
+        (
+            SYMM_ON,
+            {"SGLANG_OPT_USE_INKLING_CUSTOM_AR": "0"},
+            "torch symm-mem on, SGLANG_OPT_USE_INKLING_CUSTOM_AR=0 keeping it to its capability table",
+        ),
+    ]
+
+
+def candidates(reading: Reading, tp: int, user: Knobs) -> list[Candidate]:
+    """Every combination of the knob values above that the user has not already decided."""
+    del tp  # the route model reads the TP size from the context
+    dimensions = [
+        [((), {}, "fusion: yours")] if _sets(user, FUSION_FLAGS) else _fusion_options(),
+        [((), {}, "custom all-reduce: yours")]
+        if _sets(user, CUSTOM_OFF, CUSTOM_ENV)
+        else _custom_options(reading),
+        [((), {}, "PCIe IPC: yours")] if _sets(user, (), PCIE_ENV) else _pcie_options(reading),
+        [((), {}, "torch symm-mem: yours")]
+        if _sets(user, SYMM_ON, ("SGLANG_OPT_USE_INKLING_CUSTOM_AR",))
+        else _symm_options(),
+    ]
+    out = []
+    for combination in itertools.product(*dimensions):
+        args = tuple(a for option in combination for a in option[0])
+        env = {k: v for option in combination for k, v in option[1].items()}
+        out.append(Candidate(Knobs(args=args, env=env), tuple(option[2] for option in combination)))
+    return out

@@ -1,32 +1,33 @@
-"""TensorRT-LLM: the profile's decisions as an extra LLM-API options YAML (``allreduce_strategy``) and env.
+"""TensorRT-LLM: the ``allreduce_strategy`` (an extra LLM-API options YAML) that is nowhere slower than
+TensorRT-LLM's own default, AUTO, on this node (``planning``; the route model is ``routes/trtllm.py``).
 
-TensorRT-LLM takes one strategy for every all-reduce, plain and fused. An explicit ``ONESHOT`` or
-``TWOSHOT`` runs for every message up to a fixed limit (16,000,000 B at TP <= 2, 8,000,000 B above)
-and NCCL above it, and only on a group with NVLink and P2P -- on a PCIe group it is NCCL at every
-size (``ifFallbackToNCCL``). No knob moves that limit (``TRTLLM_ALLREDUCE_FUSION_WORKSPACE_SIZE``
-only sizes the workspace, and a smaller one is unsafe, so it is never set). A strategy is chosen
-by the route model (``routes/trtllm.py``) only if every size up to the limit was measured faster
-than NCCL in both patterns; else ``NCCL`` -- never ``AUTO``, whose compiled-in table is the guess a
-profile replaces.
+TensorRT-LLM takes one strategy for every all-reduce, plain and fused. Its default AUTO is tuned at
+warm-up by the PyTorch backend's autotuner (``routes/trtllm.py``): a choice no trial reproduces, so
+a plan leaves it alone. Only with ``TLLM_DISABLE_ALLREDUCE_AUTOTUNE=1`` in the user's environment does
+AUTO follow its compiled-in table, which the route model resolves to the one-/two-shot kernels the
+trials time; then NCCL, ONESHOT and TWOSHOT are priced against it. A strategy the user set in their
+own options file is theirs.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from topo_gate.launchers.common import PATTERNS, LaunchPlan, LaunchPlanParts, Reading, follow_profile
-from topo_gate.launchers.planning import Candidate, choose, describe, nccl_parity, size
+from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
-from topo_gate.launchers.routes.trtllm import routing_limit
+from topo_gate.launchers.workload import Workload
 
 LAUNCHER = "trtllm"
 OPTIONS_FLAG = "--extra_llm_api_options"
+#: The strategies whose kernels the trials time (AUTO resolves to them through its table).
+STRATEGIES = ("NCCL", "ONESHOT", "TWOSHOT")
 
 FORCE_NCCL = LaunchPlanParts(
     config={"allreduce_strategy": "NCCL"},
-    notes=("NCCL forced: allreduce_strategy NCCL (AUTO would follow TensorRT-LLM's built-in table)",),
+    notes=("NCCL forced (--fallback nccl): allreduce_strategy NCCL",),
 )
 
 
@@ -36,14 +37,19 @@ def trtllm_plan(
     tp: int,
     gpus: Any = None,
     strict: bool = False,
-    fallback: str = "nccl",
+    fallback: str = "launcher-default",
     fingerprint: str | None = None,
     patterns: Sequence[str] = PATTERNS,
     hidden: int | None = None,
     model: str | None = None,
     trust_unverified_node: bool = False,
+    user_args: Sequence[str] = (),
+    user_env: Mapping[str, str] | None = None,
+    workload: str | Workload | None = None,
+    layers: int | None = None,
+    architecture: str | None = None,
 ) -> LaunchPlan:
-    """The extra LLM-API options (``LaunchPlan.config``) and env that follow ``profile`` at ``tp``.
+    """The extra LLM-API options (``LaunchPlan.config``) that follow ``profile`` at ``tp``.
 
     ``args`` is empty: the options live in a YAML file, which ``topo-gate exec`` writes and passes as
     ``--extra_llm_api_options FILE`` (``topo-gate recommend --format yaml`` prints it).
@@ -51,7 +57,7 @@ def trtllm_plan(
     return follow_profile(
         LAUNCHER,
         FORCE_NCCL,
-        _mapping,
+        candidates,
         profile,
         tp=tp,
         gpus=gpus,
@@ -62,39 +68,20 @@ def trtllm_plan(
         hidden=hidden,
         model=model,
         trust_unverified_node=trust_unverified_node,
+        user_args=user_args,
+        user_env=user_env,
+        workload=workload,
+        layers=layers,
+        architecture=architecture,
     )
 
 
-def candidates(reading: Reading, tp: int) -> list[Candidate]:
-    """NCCL, and each strategy that runs a measured kernel (TensorRT-LLM fixes where it stops)."""
-    del reading  # the strategies' ranges are TensorRT-LLM's own, not the profile's
-    limit = size(routing_limit(tp))
+def candidates(reading: Reading, tp: int, user: Knobs) -> list[Candidate]:
+    """AUTO (no knobs) and each strategy whose kernels were measured, unless the user chose one."""
+    del reading, tp
+    if "allreduce_strategy" in user.config:
+        return []
     return [
-        Candidate(Knobs(config={"allreduce_strategy": "NCCL"}), ("allreduce_strategy NCCL",)),
-        *(
-            Candidate(
-                Knobs(config={"allreduce_strategy": strategy}),
-                (f"allreduce_strategy {strategy}: TensorRT-LLM runs it up to its fixed {limit}, NCCL above",),
-            )
-            for strategy in ("ONESHOT", "TWOSHOT")
-        ),
+        Candidate(Knobs(config={"allreduce_strategy": strategy}), (f"allreduce_strategy {strategy}",))
+        for strategy in STRATEGIES
     ]
-
-
-def _mapping(reading: Reading, tp: int) -> LaunchPlanParts:
-    choice = choose(LAUNCHER, candidates(reading, tp), reading, tp)
-    env, parity = nccl_parity(tp, choice.routes)
-    routed = tuple(f"{pattern} runs: {describe(r)}" for pattern, r in choice.routes.items())
-    pcie = (
-        ()
-        if reading.group_class in (None, "nvswitch", "nvlink-mesh", "nvlink-bridge")
-        else (
-            f"group class {reading.group_class}: without NVLink TensorRT-LLM runs NCCL whatever the strategy "
-            "(ifFallbackToNCCL), so no TRT-LLM kernel measured here can be reached",
-        )
-    )
-    return LaunchPlanParts(
-        env={**choice.candidate.knobs.env, **env},
-        notes=(*choice.candidate.notes, *routed, *pcie, *parity),
-        config=choice.candidate.knobs.config,
-    )

@@ -1,41 +1,39 @@
-"""vLLM: the profile's decisions as ``vllm serve`` flags, env and compilation config.
+"""vLLM: the cheapest knob set for ``vllm serve`` that is nowhere slower than vLLM's own default on
+this node (``planning``; the route model is ``routes/vllm.py``).
 
-Knobs are chosen by asking vLLM's route model (``routes/vllm.py``) which kernel each size runs with
-them, keeping only knob sets under which every size lands on a backend measured faster than NCCL
-there, or on NCCL:
+The candidate knobs, each left out where the user already set it (the user's choice wins):
 
-- fused all-reduce + RMSNorm (pass ``fuse_allreduce_rms``) with ``fi_allreduce_fusion_max_size_mb``
-  set to a measured rung end (whole KiB), converted by vLLM into tokens of the served model; inside
-  it one- vs two-shot by vLLM's per-capability table.
-- the standalone FlashInfer all-reduce (``VLLM_ALLREDUCE_USE_FLASHINFER``), custom all-reduce and
-  torch symm-mem (``VLLM_ALLREDUCE_USE_SYMM_MEM``) have fixed limits: each is on only where its whole
-  range was measured faster.
-- ``VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm`` always (``auto`` picks multicast MNNVL on NVSwitch);
-  FlashInfer PCIe IPC off (its limit is tuned at runtime).
-- Some model implementations call the fused kernel directly, whatever these knobs say: the notes
-  name them; no knob keeps them off.
+- the fused all-reduce + RMSNorm pass (``pass_config.fuse_allreduce_rms``): the default (on at -O2
+  on SM 9.0 / 10.x, TP > 1), off, or on up to a measured size (``fi_allreduce_fusion_max_size_mb``,
+  whole KiB, which vLLM turns into tokens of the served model);
+- the standalone FlashInfer all-reduce (``VLLM_ALLREDUCE_USE_FLASHINFER``), its backend
+  (``VLLM_FLASHINFER_ALLREDUCE_BACKEND``: the default ``auto`` picks multicast MNNVL on an NVSwitch
+  node, which no trial times, so replacing it is refused there), custom all-reduce
+  (``--disable-custom-all-reduce``) and torch symm-mem (``VLLM_ALLREDUCE_USE_SYMM_MEM``): default or
+  off. FlashInfer PCIe IPC is never turned on: its limit is tuned at runtime, so it cannot be priced.
+
+Some model implementations call the fused kernel directly, whatever these knobs say (the route
+model routes them per architecture).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from topo_gate.launchers import knobs
 from topo_gate.launchers.common import PATTERNS, LaunchPlan, LaunchPlanParts, Reading, follow_profile
-from topo_gate.launchers.planning import Candidate, choose, describe, nccl_parity, size, thresholds
+from topo_gate.launchers.planning import Candidate, size
 from topo_gate.launchers.routes import Knobs
-from topo_gate.launchers.routes.vllm import CITES, MODEL_DIRECT_FUSED
+from topo_gate.launchers.workload import Workload
 
 LAUNCHER = "vllm"
-ALWAYS_ENV = {"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm", "VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC": "0"}
-MODEL_DIRECT_NOTE = (
-    f"not covered by any knob: {', '.join(MODEL_DIRECT_FUSED)} call FlashInfer's fused all-reduce + "
-    f"RMSNorm directly up to vLLM's default size table ({CITES['model_direct']}); serving one of them "
-    "runs that kernel whether or not it was measured faster"
-)
+COMPILATION_FLAGS = ("--compilation-config", "-cc")
+PASS_KEYS = ("fuse_allreduce_rms", "fi_allreduce_fusion_max_size_mb")
+CUSTOM_OFF = ("--disable-custom-all-reduce",)
 
 
 def compilation_config_arg(pass_config: dict[str, Any]) -> tuple[str, str]:
@@ -44,14 +42,20 @@ def compilation_config_arg(pass_config: dict[str, Any]) -> tuple[str, str]:
 
 
 FORCE_NCCL = LaunchPlanParts(
-    args=("--disable-custom-all-reduce", *compilation_config_arg({"fuse_allreduce_rms": False})),
-    env={**ALWAYS_ENV, "VLLM_ALLREDUCE_USE_FLASHINFER": "0", "VLLM_ALLREDUCE_USE_SYMM_MEM": "0"},
+    args=(*CUSTOM_OFF, *compilation_config_arg({"fuse_allreduce_rms": False})),
+    env={
+        "VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm",
+        "VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC": "0",
+        "VLLM_ALLREDUCE_USE_FLASHINFER": "0",
+        "VLLM_ALLREDUCE_USE_SYMM_MEM": "0",
+    },
     notes=(
-        "NCCL forced: fused all-reduce+RMSNorm pass off, FlashInfer / custom / symm-mem / PCIe IPC "
-        "all-reduce off (vLLM enables several by default)",
-        MODEL_DIRECT_NOTE,
+        "NCCL forced (--fallback nccl): fused all-reduce+RMSNorm pass off, FlashInfer / custom / symm-mem / "
+        "PCIe IPC all-reduce off (vLLM enables several by default)",
     ),
 )
+
+Option = tuple[tuple[str, ...], Mapping[str, str], str, Mapping[str, Any]]  # args, env, note, pass_config
 
 
 def vllm_plan(
@@ -60,19 +64,24 @@ def vllm_plan(
     tp: int,
     gpus: Any = None,
     strict: bool = False,
-    fallback: str = "nccl",
+    fallback: str = "launcher-default",
     fingerprint: str | None = None,
     patterns: Sequence[str] = PATTERNS,
     hidden: int | None = None,
     model: str | None = None,
     trust_unverified_node: bool = False,
+    user_args: Sequence[str] = (),
+    user_env: Mapping[str, str] | None = None,
+    workload: str | Workload | None = None,
+    layers: int | None = None,
+    architecture: str | None = None,
 ) -> LaunchPlan:
     """The vLLM args/env that follow ``profile`` at TP size ``tp`` for the served model (``hidden``
-    or ``model``); NCCL forced on any fallback."""
+    or ``model``), priced against vLLM's default with the user's own args and env."""
     return follow_profile(
         LAUNCHER,
         FORCE_NCCL,
-        _mapping,
+        candidates,
         profile,
         tp=tp,
         gpus=gpus,
@@ -83,61 +92,88 @@ def vllm_plan(
         hidden=hidden,
         model=model,
         trust_unverified_node=trust_unverified_node,
+        user_args=user_args,
+        user_env=user_env,
+        workload=workload,
+        layers=layers,
+        architecture=architecture,
     )
 
 
-def candidates(reading: Reading) -> list[Candidate]:
-    """Every knob set worth checking, simplest first."""
-    # Rung ends, and the one-shot limits of vLLM's table (where its one-/two-shot split may part ways
-    # with the measured ladder).
-    one_shot = [
-        int(row[key] * knobs.MiB)
-        for row in knobs.table(LAUNCHER, "fi_allreduce_one_shot_max_size_mb").values()
-        for key in row
-    ]
-    ends = [*thresholds(reading, ("allreduce_rmsnorm",)), *one_shot]
-    fusion_kib = sorted({m // 1024 for m in ends if m >= 1024})
-    out = []
-    for kib in (0, *fusion_kib):
-        for flashinfer in (False, True):
-            for custom in (False, True):
-                for symm in (False, True):
-                    out.append(_candidate(kib, flashinfer, custom, symm))
-    return out
+def _user_pass_keys(user: Knobs) -> set[str]:
+    """The pass_config keys the user's own compilation config sets."""
+    from topo_gate.launchers.routes.vllm import pass_config
+
+    return set(pass_config(user))
 
 
-def _candidate(kib: int, flashinfer: bool, custom: bool, symm: bool) -> Candidate:
-    if kib:
-        size_mb = kib / 1024  # whole KiB: exact in binary floating point, so vLLM's int(mb * MiB) is exact
-        pass_config = {"fuse_allreduce_rms": True, "fi_allreduce_fusion_max_size_mb": size_mb}
-        fusion_note = f"fusion on up to {size(kib * 1024)} (fi_allreduce_fusion_max_size_mb={size_mb:g})"
-    else:
-        pass_config = {"fuse_allreduce_rms": False}
-        fusion_note = "fusion pass off"
-    args = (*(() if custom else ("--disable-custom-all-reduce",)), *compilation_config_arg(pass_config))
-    env = {
-        **ALWAYS_ENV,
-        "VLLM_ALLREDUCE_USE_FLASHINFER": "1" if flashinfer else "0",
-        "VLLM_ALLREDUCE_USE_SYMM_MEM": "1" if symm else "0",
-    }
-    on = [name for name, flag in (("flashinfer", flashinfer), ("custom", custom), ("symm-mem", symm)) if flag]
-    notes = (fusion_note, f"plain all-reduce fast paths on: {', '.join(on) or 'none'}")
-    return Candidate(Knobs(args=args, env=env), notes)
-
-
-def _mapping(reading: Reading, tp: int) -> LaunchPlanParts:
-    choice = choose(LAUNCHER, candidates(reading), reading, tp)
-    env, parity = nccl_parity(tp, choice.routes)
-    routed = tuple(f"{pattern} runs: {describe(r)}" for pattern, r in choice.routes.items())
-    unknown = (
-        ()
-        if reading.capability
-        else (
-            "the profile does not record the GPUs' compute capability: every row of vLLM's tables was checked",
+def _fusion_options(reading: Reading, tp: int) -> list[Option]:
+    """Fusion as vLLM defaults it, off, and on up to each size where a fused kernel was measured --
+    and up to each size vLLM's own table gives this TP size (``fi_allreduce_fusion_max_size_mb``), so
+    a default limit is itself a candidate value."""
+    fused = reading.tables["allreduce_rmsnorm"]
+    measured = {
+        size_ // 1024
+        for rung, size_ in enumerate(fused.sizes)
+        if any(
+            fused.measured(name, rung) for name in ("trtllm_fused_oneshot_vllm", "trtllm_fused_twoshot_vllm")
         )
-    )
-    return LaunchPlanParts(
-        args=choice.candidate.knobs.args,
-        env={**choice.candidate.knobs.env, **env},
-        notes=(*choice.candidate.notes, *routed, *unknown, *parity, MODEL_DIRECT_NOTE),
-    )
+    }
+    table = knobs.table(LAUNCHER, "fi_allreduce_fusion_max_size_mb")
+    defaults = {int(row[str(tp)] * 1024) for row in table.values() if str(tp) in row}
+    limits = sorted(measured | defaults)
+    options: list[Option] = [
+        ((), {}, "fusion pass: vLLM's default", {}),
+        ((), {}, "fusion pass off", {"fuse_allreduce_rms": False}),
+    ]
+    for kib in limits:
+        mb = kib / 1024  # whole KiB: exact in binary floating point, so vLLM's int(mb * MiB) is exact
+        options.append(
+            (
+                (),
+                {},
+                f"fusion pass on up to {size(kib * 1024)} (fi_allreduce_fusion_max_size_mb={mb:g})",
+                {"fuse_allreduce_rms": True, "fi_allreduce_fusion_max_size_mb": mb},
+            )
+        )
+    return options
+
+
+def _switch(env: str, note: str) -> list[Option]:
+    return [((), {}, f"{note}: vLLM's default", {}), ((), {env: "0"}, f"{note} off ({env}=0)", {})]
+
+
+def candidates(reading: Reading, tp: int, user: Knobs) -> list[Candidate]:
+    """Every combination of the knob values above that the user has not already decided."""
+    yours = _user_pass_keys(user)
+    named = {token.partition("=")[0] for token in user.args}
+    dimensions: list[list[Option]] = [
+        [((), {}, "fusion pass: yours", {})] if yours & set(PASS_KEYS) else _fusion_options(reading, tp),
+        [((), {}, "FlashInfer all-reduce: yours", {})]
+        if "VLLM_ALLREDUCE_USE_FLASHINFER" in user.env
+        else _switch("VLLM_ALLREDUCE_USE_FLASHINFER", "FlashInfer all-reduce"),
+        [((), {}, "FlashInfer backend: yours", {})]
+        if "VLLM_FLASHINFER_ALLREDUCE_BACKEND" in user.env
+        else [
+            ((), {}, "FlashInfer backend: vLLM's default (auto)", {}),
+            ((), {"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm"}, "FlashInfer backend trtllm", {}),
+        ],
+        [((), {}, "custom all-reduce: yours", {})]
+        if named & {"--disable-custom-all-reduce", "--no-disable-custom-all-reduce"}
+        else [
+            ((), {}, "custom all-reduce: vLLM's default", {}),
+            (CUSTOM_OFF, {}, "custom all-reduce off", {}),
+        ],
+        [((), {}, "torch symm-mem: yours", {})]
+        if "VLLM_ALLREDUCE_USE_SYMM_MEM" in user.env
+        else _switch("VLLM_ALLREDUCE_USE_SYMM_MEM", "torch symm-mem"),
+    ]
+    out = []
+    for combination in itertools.product(*dimensions):
+        pass_config = {k: v for option in combination for k, v in option[3].items()}
+        args = tuple(a for option in combination for a in option[0])
+        if pass_config:
+            args += compilation_config_arg(pass_config)
+        env = {k: v for option in combination for k, v in option[1].items()}
+        out.append(Candidate(Knobs(args=args, env=env), tuple(option[2] for option in combination)))
+    return out

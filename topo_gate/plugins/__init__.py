@@ -2,9 +2,12 @@
 
 Both launchers load third-party plugins in every process they start. With the variable unset the
 plugins do nothing. Otherwise, once the launcher's own configuration shows the TP size (and, where it
-can be read, the served model's hidden size), a plugin verifies the node, asks the same planner as
-``topo-gate exec`` for the plan, applies it to that configuration and the environment, and writes
-one line to stderr. Any error forces NCCL, with the reason; nothing is ever raised into the launcher.
+can be read, the served model's hidden size and layer count), a plugin verifies the node, asks the
+same planner as ``topo-gate exec`` for the plan -- priced against the launcher's default with the
+user's own settings, read back from that configuration and the environment -- applies it, and writes
+one line to stderr with the plan's estimate. Any error changes nothing (the launcher's own default,
+with the reason); ``TOPO_GATE_FALLBACK=nccl`` forces NCCL instead. Nothing is ever raised into the
+launcher.
 
 Processes the launcher starts later inherit the environment (and, for both launchers, the
 configuration object): the launching process records what it applied in ``TOPO_GATE_PLUGIN_APPLIED``
@@ -21,10 +24,13 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 
 from topo_gate.launchers import PLANNERS, LaunchPlan, nccl_plan
+from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
 PROFILE_ENV = "TOPO_GATE_PROFILE"
 APPLIED_ENV = "TOPO_GATE_PLUGIN_APPLIED"
+#: ``launcher-default`` (the default) or ``nccl``: what the plugin does when the profile cannot be used.
+FALLBACK_ENV = "TOPO_GATE_FALLBACK"
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ class Outcome:
         from topo_gate.plugins.fields import FLAG_FIELDS
 
         plan = self.plan
-        what = f"NCCL forced ({plan.reason})" if plan.fallback else plan.reason
+        what = _fallback_words(plan) if plan.fallback else plan.reason
         yours = {item.partition("=")[0] for item in self.kept}
         fields = FLAG_FIELDS.get(plan.launcher, {})
         args = [
@@ -55,10 +61,27 @@ class Outcome:
         parts = [f"topo-gate: {self.plugin} plugin: profile {self.digest}: {what}"]
         if applied:
             parts.append("applied " + " ".join(applied))
+        if plan.estimate:
+            parts.append(plan.estimate)
         parts.extend(self.notes)
         if self.kept:
             parts.append(f"yours kept: {', '.join(self.kept)}")
         return "; ".join(parts)
+
+
+def _fallback_words(plan: LaunchPlan) -> str:
+    if plan.args or plan.env or plan.config:
+        return f"NCCL forced ({plan.reason})"
+    return f"nothing changed ({plan.reason})"
+
+
+def fallback_mode(environ: Mapping[str, str] = os.environ) -> tuple[str, str | None]:
+    """The fallback ``TOPO_GATE_FALLBACK`` asks for, and a problem with it (an unknown value is not
+    silently taken for either: it changes nothing and the log line says why)."""
+    value = environ.get(FALLBACK_ENV, "").strip() or DEFAULT_FALLBACK
+    if value not in FALLBACKS:
+        return DEFAULT_FALLBACK, f"{FALLBACK_ENV}={value!r} is not one of {', '.join(FALLBACKS)}"
+    return value, None
 
 
 def profile_path(environ: Mapping[str, str] = os.environ) -> str | None:
@@ -130,19 +153,66 @@ def verified_fingerprint(environ: Mapping[str, str] = os.environ) -> tuple[str |
         return None, f"node not checked: {error}"
 
 
-def make_plan(
-    launcher: str, *, tp: int, served_hidden: Callable[[], int | None], profile: str
-) -> tuple[LaunchPlan, str | None]:
-    """The plan ``topo-gate exec`` would apply, from the same planner; NCCL when the node is not verified.
+def fallback(launcher: str, reason: str) -> LaunchPlan:
+    """The plan when the profile cannot be followed: nothing changed, or NCCL under ``TOPO_GATE_FALLBACK=nccl``."""
+    mode, problem = fallback_mode()
+    return nccl_plan(launcher, reason if problem is None else f"{reason}; {problem}", fallback=mode)
 
-    ``served_hidden`` reads the served model's hidden size from the launcher's configuration; the
-    planner's token thresholds then use it, not the profile's. Returns (plan, verified fingerprint or None).
-    """
+
+@dataclass(frozen=True)
+class Served:
+    """What a plugin reads from the launcher's own configuration for the planner."""
+
+    tp: int
+    hidden: int | None
+    layers: int | None
+    architecture: str | None
+    user_args: tuple[str, ...]
+
+
+def make_plan(launcher: str, *, served: Callable[[], Served], profile: str) -> tuple[LaunchPlan, str | None]:
+    """The plan ``topo-gate exec`` would apply, from the same planner, priced against the launcher's
+    default with the user's own settings (``served().user_args`` and the environment); the fallback
+    (``fallback``) when the node is not verified. Returns (plan, verified fingerprint or None)."""
     fingerprint, how = verified_fingerprint()
     if fingerprint is None:
-        return nccl_plan(launcher, how), None
-    plan = PLANNERS[launcher](profile, tp=tp, fingerprint=fingerprint, hidden=served_hidden() or None)
+        return fallback(launcher, how), None
+    mode, problem = fallback_mode()
+    if problem is not None:
+        return fallback(launcher, "not planned"), fingerprint
+    facts = served()
+    plan = PLANNERS[launcher](
+        profile,
+        tp=facts.tp,
+        fingerprint=fingerprint,
+        hidden=facts.hidden,
+        layers=facts.layers,
+        architecture=facts.architecture,
+        fallback=mode,
+        user_args=facts.user_args,
+        user_env=os.environ,
+    )
     return plan, fingerprint
+
+
+def user_args(target: object, launcher: str, defaults: Mapping[str, object]) -> tuple[str, ...]:
+    """The all-reduce flags the user set, read back from the launcher's parsed configuration: every
+    flag of ``FLAG_FIELDS`` whose field differs from its default (what the planner prices the
+    default with)."""
+    from topo_gate.plugins.fields import FLAG_FIELDS
+
+    found: list[str] = []
+    for flag, (name, meant) in FLAG_FIELDS[launcher].items():
+        if not hasattr(target, name):
+            continue
+        current = getattr(target, name)
+        if current == defaults.get(name) or current is None:
+            continue
+        if meant is None:
+            found += [flag, str(current)]
+        elif current == meant:
+            found.append(flag)
+    return tuple(found)
 
 
 def export_env(plan_env: Mapping[str, str], environ: MutableMapping[str, str]) -> tuple[str, ...]:
@@ -162,7 +232,7 @@ def record(outcome: Outcome, fingerprint: str | None, environ: MutableMapping[st
     if fingerprint is not None:
         environ[FINGERPRINT_ENV] = fingerprint
     environ[APPLIED_ENV] = f"{os.getpid()} profile {outcome.digest}: " + (
-        f"NCCL forced ({outcome.plan.reason})" if outcome.plan.fallback else outcome.plan.reason
+        _fallback_words(outcome.plan) if outcome.plan.fallback else outcome.plan.reason
     )
     say(outcome.line())
 

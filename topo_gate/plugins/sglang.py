@@ -17,17 +17,20 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from topo_gate.launchers import LaunchPlan, nccl_plan
+from topo_gate.launchers import LaunchPlan
 from topo_gate.launchers.merge import split_flags
 from topo_gate.plugins import (
     Outcome,
+    Served,
     apply_flags,
     export_env,
+    fallback,
     inherited,
     make_plan,
     profile_digest,
     profile_path,
     record,
+    user_args,
 )
 from topo_gate.plugins.fields import FLAG_FIELDS
 
@@ -44,7 +47,7 @@ def register() -> None:
 
         HookRegistry.register(TARGET, before_resolve, HookType.BEFORE)
     except Exception as error:  # noqa: BLE001 -- never raise into SGLang
-        _force_nccl(None, f"plugin could not hook SGLang: {type(error).__name__}: {error}")
+        _fall_back(None, f"plugin could not hook SGLang: {type(error).__name__}: {error}")
 
 
 def before_resolve(server_args: Any, *args: Any, **kwargs: Any) -> None:
@@ -67,17 +70,12 @@ def follow_profile(server_args: Any) -> None:
     if profile is None:
         return
     try:
-        plan, fingerprint = make_plan(
-            PLUGIN,
-            tp=int(server_args.tp_size),
-            served_hidden=lambda: _served_hidden(server_args),
-            profile=profile,
-        )
+        plan, fingerprint = make_plan(PLUGIN, served=lambda: _served(server_args), profile=profile)
         notes: tuple[str, ...] = ()
         unapplied = _unapplicable(server_args, plan)
         if unapplied:
-            plan = nccl_plan(PLUGIN, f"cannot apply {', '.join(unapplied)} at SGLang's plugin point")
-            notes = (f"{', '.join(unapplied)} not applied: every path forced off instead",)
+            plan = fallback(PLUGIN, f"cannot apply {', '.join(unapplied)} at SGLang's plugin point")
+            notes = (f"{', '.join(unapplied)} not applied",)
         kept = _apply(server_args, plan)
         record(
             Outcome("sglang", profile_digest(profile, fingerprint), plan, notes, kept),
@@ -85,11 +83,12 @@ def follow_profile(server_args: Any) -> None:
             os.environ,
         )
     except Exception as error:  # noqa: BLE001 -- never raise into SGLang
-        _force_nccl(server_args, f"plugin error: {type(error).__name__}: {error}")
+        _fall_back(server_args, f"plugin error: {type(error).__name__}: {error}")
 
 
-def _force_nccl(server_args: Any, reason: str) -> None:
-    plan = nccl_plan(PLUGIN, reason)
+def _fall_back(server_args: Any, reason: str) -> None:
+    """Last resort: the fallback plan (nothing, or NCCL forced), on ``server_args`` when there is one."""
+    plan = fallback(PLUGIN, reason)
     notes: tuple[str, ...] = ()
     args_applied = True
     try:
@@ -119,18 +118,30 @@ def _unapplicable(server_args: Any, plan: LaunchPlan) -> tuple[str, ...]:
     )
 
 
-def _apply(server_args: Any, plan: LaunchPlan) -> tuple[str, ...]:
-    """Set the plan's fields and env where the user has not; returns the user values kept."""
+def _defaults(server_args: Any) -> dict[str, Any]:
     import msgspec
 
     # ServerArgs is a msgspec Struct (sglang/srt/server_args.py:231); fields with a factory have no default.
-    defaults = {f.name: f.default for f in msgspec.structs.fields(type(server_args))}
-    _, kept = apply_flags(server_args, PLUGIN, plan, defaults)
+    return {f.name: f.default for f in msgspec.structs.fields(type(server_args))}
+
+
+def _apply(server_args: Any, plan: LaunchPlan) -> tuple[str, ...]:
+    """Set the plan's fields and env where the user has not; returns the user values kept."""
+    _, kept = apply_flags(server_args, PLUGIN, plan, _defaults(server_args))
     return (*kept, *export_env(plan.env, os.environ))
 
 
-def _served_hidden(server_args: Any) -> int | None:
-    """The served model's hidden size from its Hugging Face config, or None if it cannot be read."""
+def _served(server_args: Any) -> Served:
+    """The TP size, the user's own all-reduce flags and the served model's shape from ``server_args``."""
+    hidden, layers, architecture = _model_shape(server_args)
+    flags = user_args(server_args, PLUGIN, _defaults(server_args))
+    return Served(int(server_args.tp_size), hidden, layers, architecture, flags)
+
+
+def _model_shape(server_args: Any) -> tuple[int | None, int | None, str | None]:
+    """The served model's hidden size, layer count and architecture (``architectures[0]``, which
+    SGLang's fusion auto-enable keys on) from its Hugging Face config; None where it cannot be read
+    (the planner then says what it assumed)."""
     try:
         from transformers import AutoConfig
 
@@ -139,6 +150,9 @@ def _served_hidden(server_args: Any) -> int | None:
             trust_remote_code=bool(server_args.trust_remote_code),
             revision=server_args.revision,
         )
-        return int(config.get_text_config().hidden_size)
     except Exception:  # noqa: BLE001 -- the planner then uses the profile's, with a warning
-        return None
+        return None, None, None
+    architectures = getattr(config, "architectures", None) or [None]
+    text = config.get_text_config()
+    layers = getattr(text, "num_hidden_layers", None)
+    return int(text.hidden_size), int(layers) if isinstance(layers, int) else None, architectures[0]

@@ -23,17 +23,20 @@ import json
 import os
 from typing import Any
 
-from topo_gate.launchers import LaunchPlan, nccl_plan
+from topo_gate.launchers import LaunchPlan
 from topo_gate.launchers.merge import split_flags
 from topo_gate.plugins import (
     Outcome,
+    Served,
     apply_flags,
     export_env,
+    fallback,
     inherited,
     make_plan,
     profile_digest,
     profile_path,
     record,
+    user_args,
 )
 from topo_gate.plugins.fields import FLAG_FIELDS, VLLM_COMPILATION_FLAG
 
@@ -60,7 +63,7 @@ def register() -> None:
         setattr(create_engine_config, WRAPPED, True)
         EngineArgs.create_engine_config = create_engine_config
     except Exception as error:  # noqa: BLE001 -- vLLM calls plugins unguarded: never raise into it
-        _force_nccl(None, f"plugin could not hook vLLM: {type(error).__name__}: {error}")
+        _fall_back(None, f"plugin could not hook vLLM: {type(error).__name__}: {error}")
 
 
 def follow_profile(engine_args: Any) -> None:
@@ -69,28 +72,24 @@ def follow_profile(engine_args: Any) -> None:
     if profile is None:
         return
     try:
-        plan, fingerprint = make_plan(
-            PLUGIN,
-            tp=int(engine_args.tensor_parallel_size),
-            served_hidden=lambda: _served_hidden(engine_args),
-            profile=profile,
-        )
+        plan, fingerprint = make_plan(PLUGIN, served=lambda: _served(engine_args), profile=profile)
         notes: tuple[str, ...] = ()
         unapplicable = _unapplicable(plan)
         if unapplicable:
-            plan = nccl_plan(PLUGIN, f"cannot apply {', '.join(unapplicable)} at vLLM's plugin point")
-            notes = (f"{', '.join(unapplicable)} not applied: every path forced off instead",)
+            plan = fallback(PLUGIN, f"cannot apply {', '.join(unapplicable)} at vLLM's plugin point")
+            notes = (f"{', '.join(unapplicable)} not applied",)
         kept = _apply(engine_args, plan)
         record(
             Outcome("vllm", profile_digest(profile, fingerprint), plan, notes, kept), fingerprint, os.environ
         )
     except Exception as error:  # noqa: BLE001 -- never raise into vLLM
-        _force_nccl(engine_args, f"plugin error: {type(error).__name__}: {error}")
+        _fall_back(engine_args, f"plugin error: {type(error).__name__}: {error}")
 
 
-def _force_nccl(engine_args: Any, reason: str) -> None:
-    """Last resort: the NCCL-forcing plan, on ``engine_args`` when there is one; env only otherwise."""
-    plan = nccl_plan(PLUGIN, reason)
+def _fall_back(engine_args: Any, reason: str) -> None:
+    """Last resort: the fallback plan (nothing, or NCCL forced), on ``engine_args`` when there is
+    one; env only otherwise."""
+    plan = fallback(PLUGIN, reason)
     notes: tuple[str, ...] = ()
     args_applied = True
     kept: tuple[str, ...] = ()
@@ -125,12 +124,17 @@ def _unapplicable(plan: LaunchPlan) -> tuple[str, ...]:
     return tuple(missing)
 
 
-def _apply(engine_args: Any, plan: LaunchPlan) -> tuple[str, ...]:
-    """Set the plan's fields and env where the user has not; returns the user values kept."""
-    defaults = {
+def _defaults(engine_args: Any) -> dict[str, Any]:
+    return {
         f.name: f.default for f in dataclasses.fields(engine_args) if f.default is not dataclasses.MISSING
     }
-    _, kept = apply_flags(engine_args, PLUGIN, plan, defaults, special=frozenset({VLLM_COMPILATION_FLAG}))
+
+
+def _apply(engine_args: Any, plan: LaunchPlan) -> tuple[str, ...]:
+    """Set the plan's fields and env where the user has not; returns the user values kept."""
+    _, kept = apply_flags(
+        engine_args, PLUGIN, plan, _defaults(engine_args), special=frozenset({VLLM_COMPILATION_FLAG})
+    )
     for flag, value in split_flags(plan.args, PLUGIN):
         if flag == VLLM_COMPILATION_FLAG:
             assert value is not None, "the vLLM manifest says --compilation-config takes a value"
@@ -153,9 +157,40 @@ def _apply_pass_config(pass_config: Any, meant: dict[str, Any]) -> tuple[str, ..
     return tuple(kept)
 
 
-def _served_hidden(engine_args: Any) -> int | None:
-    """The served model's hidden size as vLLM reads it (its ModelConfig), or None if it cannot be read."""
+def _served(engine_args: Any) -> Served:
+    """The TP size, the user's own all-reduce flags and the served model's shape from ``engine_args``."""
+    args = user_args(engine_args, PLUGIN, _defaults(engine_args))
+    pass_config = _user_pass_config(engine_args)
+    if pass_config:
+        args += (VLLM_COMPILATION_FLAG, json.dumps({"pass_config": pass_config}, separators=(",", ":")))
+    hidden, layers, architecture = _model_shape(engine_args)
+    return Served(int(engine_args.tensor_parallel_size), hidden, layers, architecture, args)
+
+
+def _user_pass_config(engine_args: Any) -> dict[str, Any]:
+    """The all-reduce pass_config keys the user set (non-default) in ``engine_args.compilation_config``."""
+    pass_config = getattr(getattr(engine_args, "compilation_config", None), "pass_config", None)
+    if pass_config is None or not dataclasses.is_dataclass(pass_config):
+        return {}
+    defaults = {f.name: f.default for f in dataclasses.fields(pass_config)}
+    return {
+        key: getattr(pass_config, key)
+        for key in ("fuse_allreduce_rms", "fi_allreduce_fusion_max_size_mb")
+        if hasattr(pass_config, key) and getattr(pass_config, key) != defaults.get(key)
+    }
+
+
+def _model_shape(engine_args: Any) -> tuple[int | None, int | None, str | None]:
+    """The served model's hidden size, layer count and architecture as vLLM reads them (its
+    ModelConfig); None where they cannot be read (the planner then says what it assumed)."""
     try:
-        return int(engine_args.create_model_config().get_hidden_size())
+        config = engine_args.create_model_config()
+        hidden = int(config.get_hidden_size())
     except Exception:  # noqa: BLE001 -- the planner then uses the profile's, with a warning
-        return None
+        return None, None, None
+    try:
+        layers = int(config.hf_text_config.num_hidden_layers)
+    except Exception:  # noqa: BLE001 -- a model without the field: the planner assumes a depth and says so
+        layers = None
+    architectures = getattr(config, "architectures", None) or [None]
+    return hidden, layers, architectures[0]

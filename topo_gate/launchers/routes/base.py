@@ -107,6 +107,11 @@ class Knobs:
     config: Mapping[str, object] = field(default_factory=dict)
 
 
+def is_fused(backend: str) -> bool:
+    """A fused all-reduce + RMSNorm kernel (``trtllm_fused_*``, ``mnnvl_fused_*``), not a plain one."""
+    return "_fused" in backend
+
+
 class RouteError(ValueError):
     """The launcher would refuse these knobs here (e.g. raise at startup), or a name is unknown."""
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from topo_gate.launchers.routes import ROUTERS, architecture_variants, route
-from topo_gate.launchers.routes.base import Context, Knobs, RouteError, takes_whole_tokens
-from topo_gate.launchers.routes.check import is_fused
+from topo_gate.launchers.routes.base import Context, Knobs, RouteError, is_fused, takes_whole_tokens
 
 PATTERNS = ("allreduce", "allreduce_rmsnorm")
 #: The trials' name of a plain backend followed by add + RMSNorm (``trials.backends.COMPOSITE_SUFFIX``).

@@ -1,0 +1,246 @@
+"""The planner's search on a stand-in launcher whose routes are written by the test, so the search
+rules (admission, the objective, ties, the user's knobs) are pinned apart from any launcher's routing.
+
+The stand-in replaces TensorRT-LLM's router (its knobs live in ``Knobs.config``, which the planner
+merges key by key, the user's winning): config ``{"limit": N}`` sends plain and fused all-reduces of
+up to N tokens to ``vllm_custom`` / ``trtllm_fused_oneshot_vllm``; without it the launcher runs
+``pcie_ipc`` up to 16 tokens (``{"default_limit": M}``: up to M).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from price_tables import ROW, SIZES, flat, table
+
+from topo_gate.launchers import routes as route_models
+from topo_gate.launchers.common import Reading
+from topo_gate.launchers.costmodel import Step, price_at
+from topo_gate.launchers.planning import NO_KNOBS, Candidate, choose
+from topo_gate.launchers.routes import Knobs, RouteError
+from topo_gate.launchers.routes.base import up_to
+from topo_gate.launchers.workload import PRESETS, Workload
+
+PLAIN, FUSED = "allreduce", "allreduce_rmsnorm"
+STEP = Step(layers=10, layers_known=True)
+DECODE = PRESETS["decode"]
+
+
+def stand_in_routes(knobset: Knobs, ctx: route_models.Context) -> dict:
+    config = knobset.config
+    if config.get("refuse"):
+        raise RouteError("the launcher would refuse this")
+    if "limit" in config:
+        limit = int(config["limit"]) * ctx.row_bytes + 1
+        return {PLAIN: up_to(limit, "vllm_custom"), FUSED: up_to(limit, "trtllm_fused_oneshot_vllm")}
+    limit = int(config.get("default_limit", 16)) * ctx.row_bytes + 1
+    return {PLAIN: up_to(limit, "pcie_ipc"), FUSED: up_to(limit, "pcie_ipc")}
+
+
+@pytest.fixture(autouse=True)
+def stand_in_launcher(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(route_models.ROUTERS, "trtllm", stand_in_routes)
+
+
+def reading(plain: dict, fused: dict, fixed: frozenset = frozenset()) -> Reading:
+    return Reading(
+        {PLAIN: table(PLAIN, plain), FUSED: table(FUSED, fused)},
+        7168,
+        2,
+        (9, 0),
+        (),
+        group_class="nvswitch",
+        served_hidden=7168,
+        fixed=fixed,
+    )
+
+
+def fast(tokens: int) -> Candidate:
+    return Candidate(Knobs(config={"limit": tokens}), (f"fast up to {tokens}",))
+
+
+NOTHING = Knobs()
+
+
+def plan(read: Reading, candidates: list[Candidate], *, user: Knobs = NOTHING, workload: Workload = DECODE):
+    return choose("trtllm", candidates, read, 2, user=user, workload=workload, step=STEP)
+
+
+BASE_PLAIN = {"nccl": {"median": flat(8.0)}, "pcie_ipc": {"median": flat(6.0)}}
+BASE_FUSED = {"nccl": {"median": flat(10.0)}, "pcie_ipc+rmsnorm": {"median": flat(8.0)}}
+
+
+def test_no_knobs_when_nothing_saves() -> None:
+    read = reading(
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(7.0)}},
+        {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(9.0)}},
+    )
+    choice = plan(read, [fast(16), fast(64)])
+    assert choice.candidate == NO_KNOBS
+    # Both are refused where they first replace the default (1-16 tokens), as slower there.
+    assert [why.split(": ")[:2] for _, why in choice.rejected] == [
+        ["allreduce 14336-229376 B", "slower at 14336 bytes"]
+    ] * 2
+
+
+def test_the_cheapest_admissible_plan_wins() -> None:
+    read = reading(
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}},
+        {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}},
+    )
+    choice = plan(read, [fast(16), fast(64), fast(512)])
+    assert choice.candidate == fast(512)
+    assert choice.worst.total.plan_us < choice.worst.total.default_us
+
+
+def test_a_plan_that_would_change_an_unmeasured_default_is_refused() -> None:
+    plain = {"nccl": {"median": flat(8.0)}, "vllm_custom": {"median": flat(1.0)}}  # "pcie_ipc" never measured
+    fused = {"nccl": {"median": flat(10.0)}, "trtllm_fused_oneshot_vllm": {"median": flat(2.0)}}
+    choice = plan(reading(plain, fused), [fast(16)])
+    assert choice.candidate == NO_KNOBS
+    assert "default path not measured" in choice.rejected[0][1]
+
+
+def test_ties_go_to_fewer_knobs() -> None:
+    # "vllm_custom" up to 16 tokens is the only difference that matters; two knobs buy nothing more.
+    read = reading(
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}},
+        {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}},
+    )
+    one = fast(16)
+    two = Candidate(Knobs(config={"limit": 16, "unused": 1}), ("the same, with a knob more",))
+    assert plan(read, [two, one]).candidate == one
+
+
+def test_a_saving_under_the_tie_share_is_no_plan() -> None:
+    # 0.5% cheaper than the default over the workload: within TIE_FRACTION, so no knobs.
+    read = reading(
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(5.995)}},
+        {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(7.96)}},
+    )
+    assert plan(read, [fast(16)], workload=Workload.from_weights("w", {1: 1.0})).candidate == NO_KNOBS
+
+
+def test_the_users_own_knob_wins_over_a_candidate() -> None:
+    read = reading(
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}},
+        {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}},
+    )
+    user = Knobs(config={"limit": 8})
+    choice = plan(read, [fast(512)], user=user)
+    # The user's "fast: 8" is what runs with or without the candidate: no candidate changes anything.
+    assert choice.candidate == NO_KNOBS
+    assert choice.worst.default.routes[PLAIN] == up_to(8 * ROW + 1, "vllm_custom")
+
+
+def test_a_refused_knob_set_is_dropped_with_the_launchers_reason() -> None:
+    read = reading(BASE_PLAIN, BASE_FUSED)
+    refused = Candidate(Knobs(config={"refuse": True}))
+    assert (refused, "the launcher would refuse this") in plan(read, [refused]).rejected
+
+
+def test_a_default_slower_than_nccl_is_turned_off() -> None:
+    # The launcher's default path loses to NCCL (the seed's TP4 case): routing to NCCL saves.
+    plain = {"nccl": {"median": flat(8.0)}, "pcie_ipc": {"median": flat(12.0)}}
+    fused = {"nccl": {"median": flat(10.0)}, "pcie_ipc+rmsnorm": {"median": flat(14.0)}}
+    nccl_instead = Candidate(Knobs(config={"limit": 0}), ("off",))
+    read = reading(
+        {**plain, "vllm_custom": {"median": flat(99.0)}},
+        {**fused, "trtllm_fused_oneshot_vllm": {"median": flat(99.0)}},
+    )
+    choice = plan(read, [nccl_instead])
+    assert choice.candidate == nccl_instead
+    assert choice.worst.total.plan_us < choice.worst.total.default_us
+
+
+def test_a_pattern_left_out_keeps_its_default_paths() -> None:
+    read = reading(
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}},
+        {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}},
+        fixed=frozenset({FUSED}),
+    )
+    choice = plan(read, [fast(16)])
+    assert choice.candidate == NO_KNOBS
+    assert "a pattern left out (--pattern)" in choice.rejected[0][1]
+
+
+# -- the constraint, checked size by size against an independent reading of the same prices ------
+
+medians = st.lists(st.floats(min_value=1.0, max_value=50.0), min_size=len(SIZES), max_size=len(SIZES))
+holes = st.lists(st.booleans(), min_size=len(SIZES), max_size=len(SIZES))
+
+
+@st.composite
+def price_tables(draw: st.DrawFn) -> Reading:
+    def spec(measured_everywhere: bool = False) -> dict:
+        values = draw(medians)
+        if not measured_everywhere:
+            values = [None if gap else v for v, gap in zip(values, draw(holes), strict=True)]
+        return {"median": values, "ci": draw(st.floats(min_value=0.0, max_value=0.05))}
+
+    plain = {"nccl": spec(True), "pcie_ipc": spec(draw(st.booleans())), "vllm_custom": spec()}
+    fused = {
+        "nccl": spec(True),
+        "pcie_ipc+rmsnorm": spec(draw(st.booleans())),
+        "trtllm_fused_oneshot_vllm": spec(),
+    }
+    return reading(plain, fused)
+
+
+workloads = st.dictionaries(
+    st.sampled_from([1, 2, 3, 8, 16, 40, 64, 512, 4096]), st.floats(0.01, 1.0), min_size=1
+).map(lambda weights: Workload.from_weights("drawn", weights))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    read=price_tables(),
+    limits=st.lists(st.integers(0, 8192), max_size=6),
+    workload=workloads,
+    default_limit=st.one_of(st.none(), st.integers(0, 8192)),
+)
+def test_the_chosen_plan_is_nowhere_dearer_than_the_default(
+    read: Reading, limits: list[int], workload: Workload, default_limit: int | None
+) -> None:
+    # The user's own knob (when drawn) moves the launcher's default: the plan is priced against that.
+    user = NOTHING if default_limit is None else Knobs(config={"default_limit": default_limit})
+    choice = plan(read, [fast(n) for n in limits], workload=workload, user=user)
+    variant = choice.worst
+    calls = variant.pricing.step.calls
+    for pattern in (PLAIN, FUSED):
+        for tokens in range(1, SIZES[-1] // ROW + 1):
+            nbytes = tokens * ROW
+            mine, theirs = variant.plan.name_at(pattern, nbytes), variant.default.name_at(pattern, nbytes)
+            if mine == theirs and variant.plan.priors_of(mine) == variant.default.priors_of(theirs):
+                continue
+            default_price = price_at(
+                pattern, theirs, nbytes, variant.default, variant.pricing, pessimistic=False
+            )
+            plan_price = price_at(pattern, mine, nbytes, variant.plan, variant.pricing, pessimistic=True)
+            assert not isinstance(default_price, str), f"changed an unmeasured default at {tokens} tokens"
+            assert not isinstance(plan_price, str), f"took an unmeasured path at {tokens} tokens"
+            assert plan_price.per_call(calls) <= default_price.high_per_call(calls) + 1e-9, (pattern, tokens)
+    assert variant.total.plan_us is None or variant.total.plan_us <= variant.total.default_us + 1e-9
+    if choice.candidate != NO_KNOBS:
+        assert variant.total.plan_us < variant.total.default_us
+
+
+@settings(max_examples=60, deadline=None)
+@given(read=price_tables(), limits=st.lists(st.integers(0, 8192), min_size=1, max_size=4))
+def test_nothing_that_saves_means_no_knobs(read: Reading, limits: list[int]) -> None:
+    # Make "vllm_custom" dearer than everything at every size: no candidate can save.
+    slow = {PLAIN: table(PLAIN, {**_specs(read, PLAIN), "vllm_custom": {"median": flat(1000.0)}})}
+    slow[FUSED] = table(FUSED, {**_specs(read, FUSED), "trtllm_fused_oneshot_vllm": {"median": flat(1000.0)}})
+    read = Reading(slow, 7168, 2, (9, 0), (), group_class="nvswitch", served_hidden=7168)
+    assert plan(read, [fast(n) for n in limits]).candidate == NO_KNOBS
+
+
+def _specs(read: Reading, pattern: str) -> dict:
+    """The non-"vllm_custom" backends of a drawn reading, as specs again (their medians and statuses)."""
+    out = {}
+    current = read.tables[pattern]
+    for name in ("nccl", "pcie_ipc" if pattern == PLAIN else "pcie_ipc+rmsnorm"):
+        values = [current.latency(name, rung, "isolated") for rung in range(len(SIZES))]
+        out[name] = {"median": [None if v is None else v.median for v in values]}
+    return out

@@ -1,0 +1,180 @@
+"""What one all-reduce call costs on the profiled node, from the profile's measurement tables.
+
+A route (``routes``) names, per message size, the kernel a launcher runs; this module prices a
+name at a *rung*, one of the sizes the probe measured (``Measurement.sizes``). Sizes between rungs
+are priced from the two rungs around them (``bracket``); the planner checks its constraint at both.
+Pure; stdlib only.
+
+- **Names.** A route's ``None`` is NCCL: the table's ``nccl`` (the fused pattern's ``nccl`` is NCCL
+  followed by the add + RMSNorm kernel, what a launcher runs with fusion off). In the fused pattern a
+  plain kernel is followed by the same norm kernel: the table's ``<name>+rmsnorm`` composite.
+- **Which latency.** ``IN_CONTEXT`` (the call inside a GEMM -> all-reduce [-> norm] layer graph,
+  minus the GEMM alone) where the probe timed it, else ``ISOLATED`` (back-to-back calls in one CUDA
+  graph). Two prices are only compared when they come from the same kind (``source_for``).
+- **Noise.** Each latency carries the 95% confidence interval of its median.
+- **Size transitions.** A Lamport-style kernel clears the slots the previous, larger message left
+  in its buffer: a call right after a larger one costs ``T`` extra (``Measurement`` records ``T`` at
+  each size after each larger rung). ``transition_bounds`` bounds ``T`` after a message of any size
+  from the rungs measured around it, assuming ``T`` does not fall as the earlier message grows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from topo_gate.launchers.routes.base import is_fused
+
+if TYPE_CHECKING:
+    from topo_gate.profile.measurements import BackendPrices, Measurement
+
+NCCL = "nccl"
+COMPOSITE_SUFFIX = "+rmsnorm"
+FUSED_PATTERN = "allreduce_rmsnorm"
+ISOLATED = "isolated"
+IN_CONTEXT = "in context"
+#: Statuses whose median is a measurement (an early-stopped loser ran fewer rounds, but ran).
+MEASURED_STATUSES = frozenset({"ok", "stopped"})
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Microseconds per call: the median and its 95% confidence interval."""
+
+    median: float
+    low: float
+    high: float
+
+    def plus(self, extra_low: float, extra_high: float) -> Latency:
+        return Latency(self.median + extra_high, self.low + extra_low, self.high + extra_high)
+
+
+def table_name(pattern: str, routed: str | None, nccl: str = NCCL) -> str:
+    """The measurement-table name of what a route sends a message of ``pattern`` to; ``nccl`` is the
+    name of the NCCL the launcher runs (``routes.nccl.nccl_path``: the measured one, or NVLS)."""
+    if routed is None:
+        return nccl
+    if pattern == FUSED_PATTERN and not is_fused(routed):
+        return routed + COMPOSITE_SUFFIX
+    return routed
+
+
+def buffer_of(name: str) -> str:
+    """Which Lamport buffer a kernel writes: one launcher's FlashInfer / TensorRT-LLM workspace serves
+    its plain and fused, one- and two-shot kernels alike (SGLang: ``srt/layers/flashinfer_comm_fusion.py``
+    one workspace for both; vLLM 0.33.0: ``get_fi_ar_workspace`` is one process-wide workspace for the
+    standalone all-reduce and the fusion pass, ``distributed/device_communicators/flashinfer_all_reduce.py:180-230``
+    and ``compilation/passes/fusion/allreduce_rms_fusion.py:223-244``); every other kernel has its own."""
+    base = name.removesuffix(COMPOSITE_SUFFIX)
+    if base.startswith("trtllm_"):
+        for launcher in ("_vllm", "_sglang"):
+            if base.endswith(launcher):
+                return "trtllm" + launcher
+        return "trtllm"
+    return base
+
+
+def bracket(sizes: Sequence[int], nbytes: int) -> tuple[int, int] | None:
+    """The rungs around ``nbytes``: ``(i, i)`` at a rung or below the smallest (small messages cost
+    what the smallest measured one does: launch-bound), ``(i - 1, i)`` between two, None above the
+    largest (not measured)."""
+    if nbytes <= sizes[0]:
+        return (0, 0)
+    for index, size in enumerate(sizes):
+        if nbytes == size:
+            return (index, index)
+        if nbytes < size:
+            return (index - 1, index)
+    return None
+
+
+class PriceTable:
+    """One pattern's measurement table, read by name and rung."""
+
+    def __init__(self, measurement: Measurement) -> None:
+        self.pattern = measurement.pattern
+        self.sizes = tuple(measurement.sizes)
+        self.hidden = measurement.hidden
+        self._backends: Mapping[str, BackendPrices] = measurement.backends
+
+    def status(self, name: str, rung: int) -> str:
+        prices = self._backends.get(name)
+        return "not in the trials" if prices is None else prices.status[rung]
+
+    def measured(self, name: str, rung: int) -> bool:
+        prices = self._backends.get(name)
+        return (
+            prices is not None
+            and prices.status[rung] in MEASURED_STATUSES
+            and prices.median_us[rung] is not None
+        )
+
+    def has_context(self, name: str, rung: int) -> bool:
+        prices = self._backends.get(name)
+        return (
+            prices is not None
+            and prices.in_context_us is not None
+            and prices.in_context_us[rung] is not None
+            and prices.in_context_ci_us is not None
+            and prices.in_context_ci_us[rung] is not None
+        )
+
+    def latency(self, name: str, rung: int, source: str) -> Latency | None:
+        """The per-call latency of ``name`` at ``rung`` from ``source``; None where not measured."""
+        prices = self._backends.get(name)
+        if prices is None or not self.measured(name, rung):
+            return None
+        if source == IN_CONTEXT:
+            if not self.has_context(name, rung):
+                return None
+            assert prices.in_context_us is not None and prices.in_context_ci_us is not None
+            median, interval = prices.in_context_us[rung], prices.in_context_ci_us[rung]
+        else:
+            median, interval = prices.median_us[rung], prices.ci_us[rung]
+        if median is None or interval is None:
+            return None
+        return Latency(median, interval[0], interval[1])
+
+    def lamport(self, name: str) -> bool:
+        prices = self._backends.get(name)
+        return prices is not None and prices.transition is not None
+
+    def transition_bounds(self, name: str, rung: int, after: int | None) -> tuple[float, float | None]:
+        """Bounds ``(low, high)`` on the extra microseconds of one call of ``name`` at ``rung`` right
+        after a message of ``after`` bytes (None: of any size) went through its buffer.
+
+        ``low`` is the largest cost measured after a message no larger than ``after`` (0 when none
+        was), ``high`` the smallest measured after one at least as large (None when none was: no
+        bound). Nothing larger than the rung went before: no transition.
+        """
+        prices = self._backends.get(name)
+        size = self.sizes[rung]
+        if prices is None or prices.transition is None or (after is not None and after <= size):
+            return (0.0, 0.0)
+        low, high = 0.0, None
+        for prior, row in zip(prices.transition.after_bytes, prices.transition.cost_us, strict=True):
+            cost = row[rung]
+            if cost is None or prior <= size:
+                continue
+            if after is None or prior <= after:
+                low = max(low, cost)
+            if after is not None and prior >= after:
+                high = cost if high is None else min(high, cost)
+        return (low, high)
+
+
+def in_context_rungs(
+    tables: Mapping[str, PriceTable], needed: Iterable[tuple[str, int, str]]
+) -> frozenset[tuple[str, int]]:
+    """The (pattern, rung) pairs where every measured name in ``needed`` at that rung was also timed
+    in the layer graphs: those are priced ``IN_CONTEXT``, every other rung ``ISOLATED``, so that
+    prices are only ever compared within one kind."""
+    missing: set[tuple[str, int]] = set()
+    timed: set[tuple[str, int]] = set()
+    for pattern, rung, name in needed:
+        table = tables[pattern]
+        if not table.measured(name, rung):
+            continue  # unpriced either way: the planner refuses to route there
+        (timed if table.has_context(name, rung) else missing).add((pattern, rung))
+    return frozenset(timed - missing)
