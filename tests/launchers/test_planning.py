@@ -72,7 +72,8 @@ BASE_FUSED = {"nccl": {"median": flat(10.0)}, "pcie_ipc+rmsnorm": {"median": fla
 
 def test_no_knobs_when_nothing_saves() -> None:
     read = reading(
-        {**BASE_PLAIN, "vllm_custom": {"median": flat(7.0)}}, {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(9.0)}}
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(7.0)}},
+        {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(9.0)}},
     )
     choice = plan(read, [fast(16), fast(64)])
     assert choice.candidate == NO_KNOBS
@@ -84,7 +85,8 @@ def test_no_knobs_when_nothing_saves() -> None:
 
 def test_the_cheapest_admissible_plan_wins() -> None:
     read = reading(
-        {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}}, {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}}
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}},
+        {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}},
     )
     choice = plan(read, [fast(16), fast(64), fast(512)])
     assert choice.candidate == fast(512)
@@ -102,7 +104,8 @@ def test_a_plan_that_would_change_an_unmeasured_default_is_refused() -> None:
 def test_ties_go_to_fewer_knobs() -> None:
     # "vllm_custom" up to 16 tokens is the only difference that matters; two knobs buy nothing more.
     read = reading(
-        {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}}, {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}}
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}},
+        {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}},
     )
     one = fast(16)
     two = Candidate(Knobs(config={"limit": 16, "unused": 1}), ("the same, with a knob more",))
@@ -112,14 +115,16 @@ def test_ties_go_to_fewer_knobs() -> None:
 def test_a_saving_under_the_tie_share_is_no_plan() -> None:
     # 0.5% cheaper than the default over the workload: within TIE_FRACTION, so no knobs.
     read = reading(
-        {**BASE_PLAIN, "vllm_custom": {"median": flat(5.995)}}, {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(7.96)}}
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(5.995)}},
+        {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(7.96)}},
     )
     assert plan(read, [fast(16)], workload=Workload.from_weights("w", {1: 1.0})).candidate == NO_KNOBS
 
 
 def test_the_users_own_knob_wins_over_a_candidate() -> None:
     read = reading(
-        {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}}, {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}}
+        {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}},
+        {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}},
     )
     user = Knobs(config={"limit": 8})
     choice = plan(read, [fast(512)], user=user)
@@ -139,7 +144,10 @@ def test_a_default_slower_than_nccl_is_turned_off() -> None:
     plain = {"nccl": {"median": flat(8.0)}, "pcie_ipc": {"median": flat(12.0)}}
     fused = {"nccl": {"median": flat(10.0)}, "pcie_ipc+rmsnorm": {"median": flat(14.0)}}
     nccl_instead = Candidate(Knobs(config={"limit": 0}), ("off",))
-    read = reading({**plain, "vllm_custom": {"median": flat(99.0)}}, {**fused, "trtllm_fused_oneshot_vllm": {"median": flat(99.0)}})
+    read = reading(
+        {**plain, "vllm_custom": {"median": flat(99.0)}},
+        {**fused, "trtllm_fused_oneshot_vllm": {"median": flat(99.0)}},
+    )
     choice = plan(read, [nccl_instead])
     assert choice.candidate == nccl_instead
     assert choice.worst.total.plan_us < choice.worst.total.default_us
@@ -171,7 +179,11 @@ def price_tables(draw: st.DrawFn) -> Reading:
         return {"median": values, "ci": draw(st.floats(min_value=0.0, max_value=0.05))}
 
     plain = {"nccl": spec(True), "pcie_ipc": spec(draw(st.booleans())), "vllm_custom": spec()}
-    fused = {"nccl": spec(True), "pcie_ipc+rmsnorm": spec(draw(st.booleans())), "trtllm_fused_oneshot_vllm": spec()}
+    fused = {
+        "nccl": spec(True),
+        "pcie_ipc+rmsnorm": spec(draw(st.booleans())),
+        "trtllm_fused_oneshot_vllm": spec(),
+    }
     return reading(plain, fused)
 
 
