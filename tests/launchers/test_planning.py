@@ -3,7 +3,8 @@ rules (admission, the objective, ties, the user's knobs) are pinned apart from a
 
 The stand-in replaces TensorRT-LLM's router (its knobs live in ``Knobs.config``, which the planner
 merges key by key, the user's winning): config ``{"limit": N}`` sends plain and fused all-reduces of
-up to N tokens to ``vllm_custom`` / ``trtllm_fused_oneshot_vllm``; without it the launcher runs ``pcie_ipc`` up to 16 tokens.
+up to N tokens to ``vllm_custom`` / ``trtllm_fused_oneshot_vllm``; without it the launcher runs
+``pcie_ipc`` up to 16 tokens (``{"default_limit": M}``: up to M).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def stand_in_routes(knobset: Knobs, ctx: route_models.Context) -> dict:
     if "limit" in config:
         limit = int(config["limit"]) * ctx.row_bytes + 1
         return {PLAIN: up_to(limit, "vllm_custom"), FUSED: up_to(limit, "trtllm_fused_oneshot_vllm")}
-    limit = 16 * ctx.row_bytes + 1
+    limit = int(config.get("default_limit", 16)) * ctx.row_bytes + 1
     return {PLAIN: up_to(limit, "pcie_ipc"), FUSED: up_to(limit, "pcie_ipc")}
 
 
@@ -193,11 +194,18 @@ workloads = st.dictionaries(
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(read=price_tables(), limits=st.lists(st.integers(0, 8192), max_size=6), workload=workloads)
+@given(
+    read=price_tables(),
+    limits=st.lists(st.integers(0, 8192), max_size=6),
+    workload=workloads,
+    default_limit=st.one_of(st.none(), st.integers(0, 8192)),
+)
 def test_the_chosen_plan_is_nowhere_dearer_than_the_default(
-    read: Reading, limits: list[int], workload: Workload
+    read: Reading, limits: list[int], workload: Workload, default_limit: int | None
 ) -> None:
-    choice = plan(read, [fast(n) for n in limits], workload=workload)
+    # The user's own knob (when drawn) moves the launcher's default: the plan is priced against that.
+    user = NOTHING if default_limit is None else Knobs(config={"default_limit": default_limit})
+    choice = plan(read, [fast(n) for n in limits], workload=workload, user=user)
     variant = choice.worst
     calls = variant.pricing.step.calls
     for pattern in (PLAIN, FUSED):

@@ -25,6 +25,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from topo_gate.launchers import knobs
 from topo_gate.launchers.common import PATTERNS, LaunchPlan, LaunchPlanParts, Reading, follow_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
@@ -35,7 +36,10 @@ FUSION_FLAGS = ("--flashinfer-allreduce-fusion-backend", "--enforce-disable-flas
 FUSION_ON = ("--flashinfer-allreduce-fusion-backend", "trtllm")
 FUSION_OFF = ("--enforce-disable-flashinfer-allreduce-fusion",)
 CUSTOM_OFF = ("--disable-custom-all-reduce",)
-CUSTOM_ENV = ("SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2", "SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB")
+V2_MAX_KB_ENV = "SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB"
+#: v2's own default cap (KiB): setting it is "no knob", which is always a candidate already.
+V2_MAX_KB_DEFAULT = int(knobs.manifest(LAUNCHER)["env"][V2_MAX_KB_ENV]["default"])
+CUSTOM_ENV = ("SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2", V2_MAX_KB_ENV)
 PCIE_ENV = ("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE", "SGLANG_PCIE_IPC_MAX_NUMEL")
 SYMM_ON = ("--enable-torch-symm-mem",)
 
@@ -118,15 +122,15 @@ def _fusion_options() -> list[Option]:
 
 
 def _custom_options(reading: Reading) -> list[Option]:
-    options: list[Option] = [((), {}, "custom all-reduce: SGLang's default")]
+    options: list[Option] = [((), {}, "custom all-reduce: SGLang's default (v2 on full-NVLink groups)")]
     options += [
         (
             (),
-            {"SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB": str(limit // 1024)},
+            {V2_MAX_KB_ENV: str(limit // 1024)},
             f"custom all-reduce v2 up to {limit // 1024} KiB",
         )
         for limit in _limits(reading, "custom_v2_sglang")
-        if limit % 1024 == 0
+        if limit % 1024 == 0 and limit // 1024 != V2_MAX_KB_DEFAULT
     ]
     if _limits(reading, "vllm_custom"):
         options.append(

@@ -24,6 +24,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from topo_gate.launchers import knobs
 from topo_gate.launchers.common import PATTERNS, LaunchPlan, LaunchPlanParts, Reading, follow_profile
 from topo_gate.launchers.planning import Candidate, size
 from topo_gate.launchers.routes import Knobs
@@ -106,18 +107,21 @@ def _user_pass_keys(user: Knobs) -> set[str]:
     return set(pass_config(user))
 
 
-def _fusion_options(reading: Reading) -> list[Option]:
+def _fusion_options(reading: Reading, tp: int) -> list[Option]:
+    """Fusion as vLLM defaults it, off, and on up to each size where a fused kernel was measured --
+    and up to each size vLLM's own table gives this TP size (``fi_allreduce_fusion_max_size_mb``), so
+    a default limit is itself a candidate value."""
     fused = reading.tables["allreduce_rmsnorm"]
-    limits = sorted(
-        {
-            size_ // 1024
-            for rung, size_ in enumerate(fused.sizes)
-            if any(
-                fused.measured(name, rung)
-                for name in ("trtllm_fused_oneshot_vllm", "trtllm_fused_twoshot_vllm")
-            )
-        }
-    )
+    measured = {
+        size_ // 1024
+        for rung, size_ in enumerate(fused.sizes)
+        if any(
+            fused.measured(name, rung) for name in ("trtllm_fused_oneshot_vllm", "trtllm_fused_twoshot_vllm")
+        )
+    }
+    table = knobs.table(LAUNCHER, "fi_allreduce_fusion_max_size_mb")
+    defaults = {int(row[str(tp)] * 1024) for row in table.values() if str(tp) in row}
+    limits = sorted(measured | defaults)
     options: list[Option] = [
         ((), {}, "fusion pass: vLLM's default", {}),
         ((), {}, "fusion pass off", {"fuse_allreduce_rms": False}),
@@ -141,11 +145,10 @@ def _switch(env: str, note: str) -> list[Option]:
 
 def candidates(reading: Reading, tp: int, user: Knobs) -> list[Candidate]:
     """Every combination of the knob values above that the user has not already decided."""
-    del tp
     yours = _user_pass_keys(user)
     named = {token.partition("=")[0] for token in user.args}
     dimensions: list[list[Option]] = [
-        [((), {}, "fusion pass: yours", {})] if yours & set(PASS_KEYS) else _fusion_options(reading),
+        [((), {}, "fusion pass: yours", {})] if yours & set(PASS_KEYS) else _fusion_options(reading, tp),
         [((), {}, "FlashInfer all-reduce: yours", {})]
         if "VLLM_ALLREDUCE_USE_FLASHINFER" in user.env
         else _switch("VLLM_ALLREDUCE_USE_FLASHINFER", "FlashInfer all-reduce"),
