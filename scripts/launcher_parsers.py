@@ -118,7 +118,8 @@ class VllmParser:
         engine = self.engine_args.from_cli_args(namespace)
         if engine.tensor_parallel_size != tp:
             problems.append(f"tensor_parallel_size parsed as {engine.tensor_parallel_size}, not {tp}")
-        expected = {field: False for field, _ in VLLM_FLAGS.values()}
+        # Every field the flags stand for holds EngineArgs' own default unless the plan sets it.
+        expected = {field: getattr(self.engine_args, field) for field, _ in VLLM_FLAGS.values()}
         for flag, value in split_flags(plan.args, "vllm"):
             if flag == VLLM_COMPILATION_FLAG:
                 problems += self._compilation(json.loads(value), engine)

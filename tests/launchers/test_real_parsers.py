@@ -46,8 +46,8 @@ def test_vllm_check_accepts_what_vllm_reads_as_meant_and_rejects_the_rest(driver
     assert vllm.check(good, 4) == []
     # "true" is not what vLLM's bool(int(...)) reads; a flag with no recorded meaning is refused.
     assert vllm.check(plan("vllm", env={"VLLM_ALLREDUCE_USE_SYMM_MEM": "true"}), 2)
-    assert vllm.check(plan("vllm", ("--enforce-eager",)), 2) == [
-        "--enforce-eager: no meaning recorded in VLLM_FLAGS"
+    assert vllm.check(plan("vllm", ("--disable-nccl-for-dp-synchronization",)), 2) == [
+        "--disable-nccl-for-dp-synchronization: no meaning recorded in VLLM_FLAGS"
     ]
 
 
