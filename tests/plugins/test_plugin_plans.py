@@ -111,7 +111,10 @@ def plugin_environment(monkeypatch: pytest.MonkeyPatch):
     names |= {*sglang.FORCE_NCCL.env, *vllm.FORCE_NCCL.env, APPLIED_ENV, FINGERPRINT_ENV, FALLBACK_ENV}
     for name in names:
         monkeypatch.delenv(name, raising=False)
-    return monkeypatch
+    yield monkeypatch
+    # monkeypatch restores only what existed before; what the plugin set on top of nothing goes here.
+    for name in names:
+        os.environ.pop(name, None)
 
 
 def follow(case: KnobCase, tmp_path: Path, monkeypatch, *, node: str = FINGERPRINT) -> str:
