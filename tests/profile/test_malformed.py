@@ -117,7 +117,9 @@ class TestMalformed:
             topo_gate.load_profile(case_path)
         assert fragment in str(raised.value)  # how fast they fail: benchmarks/fail_fast.py
 
-    def test_recommend_changes_nothing_with_the_reason(self, case_path, exit_code, error_type, fragment, capsys):
+    def test_recommend_changes_nothing_with_the_reason(
+        self, case_path, exit_code, error_type, fragment, capsys
+    ):
         # An unreadable profile measured nothing this launch can use: the launcher keeps its own defaults.
         assert main(["recommend", str(case_path), "--tp", "2", "--launcher", "vllm", "--format", "json"]) == 0
         out, err = capsys.readouterr()
@@ -127,8 +129,8 @@ class TestMalformed:
         assert err.startswith("topo-gate: vllm ") and "FALLBACK (launcher-default)" in err
 
     def test_recommend_forces_nccl_when_asked(self, case_path, exit_code, error_type, fragment, capsys):
-        argv = ["recommend", str(case_path), "--tp", "2", "--launcher", "vllm", "--format", "json", "--fallback", "nccl"]
-        assert main(argv) == 0
+        argv = ["recommend", str(case_path), "--tp", "2", "--launcher", "vllm", "--format", "json"]
+        assert main([*argv, "--fallback", "nccl"]) == 0
         out, err = capsys.readouterr()
         plan = json.loads(out)
         assert plan["fallback"] is True and fragment in plan["reason"]
