@@ -11,8 +11,11 @@ against ServerArgs' fields instead), and each env var is read back through the l
 Then ``scripts/cmdline_agreement.py``: topo_gate.launchers.cmdline reads a corpus of command lines as
 these parsers do, and the manifests' ``all_options`` tables are what the parsers register.
 
-Plans: every case in tests/launchers/cases planned for each launcher, the bundled profiles under
-profiles/ at each TP size they hold, each with every ``--pattern`` option, and the fallback plans.
+Plans: every plan with knobs from priced profiles -- the knob cases of tests/launchers/knob_cases.py
+(price tables built so that each launcher emits each kind of knob it can emit), each with every
+``--pattern`` option, and the synthetic PCIe profile under profiles/examples at each TP size it holds,
+for each launcher and model preset -- and the ``--fallback nccl`` plans. (A plan without knobs has
+nothing for a parser to read.)
 TensorRT-LLM's wheel is several GB: its YAML keys and env names are checked against the manifest
 extracted from its source only.
 
@@ -30,8 +33,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from topo_gate.launchers import PLANNERS, LaunchPlan, nccl_plan
 from topo_gate.launchers.common import PATTERNS
 from topo_gate.launchers.knobs import manifest
@@ -40,8 +41,8 @@ from topo_gate.plugins.fields import FLAG_FIELDS, VLLM_COMPILATION_FLAG
 from topo_gate.profile import load_profile
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = ROOT / "tests" / "launchers" / "cases"
-BUNDLED = sorted(p for p in (ROOT / "profiles").rglob("*.yaml"))
+SYNTHETIC_PCIE = ROOT / "profiles" / "examples" / "synthetic-rtxpro6000-pcie-x4.yaml"
+MODELS = ("deepseek-v3", "llama-3.1-70b", "qwen3-32b")
 PATTERN_OPTIONS = (PATTERNS, *((pattern,) for pattern in PATTERNS))
 # Env vars a plan may emit that NCCL or torch read, not the launcher: there is no launcher module to
 # read them back through.
@@ -70,45 +71,33 @@ def same(parsed: Any, meant: Any) -> bool:
 
 
 def plans() -> Iterator[tuple[str, int, LaunchPlan]]:
-    """(label, TP size, plan) for every plan the launcher tests and the bundled profiles produce."""
+    """(label, TP size, plan) for every plan with knobs the knob cases and the synthetic PCIe profile
+    produce, then each launcher's ``--fallback nccl`` plan."""
     sys.path.insert(0, str(ROOT / "tests" / "launchers"))
-    from launcher_profiles import FINGERPRINT, build_profile
+    from knob_cases import CASES
 
-    for case_file in sorted(CASES.glob("*.yaml")):
-        case = yaml.safe_load(case_file.read_text("utf-8"))
-        profile = build_profile(
-            case["ladders"], tp=case["tp"], sm=case.get("sm", "9.0"), hidden=case.get("hidden", 4096)
-        )
+    for case in CASES:
+        profile = case.profile()
+        for patterns in PATTERN_OPTIONS:
+            plan = case.plan(profile, patterns=patterns)
+            if plan.args or plan.env or plan.config:
+                yield f"case {case.name} tp{case.tp} --pattern {'+'.join(patterns)}", case.tp, plan
+    with_knobs = 0
+    profile = load_profile(SYNTHETIC_PCIE)
+    for tp in sorted({entry.tp for entry in profile.decisions}):
         for planner in PLANNERS.values():
-            for patterns in PATTERN_OPTIONS:
-                label = f"case {case_file.stem} tp{case['tp']} --pattern {'+'.join(patterns)}"
-                yield (
-                    label,
-                    case["tp"],
-                    planner(profile, tp=case["tp"], fingerprint=FINGERPRINT, patterns=patterns),
-                )
-    for path in BUNDLED:
-        profile = load_profile(path)
-        # Measured TP sizes, and the skipped ones (TP 1 has no all-reduce): those plan as fallbacks.
-        measured = {entry.tp for entry in profile.decisions} | set(profile.trials.tp)
-        tps = sorted(tp for tp in measured | {entry.tp for entry in profile.skipped} if tp > 1)
-        for tp in tps:
-            for planner in PLANNERS.values():
-                for patterns in PATTERN_OPTIONS:
-                    label = f"{path.relative_to(ROOT)} tp{tp} --pattern {'+'.join(patterns)}"
-                    # Planned for the profile's own node, as `exec` does after its NVML check there.
-                    yield (
-                        label,
-                        tp,
-                        planner(profile, tp=tp, fingerprint=profile.node.fingerprint, patterns=patterns),
-                    )
-    for launcher in PLANNERS:
-        yield "fallback nccl", 2, nccl_plan(launcher, "profile unusable")
-        yield (
-            "fallback launcher-default",
-            2,
-            nccl_plan(launcher, "profile unusable", fallback="launcher-default"),
+            for model in MODELS:
+                # Planned for the profile's own node, as `exec` does after its NVML check there.
+                plan = planner(profile, tp=tp, model=model, fingerprint=profile.node.fingerprint, user_env={})
+                if plan.args or plan.env or plan.config:
+                    with_knobs += 1
+                    yield f"{SYNTHETIC_PCIE.relative_to(ROOT)} tp{tp} --model {model}", tp, plan
+    if not with_knobs:
+        raise SystemExit(
+            f"{SYNTHETIC_PCIE.relative_to(ROOT)} gave no plan with knobs: nothing to check there"
         )
+    for launcher in PLANNERS:
+        yield "fallback nccl", 2, nccl_plan(launcher, "profile unusable", fallback="nccl")
 
 
 class VllmParser:
@@ -129,7 +118,8 @@ class VllmParser:
         engine = self.engine_args.from_cli_args(namespace)
         if engine.tensor_parallel_size != tp:
             problems.append(f"tensor_parallel_size parsed as {engine.tensor_parallel_size}, not {tp}")
-        expected = {field: False for field, _ in VLLM_FLAGS.values()}
+        # Every field the flags stand for holds EngineArgs' own default unless the plan sets it.
+        expected = {field: getattr(self.engine_args, field) for field, _ in VLLM_FLAGS.values()}
         for flag, value in split_flags(plan.args, "vllm"):
             if flag == VLLM_COMPILATION_FLAG:
                 problems += self._compilation(json.loads(value), engine)

@@ -9,3 +9,29 @@ from hypothesis import HealthCheck, settings
 
 settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("suite")
+
+
+import os  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _environment_left_as_found():
+    """A test that changes ``os.environ`` without monkeypatch leaks into every later test, and into the
+    subprocesses they start: `exec` and the plugins read the user's own env from it. Fail the test that
+    leaks (naming the variables), and put the environment back so the rest of the suite is unaffected."""
+    before = _environment()
+    yield
+    after = _environment()
+    if after != before:
+        for name in set(after) - set(before):
+            del os.environ[name]
+        os.environ.update(before)
+        changed = sorted(set(before.items()) ^ set(after.items()))
+        pytest.fail(f"the test left os.environ changed: {sorted({name for name, _ in changed})}")
+
+
+def _environment() -> dict[str, str]:
+    # pytest itself sets PYTEST_CURRENT_TEST around each phase of a test.
+    return {name: value for name, value in os.environ.items() if name != "PYTEST_CURRENT_TEST"}

@@ -40,8 +40,9 @@ def no_bootstrap(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a bootstrap ran on evidence that should have been refused")
 
-    monkeypatch.setattr("topo_gate.decide.bootstrap_speedups", refuse)
-    monkeypatch.setattr("topo_gate.report.figures.bootstrap_speedups", refuse, raising=False)
+    # Every module that bootstraps imports the function by name: patch it where each one looks it up.
+    monkeypatch.setattr("topo_gate.decide.verdicts.bootstrap_speedups", refuse)
+    monkeypatch.setattr("topo_gate.report.series.bootstrap_speedups", refuse)
 
 
 @pytest.mark.parametrize("command", ["decide", "report", "fleet merge"])

@@ -24,6 +24,7 @@ FINGERPRINT = "sha256:" + "ab" * 32
 ROUNDS = 15
 GRAPH_CALLS = 32
 TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
 WOBBLE = (0.999, 1.001, 1.0, 0.9985, 1.0015, 1.0, 0.999, 1.001, 1.0, 0.9995, 1.0005, 1.0, 0.999, 1.001, 1.0)
 
 
@@ -57,8 +58,9 @@ def _run(
     tokens: Sequence[int],
     context: bool,
     transitions: Mapping[str, float],
+    itemsize: int,
 ) -> dict[str, Any]:
-    sizes = [t * hidden * 2 for t in tokens]
+    sizes = [t * hidden * itemsize for t in tokens]
     results, entries = [], []
     for name, medians in table.items():
         cells = [_cell(name, t, n, m, tp) for t, n, m in zip(tokens, sizes, medians, strict=True)]
@@ -110,6 +112,7 @@ def priced_evidence(
     context: bool = False,
     transitions: Mapping[str, float] | None = None,
     gpus: int = 8,
+    dtype: str = "bfloat16",
 ) -> dict[str, Any]:
     """An evidence document (format v1.2) holding ``tables``; checked as the loader checks it."""
     hardware = {
@@ -123,7 +126,7 @@ def priced_evidence(
         "tool": {"name": "topo-gate", "version": "0.1.0"},
         "node": {"fingerprint": FINGERPRINT, "hardware": hardware, "software": {}, "provenance": {}},
         "trials": {
-            "dtype": "bfloat16",
+            "dtype": dtype,
             "hidden": hidden,
             "tp": [tp],
             "patterns": sorted(tables),
@@ -141,6 +144,7 @@ def priced_evidence(
                 tokens=tokens,
                 context=context,
                 transitions=transitions or {},
+                itemsize=ITEMSIZE[dtype],
             )
             for pattern, table in sorted(tables.items())
         ],

@@ -1,16 +1,19 @@
-"""What every planner shares: reading both patterns of a profile, the fail-closed plan, and the words.
+"""What every planner shares: reading both patterns of a profile with their price tables, the
+fallback plans, and the notes a plan carries.
 
-Run through the real reader on sealed profiles (launcher_profiles.py); each test checks the value a
-planner builds on, so that a planner cannot be handed a wrong ladder, capability or reason.
+Run through the real reader on sealed profiles made the way a probe makes them (priced_profiles.py);
+each test checks the value a planner builds on, so that a planner cannot be handed a wrong price
+table, capability or reason.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
-from launcher_profiles import FINGERPRINT, build_profile
+from priced_profiles import FINGERPRINT, TOKENS, priced_profile, scaled, times
 
 from topo_gate.launchers.common import (
-    NOT_REQUESTED,
     LaunchPlanParts,
     fallback_plan,
     follow_profile,
@@ -18,10 +21,13 @@ from topo_gate.launchers.common import (
     node_capability,
     read_profile,
 )
+from topo_gate.launchers.planning import Candidate
+from topo_gate.launchers.routes import Knobs
 
-LADDERS = {
-    "allreduce": [[8 << 20, "trtllm_oneshot"], [None, "nccl"]],
-    "allreduce_rmsnorm": [[4 << 20, "trtllm_fused_oneshot"], [None, "nccl"]],
+NCCL = scaled(8.0, 0.01)
+TABLES = {
+    "allreduce": {"nccl": NCCL, "trtllm_oneshot": times(NCCL, 0.5)},
+    "allreduce_rmsnorm": {"nccl": times(NCCL, 1.2), "trtllm_fused_oneshot": times(NCCL, 0.6)},
 }
 FORCED = LaunchPlanParts(args=("--nccl",), env={"X": "0"}, notes=("forced",), config={"k": "v"})
 
@@ -30,27 +36,29 @@ def read(profile, **kwargs):
     return read_profile(profile, tp=2, gpus=None, strict=False, fingerprint=FINGERPRINT, **kwargs)
 
 
-def test_both_ladders_and_the_trial_shape_are_read() -> None:
-    reading = read(build_profile(LADDERS, hidden=7168, dtype="float32", sm="10.0"))
+def test_both_price_tables_and_the_trial_shape_are_read() -> None:
+    reading = read(priced_profile(TABLES, hidden=5120, dtype="float32", sm="10.0"))
     assert reading.fallback_reason is None
-    assert reading.ladders == {
-        "allreduce": ((8 << 20, frozenset({"trtllm_oneshot"})), (None, frozenset())),
-        "allreduce_rmsnorm": ((4 << 20, frozenset({"trtllm_fused_oneshot"})), (None, frozenset())),
-    }
-    assert (reading.hidden, reading.itemsize, reading.capability) == (7168, 4, (10, 0))
+    assert sorted(reading.tables) == ["allreduce", "allreduce_rmsnorm"]
+    plain = reading.tables["allreduce"]
+    assert plain.sizes[:3] == (5120 * 4, 2 * 5120 * 4, 4 * 5120 * 4)
+    assert plain.latency("trtllm_oneshot", 0, "isolated").median == pytest.approx(4.0, rel=1e-3)
+    assert reading.tables["allreduce_rmsnorm"].measured("trtllm_fused_oneshot", 0)
+    assert (reading.hidden, reading.itemsize, reading.capability) == (5120, 4, (10, 0))
+    assert reading.group_class == "nvswitch" and reading.fixed == frozenset()
 
 
 @pytest.mark.parametrize(("dtype", "itemsize"), [("bfloat16", 2), ("float16", 2), ("float32", 4)])
 def test_itemsize_of_each_trial_dtype(dtype: str, itemsize: int) -> None:
-    assert read(build_profile(LADDERS, dtype=dtype)).itemsize == itemsize
+    assert read(priced_profile(TABLES, dtype=dtype)).itemsize == itemsize
 
 
-def test_a_pattern_left_out_is_nccl_everywhere_and_said_once() -> None:
-    reading = read(build_profile(LADDERS), patterns=("allreduce",))
-    assert reading.ladders["allreduce_rmsnorm"] == NOT_REQUESTED == ((None, frozenset()),)
-    assert reading.ladders["allreduce"][0] == (8 << 20, frozenset({"trtllm_oneshot"}))
+def test_a_pattern_left_out_keeps_its_default_and_is_said_once() -> None:
+    reading = read(priced_profile(TABLES), patterns=("allreduce",))
+    assert reading.fixed == frozenset({"allreduce_rmsnorm"})
+    assert sorted(reading.tables) == ["allreduce", "allreduce_rmsnorm"]  # priced, to leave it as it is
     assert [w for w in reading.warnings if "not requested" in w] == [
-        "allreduce_rmsnorm not requested (--pattern): every path serving it stays off"
+        "allreduce_rmsnorm not requested (--pattern): its paths stay as the launcher's default"
     ]
 
 
@@ -62,17 +70,31 @@ def test_a_pattern_left_out_is_nccl_everywhere_and_said_once() -> None:
     ],
 )
 def test_unknown_or_no_patterns_fall_back(patterns, reason: str) -> None:
-    reading = read(build_profile(LADDERS), patterns=patterns)
-    assert (reading.fallback_reason, reading.ladders) == (reason, {})
+    reading = read(priced_profile(TABLES), patterns=patterns)
+    assert (reading.fallback_reason, reading.tables) == (reason, {})
 
 
-def test_a_fallback_names_the_pattern_and_keeps_the_warnings(tmp_path) -> None:
-    only_fused = build_profile({"allreduce_rmsnorm": LADDERS["allreduce_rmsnorm"]})
+def test_a_fallback_names_the_pattern(tmp_path) -> None:
+    only_fused = priced_profile({"allreduce_rmsnorm": TABLES["allreduce_rmsnorm"]})
     reading = read(only_fused)
     assert reading.fallback_reason.startswith("allreduce: the profile has no decision for TP 2, allreduce")
-    assert reading.ladders == {}
+    assert reading.tables == {}
     missing = read(tmp_path / "absent.yaml")
     assert missing.fallback_reason.startswith(f"allreduce: profile {tmp_path / 'absent.yaml'} unusable")
+
+
+def test_a_profile_without_a_price_table_is_a_fallback_that_says_how_to_get_one() -> None:
+    # Schema v1.2 had decisions and no measurements: the launcher's default cannot be priced.
+    old = dataclasses.replace(
+        priced_profile(TABLES), schema="topo-gate/profile/v1.2", measurements=()
+    ).with_digest()
+    reading = read(old)
+    assert reading.tables == {}
+    assert reading.fallback_reason == (
+        "allreduce: the profile has no measurement table for TP 2 (nvswitch) (schema "
+        "topo-gate/profile/v1.2; re-derive it with `topo-gate decide EVIDENCE`): the launcher's "
+        "default cannot be priced"
+    )
 
 
 @pytest.mark.parametrize(
@@ -123,60 +145,104 @@ def test_the_forced_plan_carries_the_warnings_first_and_everything_forced() -> N
     )
 
 
-def test_launcher_default_emits_nothing() -> None:
+def test_the_default_fallback_changes_nothing_and_says_how_to_force_nccl() -> None:
     plan = fallback_plan("vllm", "9.9", "why", fallback="launcher-default", forced=FORCED, warnings=("w",))
-    assert (plan.args, dict(plan.env), dict(plan.config), plan.fallback) == ((), {}, {}, True)
+    assert (plan.args, dict(plan.env), dict(plan.config), plan.fallback, plan.reason) == (
+        (),
+        {},
+        {},
+        True,
+        "why",
+    )
     assert plan.notes == (
         "w",
-        "fallback launcher-default: the launcher's own rules decide, unmeasured on this node",
+        "nothing changed: the launcher runs its own defaults (--fallback nccl forces NCCL instead)",
     )
+    assert plan.estimate == "" and plan.choice is None
 
 
-def test_following_a_profile_puts_the_readers_warnings_before_the_mapping_notes(monkeypatch) -> None:
+def _offer(knobs: Knobs, note: str):
+    """A planner's candidates: this one knob set."""
+
+    def candidates(reading, tp, user):
+        assert tp == 2 and reading.hidden == 7168 and reading.tables
+        return [Candidate(knobs, (note,))]
+
+    return candidates
+
+
+def test_following_a_profile_puts_the_readers_warnings_before_the_plans_notes(monkeypatch) -> None:
     monkeypatch.delenv("TOPO_GATE_NODE_FINGERPRINT", raising=False)
-
-    def mapping(reading, tp):
-        assert tp == 2 and reading.hidden == 4096
-        return LaunchPlanParts(args=("--a",), env={"E": "1"}, notes=("mapped",), config={"c": 1})
-
+    # SGLang on SM 9.0 TP2, no model: the fused pattern left out; the offered knob set changes nothing
+    # measurable (PCIe IPC sits behind custom all-reduce v2, which takes every size it could): no knobs.
     plan = follow_profile(
-        "sglang", FORCED, mapping, build_profile(LADDERS), tp=2, gpus=None, strict=False,
-        fallback="nccl", fingerprint=FINGERPRINT, patterns=("allreduce",),
+        "sglang", FORCED, _offer(Knobs(args=("--disable-custom-all-reduce",)), "off"),
+        priced_profile(TABLES), tp=2, gpus=None, strict=False, fallback="nccl",
+        fingerprint=FINGERPRINT, patterns=("allreduce",),
     )  # fmt: skip
     assert (plan.fallback, plan.reason, plan.launcher_version_pinned) == (
         False,
         "following the profile",
         "0.5.23",
     )
-    assert (plan.args, dict(plan.env), dict(plan.config)) == (("--a",), {"E": "1"}, {"c": 1})
+    assert (plan.args, dict(plan.env), dict(plan.config)) == ((), {}, {})
     assert plan.notes == (
-        "allreduce_rmsnorm not requested (--pattern): every path serving it stays off",
-        "no --model/--hidden: token limits converted with the profile's hidden size 4096; a wider served "
+        "allreduce_rmsnorm not requested (--pattern): its paths stay as the launcher's default",
+        "no --model/--hidden: token limits converted with the profile's hidden size 7168; a wider served "
         "model sends larger messages at the same token counts",
-        "mapped",
+        "architecture unknown (--hidden only): sizes where the launcher routes by architecture are left "
+        "to its default",
+        "layers unknown (--hidden only): a step priced as 32 layers",
+        "no knobs: the launcher's default",
     )
     assert plan.to_dict()["notes"] == list(plan.notes) and plan.to_dict()["version"] == "0.5.23"
+    assert plan.to_dict()["estimate"] == plan.estimate != ""
+
+
+def _trtllm(factor: float):
+    """TensorRT-LLM's plan for qwen3-32b with the autotuner off (AUTO follows its table to the one-shot
+    kernels) where those kernels take ``factor`` x NCCL's time, up to 8192 tokens (past the 64 MiB
+    AUTO sends to them); NCCL everywhere is the one knob set offered."""
+    ladder = (*TOKENS, 8192)
+    nccl = scaled(8.0, 0.01, ladder)
+    tables = {
+        "allreduce": {"nccl": nccl, "trtllm_oneshot": times(nccl, factor)},
+        "allreduce_rmsnorm": {"nccl": times(nccl, 1.2), "trtllm_fused_oneshot": times(nccl, factor)},
+    }
+    return follow_profile(
+        "trtllm", FORCED, _offer(Knobs(config={"allreduce_strategy": "NCCL"}), "nccl"),
+        priced_profile(tables, tokens=ladder), tp=2, gpus=None, strict=False, fallback="nccl",
+        fingerprint=FINGERPRINT, patterns=("allreduce", "allreduce_rmsnorm"), model="qwen3-32b",
+        user_env={"TLLM_DISABLE_ALLREDUCE_AUTOTUNE": "1"},
+    )  # fmt: skip
+
+
+def test_a_knob_set_slower_than_the_default_is_not_the_plan() -> None:
+    plan = _trtllm(0.5)
+    assert dict(plan.config) == {} and plan.notes[-1] == "no knobs: the launcher's default"
+    assert (
+        "allreduce_strategy" in str(plan.choice.rejected[0][0].knobs)
+        and "slower at" in plan.choice.rejected[0][1]
+    )
+
+
+def test_a_knob_set_that_saves_is_the_plan_with_its_notes() -> None:
+    plan = _trtllm(2.0)
+    assert (plan.args, dict(plan.env), dict(plan.config)) == ((), {}, {"allreduce_strategy": "NCCL"})
+    assert plan.notes[-1] == "nccl" and plan.estimate.startswith("est. -")
 
 
 def test_a_bad_fallback_mode_is_refused_before_anything_is_read() -> None:
-    with pytest.raises(ValueError, match="fallback must be one of nccl, launcher-default, not 'auto'"):
+    with pytest.raises(ValueError, match="fallback must be one of launcher-default, nccl, not 'auto'"):
         follow_profile(
-            "vllm", FORCED, lambda r, t: FORCED, "absent.yaml", tp=2, gpus=None, strict=False,
+            "vllm", FORCED, _offer(Knobs(), "x"), "absent.yaml", tp=2, gpus=None, strict=False,
             fallback="auto", fingerprint=None, patterns=("allreduce",),
         )  # fmt: skip
 
 
-def test_only_the_fused_pattern_requested_still_reads_it() -> None:
-    reading = read(build_profile(LADDERS), patterns=("allreduce_rmsnorm",))
-    assert reading.ladders["allreduce"] == NOT_REQUESTED
-    assert reading.ladders["allreduce_rmsnorm"][0] == (4 << 20, frozenset({"trtllm_fused_oneshot"}))
-
-
 def test_plans_readings_and_parts_cannot_be_changed_after_the_fact() -> None:
-    import dataclasses
-
     plan = fallback_plan("vllm", "9.9", "why", fallback="nccl", forced=FORCED)
-    reading = read(build_profile(LADDERS))
+    reading = read(priced_profile(TABLES))
     for frozen, field in ((plan, "reason"), (reading, "hidden"), (FORCED, "args")):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(frozen, field, None)

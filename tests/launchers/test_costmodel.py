@@ -150,7 +150,9 @@ def test_a_lamport_plan_is_refused_when_its_transition_makes_it_dearer() -> None
     lamport = {"median": flat(4.0), "transition": {SIZES[-1]: flat(420.0)}}  # 210 us / 21 calls = +10
     tabs = tables({"nccl": {"median": flat(8.0)}, "trtllm_oneshot": lamport})
     assert problems(
-        side(upto(512, "trtllm_oneshot"), workload=workload), side(NCCL_EVERYWHERE, workload=workload), pricing(tabs)
+        side(upto(512, "trtllm_oneshot"), workload=workload),
+        side(NCCL_EVERYWHERE, workload=workload),
+        pricing(tabs),
     )
     # Alone, without larger steps before it, the same path is cheaper.
     assert problems(side(upto(512, "trtllm_oneshot")), side(NCCL_EVERYWHERE), pricing(tabs)) == []
@@ -195,7 +197,9 @@ def test_the_fused_pattern_prices_a_plain_kernel_as_its_composite() -> None:
 def test_an_nvls_nccl_is_not_the_measured_one() -> None:
     tabs = tables({"nccl": {"median": flat(8.0)}, "vllm_custom": {"median": flat(4.0)}})
     found = problems(
-        side(upto(64, "vllm_custom"), nccl="nccl_nvls"), side(NCCL_EVERYWHERE, nccl="nccl_nvls"), pricing(tabs)
+        side(upto(64, "vllm_custom"), nccl="nccl_nvls"),
+        side(NCCL_EVERYWHERE, nccl="nccl_nvls"),
+        pricing(tabs),
     )
     assert [p.pattern for p in found] == [PLAIN]
     assert found[0].why.startswith("default path not measured") and "nccl_nvls" in found[0].why

@@ -1,4 +1,8 @@
-"""The NCCL-forcing knobs, expected from the pinned launchers' own defaults, not from topo-gate's tables.
+"""``--fallback nccl``: the NCCL-forcing knobs, expected from the pinned launchers' own defaults, not
+from topo-gate's tables.
+
+A profile that cannot be used changes nothing by default; with ``--fallback nccl`` (the planners'
+``fallback="nccl"``, the plugins' ``TOPO_GATE_FALLBACK=nccl``) it forces NCCL instead.
 
 Which knobs switch an all-reduce path is read from each release's source (cited below); whether a path
 is on by default comes from the knob manifests extracted from those releases
@@ -56,8 +60,11 @@ def env_default_on(launcher: str, name: str) -> bool:
 
 
 def forced_plans(launcher: str, tmp_path: Path) -> list:
-    """The fail-closed plan as each way to it delivers it: no profile at all, and an unusable file."""
-    return [nccl_plan(launcher, "no NVIDIA driver"), PLANNERS[launcher](tmp_path / "absent.yaml", tp=2)]
+    """The ``--fallback nccl`` plan as each way to it delivers it: no profile at all, and an unusable file."""
+    return [
+        nccl_plan(launcher, "no NVIDIA driver", fallback="nccl"),
+        PLANNERS[launcher](tmp_path / "absent.yaml", tp=2, fallback="nccl"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -103,13 +110,13 @@ def test_trtllm_strategy_is_plain_nccl(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("launcher", list(PLANNERS))
-def test_launcher_default_mode_emits_nothing_but_says_why(launcher: str, tmp_path: Path) -> None:
-    plan = nccl_plan(launcher, "no NVIDIA driver", fallback="launcher-default")
-    assert (plan.fallback, plan.reason, plan.args, dict(plan.env), dict(plan.config)) == (
-        True,
-        "no NVIDIA driver",
-        (),
-        {},
-        {},
-    )
-    assert any("launcher-default" in note for note in plan.notes)
+def test_without_fallback_nccl_nothing_is_emitted_and_the_plan_says_how_to_force_nccl(
+    launcher: str, tmp_path: Path
+) -> None:
+    for plan in (
+        nccl_plan(launcher, "no NVIDIA driver", fallback="launcher-default"),
+        PLANNERS[launcher](tmp_path / "absent.yaml", tp=2),
+    ):
+        assert plan.fallback and plan.reason
+        assert (plan.args, dict(plan.env), dict(plan.config)) == ((), {}, {})
+        assert any("--fallback nccl forces NCCL" in note for note in plan.notes)

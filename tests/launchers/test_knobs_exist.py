@@ -1,7 +1,9 @@
 """Every flag, env var and config key topo-gate can emit exists in the pinned launcher release.
 
 The manifests were extracted from the releases' own source (scripts/extract_knobs.py); plans are drawn
-from the case files, the forced-NCCL plans, and hypothesis-generated ladders that reach every branch.
+from the knob cases (each knob each launcher can emit, knob_cases.py), the ``--fallback nccl`` plans,
+and hypothesis-generated price tables on nodes of every capability row and group class the route
+models tell apart.
 """
 
 from __future__ import annotations
@@ -9,17 +11,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from launcher_profiles import FINGERPRINT, build_profile
+from knob_cases import CASES, LADDER, NCCL, KnobCase, fused_of
 
 from topo_gate.launchers import PINNED, PLANNERS, LaunchPlan, nccl_plan
 from topo_gate.launchers.knobs import manifest
 from topo_gate.launchers.merge import split_flags
-from topo_gate.profile import BACKENDS
-
-FAST = [b for b in BACKENDS if b not in ("nccl", "gloo", "gloo_ring")]
-
 
 #: NCCL's own env (read by NCCL, not by the launcher) that plans may set for baseline parity.
 NCCL_ENV = {"NCCL_NVLS_ENABLE"}
@@ -55,31 +53,77 @@ def test_forced_nccl_knobs_exist(launcher: str) -> None:
     assert_knobs_exist(nccl_plan(launcher, "test"))
 
 
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_each_knob_case_emits_known_knobs(case: KnobCase) -> None:
+    plan = case.plan()
+    assert not plan.fallback and (plan.args or plan.env or plan.config), case.why
+    assert_knobs_exist(plan)
+
+
+#: The measured names each launcher's routes use, plain and fused (composites are added for the plain).
+LAUNCHER_BACKENDS = {
+    "sglang": (
+        ("custom_v2_sglang", "vllm_custom", "pcie_ipc", "trtllm_oneshot_sglang", "trtllm_twoshot_sglang"),
+        ("trtllm_fused_oneshot_sglang", "trtllm_fused_twoshot_sglang"),
+    ),
+    "vllm": (
+        ("vllm_custom", "trtllm_oneshot_vllm", "trtllm_twoshot_vllm"),
+        ("trtllm_fused_oneshot_vllm", "trtllm_fused_twoshot_vllm"),
+    ),
+    "trtllm": (("trtllm_oneshot", "trtllm_twoshot"), ("trtllm_fused_oneshot", "trtllm_fused_twoshot")),
+}
+FACTORS = st.sampled_from([None, 0.4, 0.8, 1.0, 1.5])
+
+
 @st.composite
-def ladders(draw: st.DrawFn) -> list[list]:
-    cuts = sorted(draw(st.sets(st.integers(1, 1 << 27), min_size=0, max_size=4)))
-    rungs = []
-    for cut in cuts:
-        backend = draw(st.sampled_from(FAST))
-        others = [name for name in FAST if name not in (backend, "nccl")]
-        # Schema v1.1 alternatives (none on an nccl rung): other backends measured faster than NCCL there.
-        alternatives = (
-            [] if backend == "nccl" else draw(st.lists(st.sampled_from(others), unique=True, max_size=2))
+def curve(draw: st.DrawFn) -> list[float] | None:
+    """NCCL's curve times one factor up to a drawn token count and another above; None: not timed."""
+    small, large = draw(FACTORS), draw(FACTORS)
+    if small is None or large is None:
+        return None
+    cut = draw(st.sampled_from(LADDER))
+    return [round(v * (small if t <= cut else large), 6) for v, t in zip(NCCL, LADDER, strict=True)]
+
+
+@st.composite
+def priced_nodes(draw: st.DrawFn) -> KnobCase:
+    launcher = draw(st.sampled_from(sorted(PLANNERS)))
+    plain_names, fused_names = LAUNCHER_BACKENDS[launcher]
+    plain: dict = {"nccl": NCCL}
+    fused: dict = {"nccl": fused_of(NCCL)}
+    for name in plain_names:
+        drawn = draw(curve())
+        if drawn is not None:
+            plain[name] = drawn
+            fused[name + "+rmsnorm"] = fused_of(drawn)
+    for name in fused_names:
+        drawn = draw(curve())
+        if drawn is not None:
+            fused[name] = drawn
+    user_env = draw(
+        st.sampled_from(
+            {
+                "sglang": [{}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}],
+                "vllm": [{}, {"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm"}],
+                "trtllm": [{}, {"TLLM_DISABLE_ALLREDUCE_AUTOTUNE": "1"}],
+            }[launcher]
         )
-        rungs.append([cut, backend, alternatives])
-    return [*rungs, [None, "nccl"]]
+    )
+    return KnobCase(
+        "drawn",
+        launcher,
+        {"allreduce": plain, "allreduce_rmsnorm": fused},
+        model=draw(st.sampled_from(["llama-3.1-70b", "deepseek-v3", "qwen3-32b"])),
+        user_env=user_env,
+        tp=draw(st.sampled_from([2, 4])),
+        sm=draw(st.sampled_from(["9.0", "10.0", "12.0"])),
+        group_class=draw(st.sampled_from(["nvswitch", "nvlink-mesh", "pcie-switch"])),
+    )
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    allreduce=ladders(),
-    fused=ladders(),
-    tp=st.sampled_from([2, 4, 8]),
-    sm=st.sampled_from(["9.0", "10.0", "12.0", None]),
-    launcher=st.sampled_from(list(PLANNERS)),
-)
-def test_generated_plans_emit_only_known_knobs(allreduce, fused, tp, sm, launcher) -> None:
-    profile = build_profile({"allreduce": allreduce, "allreduce_rmsnorm": fused}, tp=tp, sm=sm)
-    plan = PLANNERS[launcher](profile, tp=tp, fingerprint=FINGERPRINT)
-    assert not plan.fallback
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=priced_nodes())
+def test_generated_plans_emit_only_known_knobs(case: KnobCase) -> None:
+    plan = case.plan()
+    assert not plan.fallback, plan.reason
     assert_knobs_exist(plan)

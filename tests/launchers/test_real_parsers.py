@@ -2,7 +2,8 @@
 
 Needs SGLang 0.5.23 and vLLM 0.33.0 (scripts/launcher_parsers.sh installs them and runs this file);
 skipped where they are not installed. The script itself checks every real plan; this shows its checks
-are not vacuous, with plans no planner emits.
+are not vacuous, with plans no planner emits, and that its corpus holds every kind of knob each
+planner can emit (which needs no launcher installed).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from knob_cases import CASES
 
-from topo_gate.launchers import LaunchPlan
+from topo_gate.launchers import PLANNERS, LaunchPlan, sglang, trtllm, vllm
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "launcher_parsers.py"
 
@@ -44,8 +46,8 @@ def test_vllm_check_accepts_what_vllm_reads_as_meant_and_rejects_the_rest(driver
     assert vllm.check(good, 4) == []
     # "true" is not what vLLM's bool(int(...)) reads; a flag with no recorded meaning is refused.
     assert vllm.check(plan("vllm", env={"VLLM_ALLREDUCE_USE_SYMM_MEM": "true"}), 2)
-    assert vllm.check(plan("vllm", ("--enforce-eager",)), 2) == [
-        "--enforce-eager: no meaning recorded in VLLM_FLAGS"
+    assert vllm.check(plan("vllm", ("--disable-nccl-for-dp-synchronization",)), 2) == [
+        "--disable-nccl-for-dp-synchronization: no meaning recorded in VLLM_FLAGS"
     ]
 
 
@@ -61,3 +63,30 @@ def test_sglang_check_compares_the_parsed_field_with_the_meaning(driver, monkeyp
     assert sglang.check(plan("sglang", ("--disable-custom-all-reduce",)), 2) == [
         "ServerArgs enable_torch_symm_mem = False, the plan meant True"
     ]
+
+
+def test_the_corpus_is_every_knob_case_the_synthetic_pcie_plans_and_the_forced_nccl_plans(driver) -> None:
+    corpus = list(driver.plans())
+    knobs = {
+        (plan.launcher, plan.args, tuple(sorted(plan.env.items())), tuple(sorted(plan.config.items())))
+        for _, _, plan in corpus
+    }
+    for case in CASES:
+        wanted = (
+            case.launcher,
+            case.args,
+            tuple(sorted(case.env.items())),
+            tuple(sorted(case.config.items())),
+        )
+        assert wanted in knobs, f"{case.name}: its plan is missing from the corpus"
+    assert all(plan.args or plan.env or plan.config for _, _, plan in corpus), "a plan without knobs"
+    pcie = [plan for label, _, plan in corpus if label.startswith("profiles/examples/synthetic-rtxpro6000")]
+    assert pcie and all(plan.launcher == "vllm" and "--compilation-config" in plan.args for plan in pcie)
+    forced = {plan.launcher: plan for label, _, plan in corpus if label == "fallback nccl"}
+    assert sorted(forced) == sorted(PLANNERS)
+    for launcher, parts in (
+        ("sglang", sglang.FORCE_NCCL),
+        ("vllm", vllm.FORCE_NCCL),
+        ("trtllm", trtllm.FORCE_NCCL),
+    ):
+        assert (forced[launcher].args, dict(forced[launcher].env)) == (parts.args, dict(parts.env))

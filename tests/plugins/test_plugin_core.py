@@ -1,4 +1,5 @@
-"""The plugins without a launcher installed: idle when unset, never raise, NCCL on any error, inherit.
+"""The plugins without a launcher installed: idle when unset, never raise, the launcher's default on
+any error (NCCL under ``TOPO_GATE_FALLBACK=nccl``), inherit.
 
 These run in the main test venv. tests/plugins/test_real_launchers.py drives the same plugins through
 the real SGLang and vLLM releases (scripts/launcher_parsers.sh installs them).
@@ -15,12 +16,13 @@ from pathlib import Path
 import pytest
 
 from topo_gate.launchers import nccl_plan, sglang, vllm
-from topo_gate.plugins import APPLIED_ENV, PROFILE_ENV, Outcome, export_env, make_plan
+from topo_gate.plugins import APPLIED_ENV, FALLBACK_ENV, PROFILE_ENV, Outcome, export_env
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "profiles" / "h200-x2" / "h7168-run1.yaml"
-PLUGIN_ENV = (PROFILE_ENV, APPLIED_ENV, FINGERPRINT_ENV)
+PLUGIN_ENV = (PROFILE_ENV, APPLIED_ENV, FINGERPRINT_ENV, FALLBACK_ENV)
+FORCED = {"sglang": sglang.FORCE_NCCL, "vllm": vllm.FORCE_NCCL}
 
 
 def run_plugin(code: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -57,25 +59,45 @@ def test_importing_the_plugins_loads_nothing_heavy() -> None:
     assert json.loads(done.stdout) == []
 
 
-@pytest.mark.parametrize("launcher", ["sglang", "vllm"])
-def test_a_plugin_that_cannot_hook_forces_nccl_through_env_and_says_what_it_could_not(launcher: str) -> None:
-    # In this venv the launcher itself is not installed: the hook cannot be placed. The plugin must not
-    # raise, must export the NCCL-forcing env, and must name the flags it could not apply.
-    code = (
-        f"import os, json\nfrom topo_gate.plugins import {launcher}\n{launcher}.register()\n"
-        "print(json.dumps(dict(os.environ)))"
-    )
-    done = run_plugin(code, **{PROFILE_ENV: str(PROFILE)})
+HOOK = "import os, json\nfrom topo_gate.plugins import {launcher}\n{launcher}.register()\nprint(json.dumps(dict(os.environ)))"
+
+
+def _cannot_hook(launcher: str, **env: str) -> tuple[dict, str]:
+    """The plugin registered where its launcher is not installed (this venv): the hook cannot be placed."""
+    done = run_plugin(HOOK.format(launcher=launcher), **{PROFILE_ENV: str(PROFILE), **env})
     if f"No module named '{launcher}'" not in done.stderr:
         pytest.skip(f"{launcher} is installed here: tests/plugins/test_real_launchers.py covers it")
     assert done.returncode == 0
-    env = json.loads(done.stdout)
-    forced = {"sglang": sglang.FORCE_NCCL, "vllm": vllm.FORCE_NCCL}[launcher]
-    assert {name: env.get(name) for name in forced.env} == dict(forced.env)
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"topo-gate: {launcher} plugin: profile sha256:")
+    return json.loads(done.stdout), line
+
+
+@pytest.mark.parametrize("launcher", ["sglang", "vllm"])
+def test_a_plugin_that_cannot_hook_changes_nothing_and_says_why(launcher: str) -> None:
+    env, line = _cannot_hook(launcher)
+    assert not any(name in env for name in FORCED[launcher].env)
+    assert "nothing changed (plugin could not hook" in line
+    assert "applied" not in line and "cannot apply" not in line
+
+
+@pytest.mark.parametrize("launcher", ["sglang", "vllm"])
+def test_under_fallback_nccl_a_plugin_that_cannot_hook_forces_nccl_through_env(launcher: str) -> None:
+    # The plugin must not raise, must export the NCCL-forcing env, and must name the flags it could
+    # not apply.
+    env, line = _cannot_hook(launcher, **{FALLBACK_ENV: "nccl"})
+    forced = FORCED[launcher]
+    assert {name: env.get(name) for name in forced.env} == dict(forced.env)
     assert "NCCL forced (plugin could not hook" in line and f"cannot apply {' '.join(forced.args)}" in line
     assert "applied " + " ".join(f"{k}={v}" for k, v in forced.env.items()) + ";" in line  # the env only
+
+
+@pytest.mark.parametrize("launcher", ["sglang", "vllm"])
+def test_a_misspelt_fallback_changes_nothing_and_the_line_says_why(launcher: str) -> None:
+    env, line = _cannot_hook(launcher, **{FALLBACK_ENV: "NCCL!"})
+    assert not any(name in env for name in FORCED[launcher].env)
+    assert "nothing changed (" in line
+    assert f"{FALLBACK_ENV}='NCCL!' is not one of launcher-default, nccl" in line
 
 
 @pytest.mark.parametrize("launcher", ["sglang", "vllm"])
@@ -110,30 +132,8 @@ def test_every_flag_of_the_nccl_plans_has_a_field_to_apply_it_as() -> None:
     from topo_gate.plugins.fields import FLAG_FIELDS, VLLM_COMPILATION_FLAG
 
     for launcher in ("sglang", "vllm"):
-        flags = [flag for flag, _ in split_flags(nccl_plan(launcher, "x").args, launcher)]
+        flags = [flag for flag, _ in split_flags(nccl_plan(launcher, "x", fallback="nccl").args, launcher)]
         assert flags and set(flags) <= {*FLAG_FIELDS[launcher], VLLM_COMPILATION_FLAG}
-
-
-def test_an_unverified_node_gets_the_nccl_plan(monkeypatch: pytest.MonkeyPatch) -> None:
-    # No NVML here and no verified fingerprint: never the profile's fast paths. (On a GPU node NVML
-    # reads a node that is not this profile's, which is a fallback too.)
-    monkeypatch.delenv(FINGERPRINT_ENV, raising=False)
-    for launcher in ("sglang", "vllm"):
-        plan, _ = make_plan(launcher, tp=2, served_hidden=lambda: None, profile=str(PROFILE))
-        assert plan.fallback
-        assert plan.args == nccl_plan(launcher, "x").args
-
-
-def test_a_verified_node_gets_exactly_the_plan_exec_would_apply(monkeypatch: pytest.MonkeyPatch) -> None:
-    from topo_gate.launchers import PLANNERS
-    from topo_gate.profile import load_profile
-
-    fingerprint = load_profile(PROFILE).node.fingerprint
-    monkeypatch.setenv(FINGERPRINT_ENV, fingerprint)
-    for launcher in ("sglang", "vllm"):
-        plan, verified = make_plan(launcher, tp=2, served_hidden=lambda: None, profile=str(PROFILE))
-        assert verified == fingerprint and not plan.fallback
-        assert plan == PLANNERS[launcher](str(PROFILE), tp=2, fingerprint=fingerprint)
 
 
 def test_the_users_env_wins_and_is_reported() -> None:
@@ -150,7 +150,7 @@ def test_the_users_env_wins_and_is_reported() -> None:
 
 
 def test_the_log_line_names_plugin_digest_and_what_was_done() -> None:
-    plan = nccl_plan("sglang", "node not checked: no NVIDIA driver")
+    plan = nccl_plan("sglang", "node not checked: no NVIDIA driver", fallback="nccl")
     kept = ("disable_custom_all_reduce=False", "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1")
     line = Outcome("sglang", "sha256:ab", plan, ("--x not applied",), kept).line()
     # What the user kept is not reported as applied.

@@ -2,7 +2,9 @@
 scripts/launcher_parsers.sh; skipped where they are not installed).
 
 Each launcher runs in a fresh interpreter, as a launcher process would: plugins load once per process.
-The served model is a local Hugging Face config directory, so nothing is fetched.
+The served model is a local Hugging Face config directory, so nothing is fetched. The profiles are
+the knob cases' (tests/launchers/knob_cases.py): nodes whose plans carry knobs, priced against each
+launcher's default.
 """
 
 from __future__ import annotations
@@ -15,19 +17,17 @@ from importlib import import_module
 from pathlib import Path
 
 import pytest
+from knob_cases import BY_NAME
+from priced_profiles import FINGERPRINT
 
 from topo_gate.launchers import PLANNERS, sglang, vllm
-from topo_gate.plugins import APPLIED_ENV, PROFILE_ENV
+from topo_gate.plugins import FALLBACK_ENV, PROFILE_ENV
 from topo_gate.profile import load_profile
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
-PROFILE = ROOT / "profiles" / "h200-x2" / "h7168-run1.yaml"
-FINGERPRINT = load_profile(PROFILE).node.fingerprint
-# vLLM's route-checked plan on the H200 profile keeps every fast path off (what NCCL forcing does too),
-# so the vLLM test follows a profile whose plan turns fusion on (labelled synthetic in the file).
-FUSING_PROFILE = ROOT / "profiles" / "examples" / "synthetic-rtxpro6000-pcie-x4.yaml"
-FUSING_FINGERPRINT = load_profile(FUSING_PROFILE).node.fingerprint
+#: Variables a plan, the plugins or the user's launcher settings may set: never inherited by a launch.
+LAUNCH_ENV_PREFIXES = ("SGLANG_", "VLLM_", "TLLM_", "TOPO_GATE_")
 SERVED_CONFIG = {
     "architectures": ["LlamaForCausalLM"],
     "model_type": "llama",
@@ -48,14 +48,14 @@ def served_model(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def launch(code: str, scenarios: list[dict], profile: Path = PROFILE) -> tuple[list[dict], list[str]]:
+def launch(code: str, scenarios: list[dict], profile: Path) -> tuple[list[dict], list[str]]:
     """Run ``code`` in one fresh interpreter, a launcher process: the plugins load once per process.
 
     ``code`` defines ``scenario(user_args) -> dict``; each scenario starts from the same environment
     plus its own ``env`` (so what one applied does not leak into the next). Returns one result per
     scenario and the stderr lines of each.
     """
-    base = {k: v for k, v in os.environ.items() if k not in (PROFILE_ENV, APPLIED_ENV, FINGERPRINT_ENV)}
+    base = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCH_ENV_PREFIXES)}
     driver = (
         code
         + "\nimport json, os, sys\nstart = dict(os.environ)\nresults = []\n"
@@ -123,40 +123,64 @@ def scenario(user_args):
 """
 
 
-def test_sglang_hook_applies_the_plan_to_a_real_server_args(served_model: Path) -> None:
-    pytest.importorskip("sglang.srt.server_args")
-    # The node verified (as exec or the launching process exports it); then an unverified node (no
-    # NVML here, no fingerprint) where the user asked for torch symm-mem.
-    verified = {"env": {FINGERPRINT_ENV: FINGERPRINT}, "user_args": []}
-    unverified = {"env": {}, "user_args": ["--enable-torch-symm-mem"]}
-    # SGLang's own placeholder record (model "dummy") launches nothing: left alone.
-    placeholder = {"env": {FINGERPRINT_ENV: FINGERPRINT}, "user_args": ["--model-path", "dummy"]}
-    (followed, forced, untouched), (followed_err, forced_err, untouched_err) = launch(
-        f"MODEL = {str(served_model)!r}\n" + SGLANG_SERVER, [verified, unverified, placeholder]
-    )
-    plan = PLANNERS["sglang"](str(PROFILE), tp=2, fingerprint=FINGERPRINT, hidden=7168)
-    # The control: the profile's plan turns something on that the NCCL-forcing plan keeps off.
-    assert not plan.fallback and dict(plan.env) != dict(sglang.FORCE_NCCL.env)
-    args = list(plan.args)
-    backend_flag = "--flashinfer-allreduce-fusion-backend"
-    assert followed["fields"] == {
-        "disable_custom_all_reduce": "--disable-custom-all-reduce" in args,
-        "enforce_disable_flashinfer_allreduce_fusion": "--enforce-disable-flashinfer-allreduce-fusion"
-        in args,
-        "flashinfer_allreduce_fusion_backend": args[args.index(backend_flag) + 1]
-        if backend_flag in args
-        else None,
-        "enable_torch_symm_mem": "--enable-torch-symm-mem" in args,
-    }
-    assert followed["envs"] == {
-        "SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2": plan.env.get("SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2", "1")
-        == "1",
-        "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": plan.env["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] == "1",
-        "SGLANG_PCIE_IPC_MAX_NUMEL": int(plan.env.get("SGLANG_PCIE_IPC_MAX_NUMEL", "0")),
-    }
-    (line,) = plugin_lines(followed_err, "sglang")
-    assert f"profile {load_profile(PROFILE).digest}: following the profile" in line
+#: The served model of SERVED_CONFIG, as the plugins read it from the launcher's model config.
+SERVED = {"hidden": 7168, "layers": 2, "architecture": "LlamaForCausalLM"}
 
+
+def expected_plan(name: str, profile: Path, **user):
+    """The plan ``topo-gate exec`` would apply for the knob case on its node, for SERVED_CONFIG."""
+    case = BY_NAME[name]
+    plan = PLANNERS[case.launcher](
+        str(profile), tp=2, fingerprint=FINGERPRINT, **SERVED, user_env=dict(case.user_env), **user
+    )
+    assert not plan.fallback and (plan.args or plan.env), "the control: the plan has knobs"
+    return plan
+
+
+def test_sglang_hook_applies_the_plan_to_a_real_server_args(served_model: Path, tmp_path: Path) -> None:
+    pytest.importorskip("sglang.srt.server_args")
+    fusing = BY_NAME["sglang-fusion-on"].write(tmp_path / "fusing.yaml")  # a flag with a value
+    pcie = BY_NAME["sglang-pcie-ipc"].write(tmp_path / "pcie.yaml")  # a flag and env
+    node = {FINGERPRINT_ENV: FINGERPRINT}
+    scenarios = [
+        {"env": node, "user_args": []},
+        {"env": {**node, PROFILE_ENV: str(pcie)}, "user_args": []},
+        # The user's own --disable-custom-all-reduce: priced as the default; PCIe IPC still pays.
+        {"env": {**node, PROFILE_ENV: str(pcie)}, "user_args": ["--disable-custom-all-reduce"]},
+        # An unverified node (no NVML here, no fingerprint) where the user asked for torch symm-mem:
+        # nothing changed; then the same under TOPO_GATE_FALLBACK=nccl; then a misspelt mode.
+        {"env": {}, "user_args": ["--enable-torch-symm-mem"]},
+        {"env": {FALLBACK_ENV: "nccl"}, "user_args": ["--enable-torch-symm-mem"]},
+        {"env": {**node, FALLBACK_ENV: "ncl"}, "user_args": []},
+        # SGLang's own placeholder record (model "dummy") launches nothing: left alone.
+        {"env": node, "user_args": ["--model-path", "dummy"]},
+    ]
+    results, errs = launch(f"MODEL = {str(served_model)!r}\n" + SGLANG_SERVER, scenarios, fusing)
+    followed, with_env, users_own, unverified, forced, misspelt, untouched = results
+
+    fusion_plan = expected_plan("sglang-fusion-on", fusing)
+    assert fusion_plan.args == ("--flashinfer-allreduce-fusion-backend", "trtllm")
+    assert followed == {
+        "fields": {**DEFAULT_FIELDS, "flashinfer_allreduce_fusion_backend": "trtllm"},
+        "envs": DEFAULT_ENVS,
+    }
+    (line,) = plugin_lines(errs[0], "sglang")
+    assert f"profile {load_profile(fusing).digest}: following the profile" in line
+    assert "applied --flashinfer-allreduce-fusion-backend trtllm" in line and fusion_plan.estimate in line
+
+    pcie_plan = expected_plan("sglang-pcie-ipc", pcie)
+    assert with_env == {
+        "fields": {**DEFAULT_FIELDS, "disable_custom_all_reduce": True},
+        "envs": {**DEFAULT_ENVS, "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": True,
+                 "SGLANG_PCIE_IPC_MAX_NUMEL": int(pcie_plan.env["SGLANG_PCIE_IPC_MAX_NUMEL"])},
+    }  # fmt: skip
+    assert users_own == with_env  # the same launch; the custom all-reduce switch is the user's
+    (line,) = plugin_lines(errs[2], "sglang")
+    assert "--disable-custom-all-reduce" not in line.partition("applied ")[2].split(";")[0]
+
+    assert unverified == {"fields": {**DEFAULT_FIELDS, "enable_torch_symm_mem": True}, "envs": DEFAULT_ENVS}
+    (line,) = plugin_lines(errs[3], "sglang")
+    assert "nothing changed (node not checked" in line
     assert dict(sglang.FORCE_NCCL.env) == {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "0"}
     assert forced == {
         "fields": {
@@ -165,19 +189,30 @@ def test_sglang_hook_applies_the_plan_to_a_real_server_args(served_model: Path) 
             "flashinfer_allreduce_fusion_backend": None,
             "enable_torch_symm_mem": True,  # the user's, kept
         },
-        "envs": {
-            "SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2": True,  # SGLang's default: the NCCL plan sets no v2 knob
-            "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": False,
-            "SGLANG_PCIE_IPC_MAX_NUMEL": 0,
-        },
+        "envs": DEFAULT_ENVS,  # PCIe IPC: off by default, set off
     }
-    (line,) = plugin_lines(forced_err, "sglang")
-    assert "NCCL forced" in line
+    (line,) = plugin_lines(errs[4], "sglang")
+    assert "NCCL forced (node not checked" in line
+    assert misspelt == {"fields": DEFAULT_FIELDS, "envs": DEFAULT_ENVS}
+    (line,) = plugin_lines(errs[5], "sglang")
+    assert "nothing changed (" in line and f"{FALLBACK_ENV}='ncl' is not one of" in line
 
-    assert untouched["fields"]["disable_custom_all_reduce"] is False
-    assert untouched["fields"]["flashinfer_allreduce_fusion_backend"] is None
-    assert untouched["envs"]["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] is False
-    assert plugin_lines(untouched_err, "sglang") == []
+    assert untouched == {"fields": DEFAULT_FIELDS, "envs": DEFAULT_ENVS}
+    assert plugin_lines(errs[6], "sglang") == []
+
+
+#: SGLang 0.5.23's own defaults of what SGLANG_SERVER reads.
+DEFAULT_FIELDS = {
+    "disable_custom_all_reduce": False,
+    "enforce_disable_flashinfer_allreduce_fusion": False,
+    "flashinfer_allreduce_fusion_backend": None,
+    "enable_torch_symm_mem": False,
+}
+DEFAULT_ENVS = {
+    "SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2": True,
+    "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": False,
+    "SGLANG_PCIE_IPC_MAX_NUMEL": 0,
+}
 
 
 VLLM_SERVER = """
@@ -201,31 +236,53 @@ def scenario(user_args):
 """
 
 
-def test_vllm_engine_config_and_envs_follow_the_plan(served_model: Path) -> None:
+def test_vllm_engine_config_and_envs_follow_the_plan(served_model: Path, tmp_path: Path) -> None:
     pytest.importorskip("vllm.engine.arg_utils")
-    verified = {"env": {FINGERPRINT_ENV: FUSING_FINGERPRINT}, "user_args": []}
-    unverified = {"env": {}, "user_args": []}
-    unset = {"env": {PROFILE_ENV: ""}, "user_args": []}
-    (followed, forced, alone), errs = launch(
-        f"MODEL = {str(served_model)!r}\n" + VLLM_SERVER, [verified, unverified, unset], FUSING_PROFILE
+    fusing = BY_NAME["vllm-fusion-size"].write(tmp_path / "fusing.yaml")
+    slow_flashinfer = BY_NAME["vllm-flashinfer-off"].write(tmp_path / "slow-flashinfer.yaml")
+    node = {FINGERPRINT_ENV: FINGERPRINT}
+    scenarios = [
+        {"env": node, "user_args": []},
+        # The user's FlashInfer backend trtllm and --enforce-eager: their kernels lose to NCCL here.
+        {"env": {**node, PROFILE_ENV: str(slow_flashinfer), **BY_NAME["vllm-flashinfer-off"].user_env},
+         "user_args": ["--enforce-eager"]},
+        {"env": {}, "user_args": []},
+        {"env": {FALLBACK_ENV: "nccl"}, "user_args": []},
+        {"env": {PROFILE_ENV: ""}, "user_args": []},
+    ]  # fmt: skip
+    (followed, flashinfer_off, unverified, forced, alone), errs = launch(
+        f"MODEL = {str(served_model)!r}\n" + VLLM_SERVER, scenarios, fusing
     )
-    plan = PLANNERS["vllm"](str(FUSING_PROFILE), tp=2, fingerprint=FUSING_FINGERPRINT, hidden=7168)
+    plan = expected_plan("vllm-fusion-size", fusing)
     pass_config = json.loads(plan.args[plan.args.index("--compilation-config") + 1])["pass_config"]
-    assert not plan.fallback and pass_config["fuse_allreduce_rms"] is True  # the control
+    assert pass_config == {"fuse_allreduce_rms": True, "fi_allreduce_fusion_max_size_mb": 0.21875}
     assert followed == {
         "tp": 2,
-        "disable_custom_all_reduce": "--disable-custom-all-reduce" in plan.args,
+        "disable_custom_all_reduce": False,
         "fuse_allreduce_rms": True,
-        "fi_allreduce_fusion_max_size_mb": pass_config["fi_allreduce_fusion_max_size_mb"],
-        "envs": {
-            "VLLM_ALLREDUCE_USE_FLASHINFER": plan.env["VLLM_ALLREDUCE_USE_FLASHINFER"] == "1",
-            "VLLM_ALLREDUCE_USE_SYMM_MEM": plan.env["VLLM_ALLREDUCE_USE_SYMM_MEM"] == "1",
-            "VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm",
-            "VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC": False,
-        },
+        "fi_allreduce_fusion_max_size_mb": 0.21875,
+        "envs": VLLM_DEFAULT_ENVS,
     }
     (line,) = plugin_lines(errs[0], "vllm")
-    assert f"profile {load_profile(FUSING_PROFILE).digest}: following the profile" in line
+    assert f"profile {load_profile(fusing).digest}: following the profile" in line and plan.estimate in line
+
+    off = expected_plan("vllm-flashinfer-off", slow_flashinfer, user_args=("--enforce-eager",))
+    assert dict(off.env) == {"VLLM_ALLREDUCE_USE_FLASHINFER": "0", "VLLM_ALLREDUCE_USE_SYMM_MEM": "0"}
+    assert flashinfer_off["envs"] == {
+        **VLLM_DEFAULT_ENVS,
+        "VLLM_ALLREDUCE_USE_FLASHINFER": False,
+        "VLLM_ALLREDUCE_USE_SYMM_MEM": False,
+        "VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm",  # the user's
+    }
+    (line,) = plugin_lines(errs[1], "vllm")
+    assert "applied VLLM_ALLREDUCE_USE_FLASHINFER=0 VLLM_ALLREDUCE_USE_SYMM_MEM=0" in line
+
+    assert {k: unverified[k] for k in ("disable_custom_all_reduce", "envs")} == {
+        "disable_custom_all_reduce": False,
+        "envs": VLLM_DEFAULT_ENVS,
+    }
+    (line,) = plugin_lines(errs[2], "vllm")
+    assert "nothing changed (node not checked" in line
 
     assert dict(vllm.FORCE_NCCL.env) == {
         "VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm",
@@ -240,10 +297,18 @@ def test_vllm_engine_config_and_envs_follow_the_plan(served_model: Path) -> None
         "VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm",
         "VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC": False,
     }
-    (line,) = plugin_lines(errs[1], "vllm")
+    (line,) = plugin_lines(errs[3], "vllm")
     assert "NCCL forced" in line
 
     # TOPO_GATE_PROFILE emptied: vLLM's own defaults, and no line.
-    assert alone["disable_custom_all_reduce"] is False
-    assert alone["envs"]["VLLM_ALLREDUCE_USE_SYMM_MEM"] is True
-    assert plugin_lines(errs[2], "vllm") == []
+    assert alone["disable_custom_all_reduce"] is False and alone["envs"] == VLLM_DEFAULT_ENVS
+    assert plugin_lines(errs[4], "vllm") == []
+
+
+#: vLLM 0.33.0's own defaults of the variables VLLM_SERVER reads.
+VLLM_DEFAULT_ENVS = {
+    "VLLM_ALLREDUCE_USE_FLASHINFER": True,
+    "VLLM_ALLREDUCE_USE_SYMM_MEM": True,
+    "VLLM_FLASHINFER_ALLREDUCE_BACKEND": "auto",
+    "VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC": False,
+}

@@ -117,12 +117,25 @@ class TestMalformed:
             topo_gate.load_profile(case_path)
         assert fragment in str(raised.value)  # how fast they fail: benchmarks/fail_fast.py
 
-    def test_recommend_forces_nccl_with_the_reason(self, case_path, exit_code, error_type, fragment, capsys):
+    def test_recommend_changes_nothing_with_the_reason(
+        self, case_path, exit_code, error_type, fragment, capsys
+    ):
+        # An unreadable profile measured nothing this launch can use: the launcher keeps its own defaults.
         assert main(["recommend", str(case_path), "--tp", "2", "--launcher", "vllm", "--format", "json"]) == 0
         out, err = capsys.readouterr()
         plan = json.loads(out)
         assert plan["fallback"] is True and fragment in plan["reason"]
-        assert err.startswith("topo-gate: vllm ") and "FALLBACK (nccl)" in err
+        assert plan["args"] == [] and plan["env"] == {}
+        assert err.startswith("topo-gate: vllm ") and "FALLBACK (launcher-default)" in err
+
+    def test_recommend_forces_nccl_when_asked(self, case_path, exit_code, error_type, fragment, capsys):
+        argv = ["recommend", str(case_path), "--tp", "2", "--launcher", "vllm", "--format", "json"]
+        assert main([*argv, "--fallback", "nccl"]) == 0
+        out, err = capsys.readouterr()
+        plan = json.loads(out)
+        assert plan["fallback"] is True and fragment in plan["reason"]
+        assert "--disable-custom-all-reduce" in plan["args"]
+        assert "FALLBACK (nccl)" in err
 
     def test_gate_answers_nccl_with_the_reason(self, case_path, exit_code, error_type, fragment):
         decision = topo_gate.gate(case_path, tp=2, nbytes=1024)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import topo_gate
 from topo_gate.cli import main
-from topo_gate.launchers import vllm_plan
+from topo_gate.launchers import sglang_plan
 from topo_gate.profile import Profile, dump_profile, load_profile
 from topo_gate.profile.profile_set import choose_member
 from topo_gate.profile.set_check import check_set
@@ -149,16 +149,24 @@ def test_the_reader_never_raises_on_any_set(tmp_path_factory, contents):
     assert decision.backend == "nccl" and decision.fallback
 
 
+#: On the bundled 2x H200 profile SGLang's plan for llama-3.1-70b, with the user's own
+#: --disable-custom-all-reduce, has knobs: PCIe IPC measured faster than the NCCL the user left.
+USER_ARGS = ("--disable-custom-all-reduce",)
+
+
 def test_launcher_plans_follow_the_member_for_this_node(fleet_set):
     fingerprint = fingerprint_of(H200_X2)
-    alone = vllm_plan(H200_X2, tp=2, fingerprint=fingerprint)
-    in_set = vllm_plan(fleet_set, tp=2, fingerprint=fingerprint)
-    assert not in_set.fallback
-    assert (in_set.args, in_set.env) == (alone.args, alone.env)
+    served = {"tp": 2, "model": "llama-3.1-70b", "user_args": USER_ARGS, "user_env": {}}
+    alone = sglang_plan(H200_X2, fingerprint=fingerprint, **served)
+    in_set = sglang_plan(fleet_set, fingerprint=fingerprint, **served)
+    assert not in_set.fallback and in_set.env  # the control: a plan with knobs
+    assert (in_set.args, in_set.env, in_set.estimate) == (alone.args, alone.env, alone.estimate)
     assert f"using profile set {fleet_set}: h200-x2.yaml" in in_set.notes
-    foreign = vllm_plan(fleet_set, tp=2, fingerprint="sha256:" + "0" * 64)
+    foreign = sglang_plan(fleet_set, fingerprint="sha256:" + "0" * 64, **served)
     assert foreign.fallback and "none of its 3 profiles is for this node" in foreign.reason
-    assert "--disable-custom-all-reduce" in foreign.args  # NCCL forced
+    assert (foreign.args, dict(foreign.env)) == ((), {})  # the launcher's default: nothing changed
+    forced = sglang_plan(fleet_set, fingerprint="sha256:" + "0" * 64, fallback="nccl", **served)
+    assert forced.fallback and "--enforce-disable-flashinfer-allreduce-fusion" in forced.args
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -238,7 +246,10 @@ def test_a_kept_answer_is_dropped_when_the_set_changes(fleet_set):
     assert "digest" in topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint).reason
 
 
-REPORTER = "import json, sys; print(json.dumps(sys.argv[1:]))"
+REPORTER = (
+    "import json, os, sys; print(json.dumps([sys.argv[1:], "
+    "{k: v for k, v in os.environ.items() if k.startswith('SGLANG_')}]))"
+)
 
 
 def test_exec_reads_the_node_and_follows_its_member_of_the_set(fleet_set, tmp_path):
@@ -248,7 +259,8 @@ def test_exec_reads_the_node_and_follows_its_member_of_the_set(fleet_set, tmp_pa
     capture.write_text(json.dumps(evidence["node"]["capture"]), encoding="utf-8")
     reporter = tmp_path / "reporter.py"
     reporter.write_text(REPORTER)
-    argv = ["--tp", "2", "--launcher", "vllm", "--from", str(capture), "--", sys.executable, str(reporter)]
+    argv = ["--launcher", "sglang", "--model", "llama-3.1-70b", "--from", str(capture), "--"]
+    argv += [sys.executable, str(reporter), "--tp-size", "2", *USER_ARGS]
     in_set = subprocess.run(
         [sys.executable, "-m", "topo_gate", "exec", "--profile", str(fleet_set), *argv],
         capture_output=True,
@@ -264,6 +276,7 @@ def test_exec_reads_the_node_and_follows_its_member_of_the_set(fleet_set, tmp_pa
     assert in_set.returncode == 0 and alone.returncode == 0, in_set.stderr
     assert "FALLBACK" not in in_set.stderr
     assert json.loads(in_set.stdout) == json.loads(alone.stdout)
+    assert json.loads(in_set.stdout)[1]["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] == "1"  # the plan, not nothing
     (fleet_set / "h200-x2.yaml").unlink()
     without = subprocess.run(
         [sys.executable, "-m", "topo_gate", "exec", "--profile", str(fleet_set), *argv],
@@ -273,7 +286,7 @@ def test_exec_reads_the_node_and_follows_its_member_of_the_set(fleet_set, tmp_pa
     )
     assert without.returncode == 0
     assert "FALLBACK" in without.stderr and "none of its 2 profiles is for this node" in without.stderr
-    assert "--disable-custom-all-reduce" in json.loads(without.stdout)
+    assert json.loads(without.stdout) == [["--tp-size", "2", *USER_ARGS], {}]  # CMD as given
 
 
 def _scale_figures(figures: dict, factor: float) -> None:

@@ -98,9 +98,10 @@ def _fall_back(server_args: Any, reason: str) -> None:
     except Exception:  # noqa: BLE001
         kept = export_env(plan.env, os.environ)
         args_applied = False
-        notes = (
-            f"cannot apply {' '.join(plan.args)}: SGLang's defaults stay for custom all-reduce and fusion",
-        )
+        if plan.args:  # the default fallback has none: nothing was left unapplied
+            notes = (
+                f"cannot apply {' '.join(plan.args)}: SGLang's defaults stay for custom all-reduce and fusion",
+            )
     record(
         Outcome("sglang", profile_digest(profile_path() or ""), plan, notes, kept, args_applied),
         None,

@@ -100,9 +100,10 @@ def _fall_back(engine_args: Any, reason: str) -> None:
     except Exception:  # noqa: BLE001
         kept = export_env(plan.env, os.environ)
         args_applied = False
-        notes = (
-            f"cannot apply {' '.join(plan.args)}: vLLM's defaults stay for custom all-reduce and fusion",
-        )
+        if plan.args:  # the default fallback has none: nothing was left unapplied
+            notes = (
+                f"cannot apply {' '.join(plan.args)}: vLLM's defaults stay for custom all-reduce and fusion",
+            )
     profile = profile_path() or ""
     record(Outcome("vllm", profile_digest(profile), plan, notes, kept, args_applied), None, os.environ)
 

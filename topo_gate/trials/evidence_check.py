@@ -103,10 +103,11 @@ def _check_run(run: Any, where: str) -> None:
     _choice(run["pattern"], f"{where}.pattern", PATTERNS)
     if not isinstance(run["backends"], (Mapping, list)):
         raise _Problem(f"{where}.backends", f"must be an object, found {describe(run['backends'])}")
+    # Only well-formed sizes make the ladder: a malformed one is refused by _check_result, with its field.
     ladder = {
-        result.get("nbytes")
+        result["nbytes"]
         for result in _list(run["results"], f"{where}.results")
-        if isinstance(result, Mapping)
+        if isinstance(result, Mapping) and type(result.get("nbytes")) is int
     }
     for index, result in enumerate(run["results"]):
         _check_result(result, f"{where}.results[{index}]", ladder)

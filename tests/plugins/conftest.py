@@ -1,0 +1,8 @@
+"""The launcher tests' profile builders (tests/launchers: priced_profiles, knob_cases) for the plugin tests."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launchers"))
