@@ -111,7 +111,7 @@ def render(result: Mapping[str, Any], header: Mapping[str, Any]) -> str:
         "us/pass",
         "95% CI",
         "vs default",
-        "est. us",
+        "est. AR+norm us",
         "est. saving",
         "meas. saving",
         "verdict",
