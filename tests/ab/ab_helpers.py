@@ -1,9 +1,14 @@
 """Helpers for driving ``topo-gate ab`` with the stand-in benchmark (``data/fake_bench.py``) under the names the
 real benchmarks have: ``vllm``, ``trtllm-bench``, ``python -m sglang.benchmark.one_batch``.
 
-The profile is the bundled 2x H200 one and the node is given by its fingerprint (or its recorded
-capture), so no GPU is needed. Which arm the stand-in is in follows from what the planner's real
-plan changes (``arm_markers``): the test never tells the benchmark its arm.
+The profiles are the launcher tests' knob cases (``tests/launchers/knob_cases.py``): nodes whose price
+tables make each launcher's plan carry knobs, written once per session (``conftest.py``). The node is
+given by the cases' fingerprint, so no GPU is needed. Which arm the stand-in is in follows from what
+the planner's real plan changes (``PricedNode.arm_markers``): the test never tells the benchmark its arm.
+
+The bundled 2x H200 profile plans no knob for any launcher (its launchers' defaults were not measured
+there, so nothing measured beats them): it stays for what holds without a knob (the node read from its
+recorded capture, ab with nothing to compare).
 """
 
 from __future__ import annotations
@@ -11,28 +16,39 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from knob_cases import KnobCase
+from priced_profiles import FINGERPRINT
 
-from topo_gate.launchers import PLANNERS, LaunchPlan, nccl_plan
+from topo_gate.ab.arms import make_plan
+from topo_gate.launchers import LaunchPlan, nccl_plan
 from topo_gate.profile import load_profile
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
 FAKE = DATA / "fake_bench.py"
-PROFILE = REPO / "profiles" / "h200-x2" / "h7168-run1.yaml"
+BUNDLED_PROFILE = REPO / "profiles" / "h200-x2" / "h7168-run1.yaml"
+BUNDLED_FINGERPRINT = load_profile(BUNDLED_PROFILE).node.fingerprint
 CAPTURE = REPO / "tests" / "fixtures" / "captures" / "h200-x2.real.json"
-FINGERPRINT = load_profile(PROFILE).node.fingerprint
 
+#: Per launcher, the knob case ab is tested on: one whose plan differs from the NCCL-forcing plan in a
+#: knob the stand-in can see, where the launcher has one (SGLang: PCIe IPC on, not off; TRT-LLM:
+#: TWOSHOT, not NCCL). vLLM has none at TP2: each vLLM case's knob is a flag the NCCL plan passes too
+#: (``--compilation-config``, with other JSON) or an env value it sets alike; its case is the one whose
+#: plan writes a ``--compilation-config`` for ab to merge into the user's.
+CASE_FOR = {"sglang": "sglang-pcie-ipc", "vllm": "vllm-fusion-size", "trtllm": "trtllm-twoshot"}
 
-def planned(launcher: str) -> LaunchPlan:
-    """The plan ``topo-gate ab`` builds for the bundled profile at TP2 on its own node."""
-    plan = PLANNERS[launcher](str(PROFILE), tp=2, fallback="launcher-default", fingerprint=FINGERPRINT)
-    assert not plan.fallback, plan.reason
-    assert plan.args or plan.env or plan.config, "the bundled profile's plan adds no knob: nothing to A/B"
-    return plan
+#: A command of each launcher's benchmark naming no knob, for a plan outside a CMD.
+COMMANDS = {
+    "sglang": ("python", "-m", "sglang.benchmark.one_batch", "--model-path", "M", "--tp-size", "2"),
+    "vllm": ("vllm", "bench", "latency", "--model", "M", "-tp", "2"),
+    "trtllm": ("trtllm-bench", "--model", "M", "throughput", "--tp", "2"),
+}
 
 
 def _differs(plan: LaunchPlan, other: LaunchPlan | None) -> dict[str, Any] | None:
@@ -49,13 +65,47 @@ def _differs(plan: LaunchPlan, other: LaunchPlan | None) -> dict[str, Any] | Non
     return None
 
 
-def arm_markers(launcher: str) -> tuple[list[dict[str, Any]], bool]:
-    """The stand-in's arm matchers, and whether the nccl arm can be told apart from the plan."""
-    plan, forced = planned(launcher), nccl_plan(launcher, "test")
-    plan_only, nccl_only = _differs(plan, forced), _differs(forced, plan)
-    if plan_only and nccl_only:
-        return [{"arm": "nccl", **nccl_only}, {"arm": "plan", **plan_only}], True
-    return [{"arm": "plan", **(_differs(plan, None) or {})}], False
+@dataclass(frozen=True)
+class PricedNode:
+    """A knob case's profile on disk, and what ``topo-gate ab`` is told about its node and model."""
+
+    case: KnobCase
+    profile: Path
+
+    @property
+    def launcher(self) -> str:
+        return self.case.launcher
+
+    def args(self) -> list[str]:
+        """``--profile``, the node and the served model (the case's token limits are the model's)."""
+        return ["--profile", str(self.profile), "--node-fingerprint", FINGERPRINT, "--model", self.case.model]
+
+    def planned(self, cmd: Sequence[str] | None = None) -> LaunchPlan:
+        """The plan ``topo-gate ab`` builds for ``cmd`` in this process's environment (ab's user env)."""
+        plan = make_plan(
+            str(self.profile),
+            self.launcher,
+            tp=self.case.tp,
+            gpus=None,
+            hidden=None,
+            model=self.case.model,
+            fingerprint=FINGERPRINT,
+            cmd=tuple(cmd or COMMANDS[self.launcher]),
+            environ=os.environ,
+        )
+        assert plan.args or plan.env or plan.config, (
+            f"{self.case.name}: the plan adds no knob here (the case's user env: {dict(self.case.user_env)}); "
+            f"{plan.notes}"
+        )
+        return plan
+
+    def arm_markers(self) -> tuple[list[dict[str, Any]], bool]:
+        """The stand-in's arm matchers, and whether the nccl arm can be told apart from the plan."""
+        plan, forced = self.planned(), nccl_plan(self.launcher, "test")
+        plan_only, nccl_only = _differs(plan, forced), _differs(forced, plan)
+        if plan_only and nccl_only:
+            return [{"arm": "nccl", **nccl_only}, {"arm": "plan", **plan_only}], True
+        return [{"arm": "plan", **(_differs(plan, None) or {})}], False
 
 
 class Bench:
@@ -105,7 +155,3 @@ class Bench:
         if not self.state.exists():
             return []
         return json.loads(self.state.read_text())["seen"]
-
-
-def node_args() -> list[str]:
-    return ["--profile", str(PROFILE), "--node-fingerprint", FINGERPRINT]

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from ab_helpers import CAPTURE, DATA, FINGERPRINT, PROFILE, arm_markers, node_args, planned
+from ab_helpers import BUNDLED_FINGERPRINT, BUNDLED_PROFILE, CAPTURE, DATA, FINGERPRINT
 
+from topo_gate.ab.arms import make_plan
 from topo_gate.ab.record import load_record
 from topo_gate.cli import main
 from topo_gate.launchers.trtllm import OPTIONS_FLAG
@@ -24,8 +25,10 @@ def faster(factor: float) -> list[float]:
     return [v * factor for v in STEADY]
 
 
-def sglang_scenario(bench, **extra) -> list[str]:
-    markers, _ = arm_markers("sglang")
+def sglang_scenario(bench, node, **extra) -> list[str]:
+    """The stand-in as SGLang's one-batch benchmark; ``node`` None: a plan without knobs (every call
+    is the default's then)."""
+    markers = node.arm_markers()[0] if node is not None else []
     bench.scenario(
         arms=markers,
         template=str(DATA / "sglang-one-batch.jsonl"),
@@ -50,10 +53,10 @@ def ab(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_sglang_win_is_recorded_shown_and_sealed(bench, capsys, tmp_path) -> None:
-    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": faster(1.1)})
+def test_sglang_win_is_recorded_shown_and_sealed(bench, capsys, tmp_path, sglang_node) -> None:
+    cmd = sglang_scenario(bench, sglang_node, values={"default": STEADY, "plan": faster(1.1)})
     out = tmp_path / "ab.json"
-    code, stdout, err = ab(capsys, *node_args(), "--out", str(out), "--", *cmd)
+    code, stdout, err = ab(capsys, *sglang_node.args(), "--out", str(out), "--", *cmd)
     assert code == 0, err
     assert "verdict: win" in stdout
     record = load_record(out)
@@ -71,11 +74,11 @@ def test_sglang_win_is_recorded_shown_and_sealed(bench, capsys, tmp_path) -> Non
     assert comparison["ratio"] == pytest.approx(1.1) and comparison["pairs"] == 5
     assert record["summary"]["default"]["samples"] == STEADY[1:]
     assert record["profile"] == {
-        "path": str(PROFILE),
-        "digest": load_profile(PROFILE).digest,
+        "path": str(sglang_node.profile),
+        "digest": load_profile(sglang_node.profile).digest,
         "fingerprint": FINGERPRINT,
     }
-    plan = planned("sglang")
+    plan = sglang_node.planned(cmd)
     assert record["arms"]["plan"]["env"] == dict(plan.env) and record["arms"]["plan"]["args"] == list(
         plan.args
     )
@@ -94,10 +97,10 @@ def test_sglang_win_is_recorded_shown_and_sealed(bench, capsys, tmp_path) -> Non
     assert all(Path(r["stdout"]).parts[0] == "ab.runs" for r in record["runs"])
 
 
-def test_show_displays_the_record_and_refuses_an_edited_one(bench, capsys, tmp_path) -> None:
-    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": faster(1.1)})
+def test_show_displays_the_record_and_refuses_an_edited_one(bench, capsys, tmp_path, sglang_node) -> None:
+    cmd = sglang_scenario(bench, sglang_node, values={"default": STEADY, "plan": faster(1.1)})
     out = tmp_path / "ab.json"
-    assert ab(capsys, *node_args(), "--json", "--out", str(out), "--", *cmd)[0] == 0
+    assert ab(capsys, *sglang_node.args(), "--json", "--out", str(out), "--", *cmd)[0] == 0
     assert main(["show", str(out)]) == 0
     shown = capsys.readouterr().out
     assert "plan/default" in shown and "verdict: win" in shown and "SGLANG_PCIE_IPC_MAX_NUMEL" in shown
@@ -110,8 +113,8 @@ def test_show_displays_the_record_and_refuses_an_edited_one(bench, capsys, tmp_p
     assert "digest mismatch" in capsys.readouterr().err
 
 
-def test_vllm_latency_regression_exits_1(bench, capsys) -> None:
-    markers, _ = arm_markers("vllm")
+def test_vllm_latency_regression_exits_1(bench, capsys, vllm_node) -> None:
+    markers, _ = vllm_node.arm_markers()
     bench.scenario(
         arms=markers,
         values={"default": faster(0.01), "plan": faster(0.0105)},  # 5% more latency with the plan
@@ -131,7 +134,7 @@ def test_vllm_latency_regression_exits_1(bench, capsys) -> None:
         "--output-json",
         "mine.json",
     ]
-    code, stdout, err = ab(capsys, *node_args(), "--json", "--", *cmd)
+    code, stdout, err = ab(capsys, *vllm_node.args(), "--json", "--", *cmd)
     assert code == 1, err
     record = json.loads(stdout)
     assert record["verdict"] == "regression" and record["metric"]["direction"] == "lower"
@@ -141,8 +144,9 @@ def test_vllm_latency_regression_exits_1(bench, capsys) -> None:
     assert not Path("mine.json").exists()
 
 
-def test_trtllm_no_difference_reads_the_options_file_the_plan_wrote(bench, capsys) -> None:
-    markers, _ = arm_markers("trtllm")
+@pytest.mark.usefixtures("trtllm_user_env")
+def test_trtllm_no_difference_reads_the_options_file_the_plan_wrote(bench, capsys, trtllm_node) -> None:
+    markers, _ = trtllm_node.arm_markers()
     assert "config" in markers[0]  # TensorRT-LLM's knob lives in its options file
     bench.scenario(
         arms=markers,
@@ -153,7 +157,7 @@ def test_trtllm_no_difference_reads_the_options_file_the_plan_wrote(bench, capsy
         result_flag="--report_json",
     )
     cmd = [bench.program("trtllm-bench"), "--model", "M", "throughput", "--tp", "2", "--dataset", "d.jsonl"]
-    code, stdout, err = ab(capsys, *node_args(), "--json", "--", *cmd)
+    code, stdout, err = ab(capsys, *trtllm_node.args(), "--json", "--", *cmd)
     assert code == 0, err
     record = json.loads(stdout)
     assert record["verdict"] == "no difference" and record["tp"] == 2
@@ -165,14 +169,15 @@ def test_trtllm_no_difference_reads_the_options_file_the_plan_wrote(bench, capsy
     assert all(OPTIONS_FLAG not in call["argv"] for call in bench.seen() if call["arm"] == "default")
 
 
-def test_a_failing_run_and_a_missing_metric_are_failed_runs_not_zeros(bench, capsys) -> None:
+def test_a_failing_run_and_a_missing_metric_are_failed_runs_not_zeros(bench, capsys, sglang_node) -> None:
     cmd = sglang_scenario(
         bench,
+        sglang_node,
         values={"default": STEADY, "plan": faster(1.1)},
         exit={"plan": {"2": 3}},  # round 2 of the plan exits 3
         omit={"default": [4]},  # round 4 of the default writes its result without the metric
     )
-    code, stdout, err = ab(capsys, *node_args(), "--json", "--", *cmd)
+    code, stdout, err = ab(capsys, *sglang_node.args(), "--json", "--", *cmd)
     assert code == 0, err
     record = json.loads(stdout)
     runs = {(r["arm"], r["round"]): r for r in record["runs"]}
@@ -184,23 +189,28 @@ def test_a_failing_run_and_a_missing_metric_are_failed_runs_not_zeros(bench, cap
     assert record["comparisons"][0]["pairs"] == 3 and record["verdict"] == "win"
 
 
-def test_fewer_than_three_successful_runs_is_no_verdict(bench, capsys, tmp_path) -> None:
+def test_fewer_than_three_successful_runs_is_no_verdict(bench, capsys, tmp_path, sglang_node) -> None:
     cmd = sglang_scenario(
-        bench, values={"default": STEADY, "plan": faster(1.1)}, exit={"plan": {"1": 1, "2": 1, "3": 1}}
+        bench,
+        sglang_node,
+        values={"default": STEADY, "plan": faster(1.1)},
+        exit={"plan": {"1": 1, "2": 1, "3": 1}},
     )
-    code, stdout, err = ab(capsys, *node_args(), "--out", str(tmp_path / "ab.json"), "--", *cmd)
+    code, stdout, err = ab(capsys, *sglang_node.args(), "--out", str(tmp_path / "ab.json"), "--", *cmd)
     assert code == 1, err
     assert "verdict: no verdict" in stdout and "Runs that do not count" in stdout
     (comparison,) = load_record(tmp_path / "ab.json")["comparisons"]
     assert comparison["reason"] == "plan has 2 successful runs of 5 (a verdict needs 3)"
 
 
-def test_three_arms_the_nccl_arm_and_no_plugin_in_any_arm(bench, capsys, monkeypatch) -> None:
-    markers, distinct = arm_markers("sglang")
+def test_three_arms_the_nccl_arm_and_no_plugin_in_any_arm(bench, capsys, monkeypatch, sglang_node) -> None:
+    _, distinct = sglang_node.arm_markers()
     assert distinct
-    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": faster(1.1), "nccl": faster(0.97)})
-    monkeypatch.setenv("TOPO_GATE_PROFILE", str(PROFILE))
-    code, stdout, err = ab(capsys, *node_args(), "--arms", "nccl,plan,default", "--json", "--", *cmd)
+    cmd = sglang_scenario(
+        bench, sglang_node, values={"default": STEADY, "plan": faster(1.1), "nccl": faster(0.97)}
+    )
+    monkeypatch.setenv("TOPO_GATE_PROFILE", str(sglang_node.profile))
+    code, stdout, err = ab(capsys, *sglang_node.args(), "--arms", "nccl,plan,default", "--json", "--", *cmd)
     assert code == 0, err
     record = json.loads(stdout)
     assert list(record["arms"]) == ["default", "plan", "nccl"]
@@ -213,12 +223,14 @@ def test_three_arms_the_nccl_arm_and_no_plugin_in_any_arm(bench, capsys, monkeyp
     assert any("TOPO_GATE_PROFILE removed" in note for note in record["notes"])
 
 
-def test_a_plan_the_command_already_has_is_identical_and_not_run(bench, capsys, monkeypatch) -> None:
-    plan = planned("sglang")
-    cmd = sglang_scenario(bench, values={"default": STEADY})
+def test_a_plan_the_command_already_has_is_identical_and_not_run(
+    bench, capsys, monkeypatch, sglang_node
+) -> None:
+    cmd = sglang_scenario(bench, sglang_node, values={"default": STEADY})
+    plan = sglang_node.planned(cmd)
     for key, value in plan.env.items():
         monkeypatch.setenv(key, value)
-    code, stdout, err = ab(capsys, *node_args(), "--json", "--", *cmd, *plan.args)
+    code, stdout, err = ab(capsys, *sglang_node.args(), "--json", "--", *cmd, *plan.args)
     assert code == 0, err
     record = json.loads(stdout)
     assert record["verdict"] == "identical" and record["runs"] == []
@@ -226,14 +238,49 @@ def test_a_plan_the_command_already_has_is_identical_and_not_run(bench, capsys, 
 
 
 def test_the_node_from_a_capture(bench, capsys) -> None:
-    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": faster(1.1)})
-    code, stdout, err = ab(capsys, "--profile", str(PROFILE), "--from", str(CAPTURE), "--json", "--", *cmd)
+    """The bundled profile is the capture's node; its plan adds no knob, so nothing runs, but a plan
+    there is (on another node ab would exit 1: "the profile gives no plan here")."""
+    cmd = sglang_scenario(bench, None, values={"default": STEADY})
+    code, stdout, err = ab(
+        capsys, "--profile", str(BUNDLED_PROFILE), "--from", str(CAPTURE), "--json", "--", *cmd
+    )
     assert code == 0, err
-    assert json.loads(stdout)["node"] == {"fingerprint": FINGERPRINT, "checked_by": "capture"}
+    record = json.loads(stdout)
+    assert record["node"] == {"fingerprint": BUNDLED_FINGERPRINT, "checked_by": "capture"}
+    assert record["verdict"] == "identical"
 
 
-def test_a_client_benchmark_runs_through_a_wrapper_that_reads_the_result_path(bench, capsys) -> None:
-    markers, _ = arm_markers("vllm")
+def test_a_plan_without_knobs_says_so_and_runs_nothing(bench, capsys) -> None:
+    """The bundled 2x H200 profile measured no launcher's default, so nothing measured beats one:
+    the plan adds no knob, its arm is the default's command, and ab compares nothing."""
+    cmd = sglang_scenario(bench, None, values={"default": STEADY})
+    plan = make_plan(
+        str(BUNDLED_PROFILE),
+        "sglang",
+        tp=2,
+        gpus=None,
+        hidden=None,
+        model=None,
+        fingerprint=BUNDLED_FINGERPRINT,
+        cmd=tuple(cmd),
+        environ=os.environ,
+    )
+    assert (plan.args, dict(plan.env), dict(plan.config)) == ((), {}, {})
+    argv = ["--profile", str(BUNDLED_PROFILE), "--node-fingerprint", BUNDLED_FINGERPRINT, "--json"]
+    code, stdout, err = ab(capsys, *argv, "--", *cmd)
+    assert code == 0, err
+    record = json.loads(stdout)
+    assert record["verdict"] == "identical" and record["runs"] == []
+    assert record["arms"]["plan"]["same_as"] == "default"
+    assert "no knobs: the launcher's default" in record["arms"]["plan"]["notes"]
+    assert "plan adds nothing to CMD: it is not run" in err
+    assert bench.seen() == []
+
+
+def test_a_client_benchmark_runs_through_a_wrapper_that_reads_the_result_path(
+    bench, capsys, vllm_node
+) -> None:
+    markers, _ = vllm_node.arm_markers()
     bench.scenario(
         arms=markers,
         values={"default": STEADY, "plan": faster(1.1)},
@@ -242,7 +289,7 @@ def test_a_client_benchmark_runs_through_a_wrapper_that_reads_the_result_path(be
     )
     wrapper = bench.program("serve_and_bench.sh")
     code, stdout, err = ab(
-        capsys, *node_args(), "--bench", "vllm-serve", "--json", "--", wrapper, "M", "-tp", "2"
+        capsys, *vllm_node.args(), "--bench", "vllm-serve", "--json", "--", wrapper, "M", "-tp", "2"
     )
     assert code == 0, err
     record = json.loads(stdout)
@@ -250,36 +297,41 @@ def test_a_client_benchmark_runs_through_a_wrapper_that_reads_the_result_path(be
     assert all("--result-filename" not in call["argv"] for call in bench.seen())
 
 
-def test_regex_metric_on_stdout(bench, capsys) -> None:
+def test_regex_metric_on_stdout(bench, capsys, sglang_node) -> None:
     cmd = sglang_scenario(
         bench,
+        sglang_node,
         values={"default": STEADY, "plan": faster(0.8)},
         stdout="Decode.  median throughput: {value} token/s",
     )
     regex = r"tps=median throughput: (?P<value>[0-9.]+)"
     code, stdout, err = ab(
-        capsys, *node_args(), "--metric-regex", regex, "--higher-is-better", "--json", "--", *cmd
+        capsys, *sglang_node.args(), "--metric-regex", regex, "--higher-is-better", "--json", "--", *cmd
     )
     assert code == 1, err
     record = json.loads(stdout)
     assert record["metric"]["source"] == "stdout" and record["verdict"] == "regression"
 
 
-def test_shuffled_order_is_recorded_and_reproducible(bench, capsys) -> None:
+def test_shuffled_order_is_recorded_and_reproducible(bench, capsys, sglang_node) -> None:
     from topo_gate.ab.schedule import schedule
 
-    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": faster(1.1)})
-    code, stdout, _ = ab(capsys, *node_args(), "--order", "shuffle", "--seed", "5", "--json", "--", *cmd)
+    cmd = sglang_scenario(bench, sglang_node, values={"default": STEADY, "plan": faster(1.1)})
+    code, stdout, _ = ab(
+        capsys, *sglang_node.args(), "--order", "shuffle", "--seed", "5", "--json", "--", *cmd
+    )
     record = json.loads(stdout)
     expected = schedule(["default", "plan"], runs=5, order="shuffle", seed=5)
     assert [(r["arm"], r["round"]) for r in record["runs"]] == [(s.arm, s.round) for s in expected]
     assert record["method"]["order"] == "shuffle" and record["method"]["seed"] == 5 and code == 0
 
 
-def test_secrets_in_the_command_stay_out_of_the_record(bench, capsys, tmp_path) -> None:
-    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": faster(1.1)})
+def test_secrets_in_the_command_stay_out_of_the_record(bench, capsys, tmp_path, sglang_node) -> None:
+    cmd = sglang_scenario(bench, sglang_node, values={"default": STEADY, "plan": faster(1.1)})
     out = tmp_path / "ab.json"
-    code, _, err = ab(capsys, *node_args(), "--out", str(out), "--", *cmd, "--api-key", "hunter2secret")
+    code, _, err = ab(
+        capsys, *sglang_node.args(), "--out", str(out), "--", *cmd, "--api-key", "hunter2secret"
+    )
     assert code == 0, err
     assert "hunter2secret" not in out.read_text()
     assert load_record(out)["command"][-2:] == ["--api-key", "<redacted>"]
@@ -297,22 +349,26 @@ def test_secrets_in_the_command_stay_out_of_the_record(bench, capsys, tmp_path) 
         (["--bench", "vllm-latency", "--higher-is-better", "--", "x"], 2, "go with --metric-regex"),
     ],
 )
-def test_bad_input_is_one_line_and_the_documented_code(bench, capsys, argv, code, message) -> None:
-    found, _, err = ab(capsys, "--profile", str(PROFILE), "--node-fingerprint", FINGERPRINT, *argv)
+def test_bad_input_is_one_line_and_the_documented_code(
+    bench, capsys, sglang_node, argv, code, message
+) -> None:
+    found, _, err = ab(capsys, *sglang_node.args(), *argv)
     assert found == code
     assert err.startswith("topo-gate: error: ") and message in err and len(err.strip().splitlines()) == 1
     assert bench.seen() == []
 
 
-def test_fewer_than_three_rounds_is_refused_before_anything_runs(bench, capsys) -> None:
-    code, _, err = ab(capsys, *node_args(), "--bench", "vllm-latency", "--runs", "2", "--", "x", "-tp", "2")
+def test_fewer_than_three_rounds_is_refused_before_anything_runs(bench, capsys, vllm_node) -> None:
+    code, _, err = ab(
+        capsys, *vllm_node.args(), "--bench", "vllm-latency", "--runs", "2", "--", "x", "-tp", "2"
+    )
     assert code == 2 and "'--runs': 2 is not in the range x>=3" in err
 
 
-def test_a_command_that_is_not_executable_exits_126(bench, capsys) -> None:
+def test_a_command_that_is_not_executable_exits_126(bench, capsys, vllm_node) -> None:
     script = bench.root / "bench.sh"
     script.write_text("#!/bin/sh\n")
-    code, _, err = ab(capsys, *node_args(), "--bench", "vllm-latency", "--", str(script), "-tp", "2")
+    code, _, err = ab(capsys, *vllm_node.args(), "--bench", "vllm-latency", "--", str(script), "-tp", "2")
     assert code == 126 and "not an executable file" in err
 
 
@@ -324,29 +380,31 @@ def test_a_command_that_is_not_executable_exits_126(bench, capsys) -> None:
     ],
 )
 def test_a_plan_that_cannot_be_made_exits_1_with_the_reason_and_runs_nothing(
-    bench, capsys, extra, message
+    bench, capsys, sglang_node, extra, message
 ) -> None:
-    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": STEADY})
-    code, _, err = ab(capsys, "--profile", str(PROFILE), *extra, "--", *cmd)
+    cmd = sglang_scenario(bench, sglang_node, values={"default": STEADY, "plan": STEADY})
+    code, _, err = ab(capsys, "--profile", str(sglang_node.profile), *extra, "--", *cmd)
     assert code == 1 and message in err and err.startswith("topo-gate: error: ")
     assert bench.seen() == []
 
 
-def test_an_unreadable_capture_exits_3(bench, capsys, tmp_path) -> None:
-    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": STEADY})
+def test_an_unreadable_capture_exits_3(bench, capsys, tmp_path, sglang_node) -> None:
+    cmd = sglang_scenario(bench, sglang_node, values={"default": STEADY, "plan": STEADY})
     (tmp_path / "bad.json").write_text("{")
-    code, _, err = ab(capsys, "--profile", str(PROFILE), "--from", str(tmp_path / "bad.json"), "--", *cmd)
+    code, _, err = ab(
+        capsys, "--profile", str(sglang_node.profile), "--from", str(tmp_path / "bad.json"), "--", *cmd
+    )
     assert code == 3 and "no plan without the node" in err
 
 
-def test_an_out_that_cannot_be_written_exits_8_before_any_run(bench, capsys, tmp_path) -> None:
-    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": STEADY})
-    code, _, err = ab(capsys, *node_args(), "--out", str(tmp_path / "missing" / "ab.json"), "--", *cmd)
+def test_an_out_that_cannot_be_written_exits_8_before_any_run(bench, capsys, tmp_path, sglang_node) -> None:
+    cmd = sglang_scenario(bench, sglang_node, values={"default": STEADY, "plan": STEADY})
+    code, _, err = ab(capsys, *sglang_node.args(), "--out", str(tmp_path / "missing" / "ab.json"), "--", *cmd)
     assert code == 8 and "does not exist" in err
     assert bench.seen() == []
 
 
-def test_the_plan_arm_is_the_exec_plan(bench, capsys) -> None:
+def test_the_plan_arm_is_the_exec_plan(bench, capsys, sglang_node) -> None:
     """What the plan arm runs is what ``topo-gate exec`` runs: the same argv and launcher env."""
     import subprocess
 
@@ -355,17 +413,27 @@ def test_the_plan_arm_is_the_exec_plan(bench, capsys) -> None:
         "import json, os, sys\nprint(json.dumps({'argv': sys.argv[1:], 'env': {k: v for k, v in os.environ.items()"
         " if k.startswith(('SGLANG_', 'TOPO_GATE_NODE'))}}))\n"
     )
-    cmd = sglang_scenario(bench, values={"default": STEADY, "plan": faster(1.1)})
+    cmd = sglang_scenario(bench, sglang_node, values={"default": STEADY, "plan": faster(1.1)})
     exec_cmd = [sys.executable, str(reporter), *cmd[3:]]
     done = subprocess.run(
-        [sys.executable, "-m", "topo_gate", "exec", *node_args(), "--launcher", "sglang", "--", *exec_cmd],
+        [
+            sys.executable,
+            "-m",
+            "topo_gate",
+            "exec",
+            *sglang_node.args(),
+            "--launcher",
+            "sglang",
+            "--",
+            *exec_cmd,
+        ],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     )
     by_exec = json.loads(done.stdout)
-    assert ab(capsys, *node_args(), "--json", "--", *cmd)[0] == 0
+    assert ab(capsys, *sglang_node.args(), "--json", "--", *cmd)[0] == 0
     plan_call = next(call for call in bench.seen() if call["arm"] == "plan")
     assert plan_call["argv"][:-2] == by_exec["argv"]  # ab appends only its result flag
     ours = {k: v for k, v in plan_call["env"].items() if k.startswith(("SGLANG_", "TOPO_GATE_NODE"))}

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ab_helpers import DATA, REPO, arm_markers, node_args
+from ab_helpers import DATA, REPO
 
 from topo_gate.cli import main
 
@@ -45,8 +45,8 @@ def read_pid(path: Path, *, deadline_s: float = 120.0) -> int:
     raise AssertionError(f"{path} never written")
 
 
-def scenario(bench, **extra) -> list[str]:
-    markers, _ = arm_markers("sglang")
+def scenario(bench, node, **extra) -> list[str]:
+    markers, _ = node.arm_markers()
     bench.scenario(
         arms=markers,
         template=str(DATA / "sglang-one-batch.jsonl"),
@@ -58,9 +58,9 @@ def scenario(bench, **extra) -> list[str]:
     return [*bench.module("sglang.benchmark.one_batch"), "--model-path", "M", "--tp-size", "2"]
 
 
-def test_a_run_past_the_time_limit_is_ended_and_recorded(bench, capsys) -> None:
-    cmd = scenario(bench, hang={"plan": [1]})  # round 1 of the plan never ends by itself
-    code = main(["ab", *node_args(), "--timeout", "3", "--json", "--", *cmd])
+def test_a_run_past_the_time_limit_is_ended_and_recorded(bench, capsys, sglang_node) -> None:
+    cmd = scenario(bench, sglang_node, hang={"plan": [1]})  # round 1 of the plan never ends by itself
+    code = main(["ab", *sglang_node.args(), "--timeout", "3", "--json", "--", *cmd])
     record = json.loads(capsys.readouterr().out)
     timed_out = [r for r in record["runs"] if r["status"] == "timeout"]
     assert [(r["arm"], r["round"]) for r in timed_out] == [("plan", 1)]
@@ -69,14 +69,25 @@ def test_a_run_past_the_time_limit_is_ended_and_recorded(bench, capsys) -> None:
     assert code == 0 and record["comparisons"][0]["pairs"] == 4
 
 
-def test_what_a_run_leaves_in_its_process_group_is_ended(bench, capsys) -> None:
-    cmd = scenario(bench)
+def test_what_a_run_leaves_in_its_process_group_is_ended(bench, capsys, sglang_node) -> None:
+    cmd = scenario(bench, sglang_node)
     wrapper = bench.bin / "with-background.sh"
     background = bench.root / "background.pid"
     wrapper.write_text(f'#!/bin/sh\nsleep 1000 &\necho $! > "{background}"\nexec "$@"\n')
     wrapper.chmod(0o755)
     code = main(
-        ["ab", *node_args(), "--bench", "sglang-one-batch", "--json", "--runs", "3", "--", str(wrapper), *cmd]
+        [
+            "ab",
+            *sglang_node.args(),
+            "--bench",
+            "sglang-one-batch",
+            "--json",
+            "--runs",
+            "3",
+            "--",
+            str(wrapper),
+            *cmd,
+        ]
     )
     capsys.readouterr()
     assert code == 0
@@ -85,12 +96,23 @@ def test_what_a_run_leaves_in_its_process_group_is_ended(bench, capsys) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_an_interrupt_ends_the_run_in_flight_and_exits_130(bench, signum, tmp_path) -> None:
-    cmd = scenario(bench, hang={"default": [0]})  # the first warm-up hangs
+def test_an_interrupt_ends_the_run_in_flight_and_exits_130(bench, signum, tmp_path, sglang_node) -> None:
+    cmd = scenario(bench, sglang_node, hang={"default": [0]})  # the first warm-up hangs
     out = tmp_path / "ab.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(bench.pkgs), str(REPO)])}
     ab = subprocess.Popen(
-        [sys.executable, "-m", "topo_gate", "ab", *node_args(), "--json", "--out", str(out), "--", *cmd],
+        [
+            sys.executable,
+            "-m",
+            "topo_gate",
+            "ab",
+            *sglang_node.args(),
+            "--json",
+            "--out",
+            str(out),
+            "--",
+            *cmd,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from ab_helpers import FINGERPRINT, planned
+from ab_helpers import FINGERPRINT
 
 from topo_gate.ab.arms import build_arms, remove_temp_dirs
 from topo_gate.launchers import nccl_plan
@@ -15,8 +15,8 @@ CMD = ("python", "-m", "sglang.benchmark.one_batch", "--model-path", "M", "--tp-
 ENV = {"PATH": "/usr/bin", "TOPO_GATE_PROFILE": "node.yaml", "TOPO_GATE_PLUGIN_APPLIED": "x"}
 
 
-def test_default_is_the_command_as_given_and_plan_and_nccl_add_their_knobs() -> None:
-    plan = planned("sglang")
+def test_default_is_the_command_as_given_and_plan_and_nccl_add_their_knobs(sglang_node) -> None:
+    plan = sglang_node.planned()
     default, with_plan, forced = build_arms(
         ["default", "plan", "nccl"], CMD, ENV, launcher="sglang", plan=plan, fingerprint=FINGERPRINT
     )
@@ -30,8 +30,8 @@ def test_default_is_the_command_as_given_and_plan_and_nccl_add_their_knobs() -> 
     assert [arm.same_as for arm in (default, with_plan, forced)] == [None, None, None]
 
 
-def test_an_arm_that_adds_nothing_is_the_same_as_the_default() -> None:
-    plan = planned("sglang")
+def test_an_arm_that_adds_nothing_is_the_same_as_the_default(sglang_node) -> None:
+    plan = sglang_node.planned()
     env = {**ENV, **plan.env}
     _, with_plan = build_arms(
         ["default", "plan"], (*CMD, *plan.args), env, launcher="sglang", plan=plan, fingerprint=FINGERPRINT
@@ -39,26 +39,29 @@ def test_an_arm_that_adds_nothing_is_the_same_as_the_default() -> None:
     assert with_plan.same_as == "default" and with_plan.knobs["same_as"] == "default"
 
 
-def test_options_files_are_compared_by_content_and_removed() -> None:
-    plan = planned("trtllm")
+@pytest.mark.usefixtures("trtllm_user_env")
+@pytest.mark.parametrize(
+    "name, nccl_same_as",
+    [("trtllm-twoshot", None), ("trtllm-nccl", "plan")],  # "plan": two files, one content, one command
+)
+def test_options_files_are_compared_by_content_and_removed(priced, name, nccl_same_as) -> None:
     cmd = ("trtllm-bench", "--model", "M", "throughput", "--tp", "2")
+    plan = priced(name).planned(cmd)
     arms = build_arms(
         ["default", "plan", "nccl"], cmd, ENV, launcher="trtllm", plan=plan, fingerprint=FINGERPRINT
     )
     _, with_plan, forced = arms
     folders = [folder for arm in arms for folder in arm.temp_dirs]
     assert len(folders) == 2 and all(os.path.isdir(folder) for folder in folders)
-    if dict(plan.config) == dict(nccl_plan("trtllm", "test").config):
-        assert forced.same_as == "plan"  # two files, one content: the same command
+    assert forced.same_as == nccl_same_as
     remove_temp_dirs(arms)
     assert not any(os.path.exists(folder) for folder in folders)
     assert with_plan.same_as is None
 
 
-def test_a_command_the_plan_cannot_merge_into_is_refused_and_leaves_no_file() -> None:
-    plan = planned("vllm")
-    if not any(arg == "--compilation-config" for arg in plan.args):
-        pytest.skip("the bundled profile's vLLM plan sets no compilation config to merge")
+def test_a_command_the_plan_cannot_merge_into_is_refused_and_leaves_no_file(vllm_node) -> None:
+    plan = vllm_node.planned()
+    assert "--compilation-config" in plan.args  # the plan's config is merged into the user's
     with pytest.raises(ValueError):
         build_arms(
             ["default", "plan"],

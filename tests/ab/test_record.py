@@ -147,8 +147,8 @@ def test_unreadable_inputs_are_one_line(tmp_path, content) -> None:
 
 
 def test_a_profile_or_evidence_is_not_a_record(tmp_path) -> None:
-    from ab_helpers import PROFILE
+    from ab_helpers import BUNDLED_PROFILE
 
-    assert not looks_like_record(PROFILE)
+    assert not looks_like_record(BUNDLED_PROFILE)
     assert not looks_like_record(tmp_path / "missing.json")
     assert not looks_like_record(tmp_path)
