@@ -273,7 +273,7 @@ def test_a_plan_without_knobs_says_so_and_runs_nothing(bench, capsys) -> None:
     assert record["verdict"] == "identical" and record["runs"] == []
     assert record["arms"]["plan"]["same_as"] == "default"
     assert "no knobs: the launcher's default" in record["arms"]["plan"]["notes"]
-    assert "plan adds nothing to CMD: it is not run" in err
+    assert "plan adds nothing to CMD (no knobs: the launcher's default): it is not run" in err
     assert bench.seen() == []
 
 

@@ -190,9 +190,9 @@ def test_following_a_profile_puts_the_readers_warnings_before_the_plans_notes(mo
         "allreduce_rmsnorm not requested (--pattern): its paths stay as the launcher's default",
         "no --model/--hidden: token limits converted with the profile's hidden size 7168; a wider served "
         "model sends larger messages at the same token counts",
-        "architecture unknown (--hidden only): sizes where the launcher routes by architecture are left "
+        "architecture unknown (no --model): sizes where the launcher routes by architecture are left "
         "to its default",
-        "layers unknown (--hidden only): a step priced as 32 layers",
+        "layers unknown (no --model): a step priced as 32 layers",
         "no knobs: the launcher's default",
     )
     assert plan.to_dict()["notes"] == list(plan.notes) and plan.to_dict()["version"] == "0.5.23"

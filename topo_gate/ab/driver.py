@@ -21,6 +21,7 @@ from topo_gate.ab.benchmarks import BENCHMARKS, RESULT_ENV, Benchmark, recognize
 from topo_gate.ab.metrics import MetricSpec, file_metric, regex_metric
 from topo_gate.ab.schedule import schedule
 from topo_gate.ab.session import Progress
+from topo_gate.launchers.planning import NO_KNOBS
 
 
 class Refused(Exception):
@@ -136,7 +137,12 @@ def session_notes(arms: Sequence[Arm], environ: Mapping[str, str]) -> list[str]:
     ]
     for arm in arms:
         if arm.same_as == "default":
-            notes.append(f"{arm.name} adds nothing to CMD: it is not run, its verdict is 'identical'")
+            # Say why: "nothing to add" reads like "CMD already has the knobs" unless the plan's own
+            # reason (no knob beat the launcher's default, nothing measured) comes with it.
+            why = "; ".join(n for n in arm.knobs["notes"] if n in NO_KNOBS.notes) or arm.knobs["reason"]
+            notes.append(
+                f"{arm.name} adds nothing to CMD{f' ({why})' if why else ''}: it is not run, its verdict is 'identical'"
+            )
         elif arm.same_as:
             notes.append(f"{arm.name} runs the same command as {arm.same_as}; both are run")
         notes.extend(f"{arm.name}: {warning}" for warning in arm.knobs["warnings"])

@@ -282,7 +282,7 @@ def served_model(
         )
     if architecture is None:
         notes += (
-            "architecture unknown (--hidden only): sizes where the launcher routes by architecture are "
+            "architecture unknown (no --model): sizes where the launcher routes by architecture are "
             "left to its default",
         )
     return replace(
@@ -385,7 +385,7 @@ def follow_profile(
     layer_note = (
         ()
         if step.layers_known
-        else (f"layers unknown (--hidden only): a step priced as {step.layers} layers",)
+        else (f"layers unknown (no --model): a step priced as {step.layers} layers",)
     )
     return LaunchPlan(
         launcher=launcher,
