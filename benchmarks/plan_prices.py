@@ -40,7 +40,9 @@ def _price(variant, pattern: str, side: str, tokens: int) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("profile")
     parser.add_argument("--tp", type=int, required=True)
     parser.add_argument("--models", default="deepseek-v3,llama-3.1-70b,qwen3-32b")
@@ -48,7 +50,11 @@ def main() -> int:
     parser.add_argument("--workload", default=None)
     parser.add_argument("--tokens", default=",".join(map(str, TOKENS)))
     parser.add_argument(
-        "--env", action="append", default=[], metavar="LAUNCHER:KEY=VALUE", help="a user env var for one launcher"
+        "--env",
+        action="append",
+        default=[],
+        metavar="LAUNCHER:KEY=VALUE",
+        help="a user env var for one launcher",
     )
     args = parser.parse_args()
     tokens = [int(t) for t in args.tokens.split(",")]
@@ -57,7 +63,13 @@ def main() -> int:
         launcher, _, setting = item.partition(":")
         key, _, value = setting.partition("=")
         envs.setdefault(launcher, {})[key] = value
-    head = ["launcher", "model", "knobs", *(f"{t} tok default/plan (norm site; plain)" for t in tokens), "us/step default -> plan"]
+    head = [
+        "launcher",
+        "model",
+        "knobs",
+        *(f"{t} tok default/plan (norm site; plain)" for t in tokens),
+        "us/step default -> plan",
+    ]
     print(" | ".join(head))
     for launcher in args.launchers.split(","):
         for model in args.models.split(","):
@@ -73,7 +85,9 @@ def main() -> int:
                 print(f"{launcher} | {model} | fallback: {plan.reason}")
                 continue
             variant = plan.choice.worst
-            knobs = " ".join([*plan.args, *(f"{k}={v}" for k, v in plan.env.items()), *map(str, plan.config.items())])
+            knobs = " ".join(
+                [*plan.args, *(f"{k}={v}" for k, v in plan.env.items()), *map(str, plan.config.items())]
+            )
             cells = []
             for count in tokens:
                 norm = f"{_price(variant, 'allreduce_rmsnorm', 'default', count)}/{_price(variant, 'allreduce_rmsnorm', 'plan', count)}"

@@ -383,9 +383,7 @@ def follow_profile(
         )
     chosen = choice.candidate.knobs
     layer_note = (
-        ()
-        if step.layers_known
-        else (f"layers unknown (no --model): a step priced as {step.layers} layers",)
+        () if step.layers_known else (f"layers unknown (no --model): a step priced as {step.layers} layers",)
     )
     return LaunchPlan(
         launcher=launcher,
