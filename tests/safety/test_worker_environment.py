@@ -1,17 +1,17 @@
 """The multicast-off settings reach every trial worker whatever the caller's environment says.
 
 DESIGN.md principle 5: a trial never creates NVLink multicast objects unless the user passed
-``--allow-multicast``. The runner (``trials.runner.run_plan``) sets the three variables over the
+``--allow-multicast``. The runner (``trials.runner.run_session``) sets the three variables over the
 caller's environment; the worker's own refusal is the second line of defence, not the first. So
-here the caller's environment (the process's, and ``run_plan``'s ``env``) holds the unsafe values,
+here the caller's environment (the process's, and ``run_session``'s ``env``) holds the unsafe values,
 and each real worker process, started by the runner on the gloo CPU harness, reports the
 environment it was given: a ``sitecustomize`` module on the workers' ``PYTHONPATH`` writes
 ``os.environ`` to a file as the interpreter starts, before the worker's code runs.
 
 The expected values are the libraries' own switches, written here by hand: NCCL_NVLS_ENABLE=0 (no
 NVLink SHARP), TORCH_SYMM_MEM_DISABLE_MULTICAST=1 (torch symmetric memory without multimem),
-NVSHMEM_DISABLE_NVLS=1. Relies on: ``run_plan(plan, device="cpu", cuda_devices=[], timeout_s,
-workdir, env, startup_timeout_s)``, ``TrialPlan.allow_multicast``, and workers being Python processes
+NVSHMEM_DISABLE_NVLS=1. Relies on: ``run_session(SessionPlan((plan,)), device="cpu", cuda_devices=[],
+timeout_s, workdir, env, startup_timeout_s)``, ``TrialPlan.allow_multicast``, and workers being Python processes
 that inherit the runner's ``PYTHONPATH``.
 """
 
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from topo_gate.trials.plan import TrialPlan
-from topo_gate.trials.runner import run_plan
+from topo_gate.trials.plan import SessionPlan, TrialPlan
+from topo_gate.trials.runner import run_session
 
 SAFE = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 UNSAFE = {"NCCL_NVLS_ENABLE": "1", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "0", "NVSHMEM_DISABLE_NVLS": "0"}
@@ -61,10 +61,10 @@ def _workers_environments(
         monkeypatch.setenv(name, value)
     path = os.pathsep.join(filter(None, [str(reports), os.environ.get("PYTHONPATH")]))
     monkeypatch.setenv("PYTHONPATH", path)
-    result = run_plan(
-        _plan(allow_multicast=allow_multicast), device="cpu", cuda_devices=[], timeout_s=120.0,
+    (result,) = run_session(
+        SessionPlan((_plan(allow_multicast=allow_multicast),)), device="cpu", cuda_devices=[], timeout_s=120.0,
         workdir=tmp_path / "trials", env=run_env, startup_timeout_s=120.0,
-    )  # fmt: skip
+    ).runs  # fmt: skip
     seen = [json.loads(report.read_text(encoding="utf-8")) for report in sorted(reports.glob("env-*.json"))]
     workers = [env for env in seen if "RANK" in env]
     assert sorted(env["RANK"] for env in workers) == ["0", "1"], (result.error, seen)
@@ -72,7 +72,7 @@ def _workers_environments(
     return workers
 
 
-@pytest.mark.parametrize("where", ["process environment", "run_plan env"])
+@pytest.mark.parametrize("where", ["process environment", "run_session env"])
 def test_a_callers_unsafe_values_never_reach_a_worker(
     where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
