@@ -138,10 +138,15 @@ PLAN_ENV = {name for plan in (SGLANG_FAST, SGLANG_NCCL, VLLM_FUSING, VLLM_NCCL) 
 
 
 @pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The plugins set the process environment; every variable they may set starts unset and is unset again.
-    for name in (*PLAN_ENV, "TOPO_GATE_PLUGIN_APPLIED", "TOPO_GATE_NODE_FINGERPRINT"):
+def _clean_environment(monkeypatch: pytest.MonkeyPatch):
+    # The plugins set the process environment; every variable they may set starts unset and is unset again
+    # (monkeypatch restores only what existed before: what the plugin set on top of nothing goes here).
+    names = (*PLAN_ENV, "TOPO_GATE_PLUGIN_APPLIED", "TOPO_GATE_NODE_FINGERPRINT")
+    for name in names:
         monkeypatch.delenv(name, raising=False)
+    yield
+    for name in names:
+        os.environ.pop(name, None)
 
 
 def _sglang_apply(server_args: StandInServerArgs, plan: LaunchPlan) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ from topo_gate.profile import drift
 REPO = Path(__file__).resolve().parents[2]
 CAPTURE = REPO / "tests" / "fixtures" / "captures" / "rtx-pro-6000-pcie-x8.synthetic.json"
 SEED_CASE = REPO / "tests" / "decide" / "cases" / "seed_lesson_pcie_tp2_wins_tp4_loses.json"
+CAPTURE_CLASS = {2: "pix", 4: "node"}
 DRIFT_EXIT = 7
 
 # The proprietary and the open kernel module's first lines (NVIDIA 580 series), then the compiler line.
@@ -163,6 +164,8 @@ def checked_profile(node, tmp_path: Path, capsys) -> Callable[[dict[str, str | N
         evidence = json.loads(SEED_CASE.read_text(encoding="utf-8"))["evidence"]
         evidence["node"]["capture"] = capture
         evidence["node"]["software"] = software
+        for run in evidence["runs"]:  # the classes CAPTURE gives these groups (`topo-gate topo --from`)
+            run["group_class"] = CAPTURE_CLASS[run["tp"]]
         source = tmp_path / "evidence.json"
         source.write_text(json.dumps(evidence), encoding="utf-8")
         out = tmp_path / "profile.yaml"
