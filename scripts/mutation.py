@@ -89,11 +89,6 @@ MODULES = (
     Target("topo_gate/launchers/vllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/trtllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/common.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_common.py", "tests/launchers/test_planning.py")),
-    # The cost model every plan passes: priced against the launcher's default, never dearer at a size.
-    Target("topo_gate/launchers/costmodel.py", ("tests/launchers/test_costmodel.py", "tests/launchers/test_planning.py")),
-    Target("topo_gate/launchers/pricing.py", ("tests/launchers/test_costmodel.py", "tests/launchers/test_planning.py")),
-    Target("topo_gate/launchers/workload.py", ("tests/launchers/test_workload.py", "tests/launchers/test_costmodel.py")),
-    Target("topo_gate/launchers/planning.py", ("tests/launchers/test_planning.py", "tests/launchers/test_common.py")),
     # The route model: FlashInfer's one-/two-shot choice.
     Target("topo_gate/launchers/routes/flashinfer.py", ("tests/launchers/test_routes.py", "tests/launchers/test_route_defaults.py")),
     # What a launcher trusts at start-up besides the profile: the node's identity and its software.
