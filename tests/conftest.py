@@ -35,3 +35,15 @@ def _environment_left_as_found():
 def _environment() -> dict[str, str]:
     # pytest itself sets PYTEST_CURRENT_TEST around each phase of a test.
     return {name: value for name, value in os.environ.items() if name != "PYTEST_CURRENT_TEST"}
+
+
+@pytest.fixture
+def restore_environment():
+    """For tests that import a real launcher: its import sets variables of its own (SGLang and vLLM set
+    TORCHINDUCTOR_CACHE_DIR and others at import time), which are the launcher's, not a leak of the test.
+    Put the environment back before the leak check runs."""
+    before = dict(os.environ)
+    yield
+    for name in set(os.environ) - set(before):
+        del os.environ[name]
+    os.environ.update(before)

@@ -16,6 +16,9 @@ from knob_cases import CASES
 
 from topo_gate.launchers import PLANNERS, LaunchPlan, sglang, trtllm, vllm
 
+# Importing a real launcher sets variables of its own: put the environment back after each test.
+pytestmark = pytest.mark.usefixtures("restore_environment")
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "launcher_parsers.py"
 
 

@@ -25,6 +25,9 @@ from topo_gate.plugins import FALLBACK_ENV, PROFILE_ENV
 from topo_gate.profile import load_profile
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
+# Importing a real launcher sets variables of its own: put the environment back after each test.
+pytestmark = pytest.mark.usefixtures("restore_environment")
+
 ROOT = Path(__file__).resolve().parents[2]
 #: Variables a plan, the plugins or the user's launcher settings may set: never inherited by a launch.
 LAUNCH_ENV_PREFIXES = ("SGLANG_", "VLLM_", "TLLM_", "TOPO_GATE_")

@@ -58,7 +58,8 @@ def split_flags(args: Sequence[str], launcher: str) -> list[tuple[str, str | Non
     items, index = [], 0
     while index < len(args):
         flag = args[index]
-        takes_value = flags.get(flag, {}).get("takes_value", False)
+        # A value-taking flag last in the list has no value: (flag, None), for the caller to refuse.
+        takes_value = flags.get(flag, {}).get("takes_value", False) and index + 1 < len(args)
         items.append((flag, args[index + 1] if takes_value else None))
         index += 2 if takes_value else 1
     return items
