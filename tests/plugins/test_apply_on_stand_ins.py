@@ -1,22 +1,8 @@
 """The plugins apply a plan's flags to the launcher's parsed configuration, and say exactly what they applied.
 
 A plugin runs after the launcher parsed its command line, so each flag of a plan becomes the field it
-sets (``plugins/fields.py``). This venv has neither launcher, so the configuration objects here are
-labelled stand-ins: dataclasses with the real field names and defaults of the pinned releases, only
-the fields the plugins read or set:
-
-- SGLang 0.5.23 ``ServerArgs`` (a msgspec Struct assembled from ``sglang/srt/arg_groups/fields/``):
-  ``model_path`` (``model.py:51``, no default), ``trust_remote_code = False`` (``model.py:106``),
-  ``revision = None`` (``model.py:122``), ``tp_size = 1`` (``parallel.py:45``) and, in ``exec_.py``,
-  ``disable_custom_all_reduce = False`` (725), ``enable_torch_symm_mem = False`` (736),
-  ``enable_flashinfer_allreduce_fusion = False`` (765),
-  ``enforce_disable_flashinfer_allreduce_fusion = False`` (766),
-  ``flashinfer_allreduce_fusion_backend = None`` (770-790).
-- vLLM 0.33.0 ``EngineArgs`` (a dataclass, ``vllm/engine/arg_utils.py:488``):
-  ``tensor_parallel_size = 1`` (548, ``ParallelConfig``), ``disable_custom_all_reduce = False`` (649),
-  ``compilation_config`` (771, a fresh ``CompilationConfig`` whose ``pass_config`` is a ``PassConfig``,
-  ``vllm/config/compilation.py:692``); ``PassConfig`` (``compilation.py:113-170``) has every fusion
-  switch ``None`` ("decided by the optimisation level") except ``eliminate_noops = True``.
+sets (``plugins/fields.py``). This venv has neither launcher, so the configuration objects are the
+labelled stand-ins of ``stand_ins.py``: the real field names and defaults of the pinned releases.
 
 The plans are built here (``LaunchPlan`` with known args and env), not read from a profile: what a
 planner emits is its own tests' business; applying whatever it emits is this file's. The real
@@ -29,73 +15,22 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
+from stand_ins import (
+    StandInCompilationConfig,
+    StandInEngineArgs,
+    StandInPassConfig,
+    StandInServerArgs,
+    field_defaults,
+)
 
 from topo_gate.launchers import LaunchPlan
 from topo_gate.plugins import Outcome, apply_flags, export_env, record
 from topo_gate.plugins import vllm as vllm_plugin
 
 DIGEST = "sha256:" + "ab" * 32
-
-
-# -- labelled stand-ins of the pinned releases' configuration objects ---------------------------------
-
-
-@dataclass
-class StandInServerArgs:
-    """Stand-in for SGLang 0.5.23 ``ServerArgs``: real field names and defaults (see the module doc)."""
-
-    model_path: str
-    tp_size: int = 1
-    trust_remote_code: bool = False
-    revision: str | None = None
-    disable_custom_all_reduce: bool = False
-    enable_torch_symm_mem: bool = False
-    enable_flashinfer_allreduce_fusion: bool = False
-    enforce_disable_flashinfer_allreduce_fusion: bool = False
-    flashinfer_allreduce_fusion_backend: str | None = None
-
-
-@dataclass
-class StandInPassConfig:
-    """Stand-in for vLLM 0.33.0 ``PassConfig`` (``vllm/config/compilation.py:113-170``)."""
-
-    fuse_norm_quant: bool | None = None
-    fuse_act_quant: bool | None = None
-    fuse_attn_quant: bool | None = None
-    eliminate_noops: bool = True
-    fuse_allreduce_rms: bool | None = None
-    enable_qk_norm_rope_fusion: bool | None = None
-    fuse_rope_kvcache_cat_mla: bool | None = None
-    fuse_act_padding: bool | None = None
-    fuse_mla_dual_rms_norm: bool | None = None
-    fuse_rope_kvcache: bool | None = None
-    fuse_qk_norm_rope_kvcache: bool | None = None
-    rope_kvcache_fusion_max_token_num: int = 256
-    fi_allreduce_fusion_max_size_mb: float | None = None
-
-
-@dataclass
-class StandInCompilationConfig:
-    """Stand-in for vLLM 0.33.0 ``CompilationConfig``: only its ``pass_config`` (compilation.py:692)."""
-
-    pass_config: StandInPassConfig = field(default_factory=StandInPassConfig)
-
-
-@dataclass
-class StandInEngineArgs:
-    """Stand-in for vLLM 0.33.0 ``EngineArgs``: real field names and defaults (see the module doc)."""
-
-    model: str = "Qwen/Qwen3-0.6B"
-    tensor_parallel_size: int = 1
-    disable_custom_all_reduce: bool = False
-    compilation_config: StandInCompilationConfig = field(default_factory=StandInCompilationConfig)
-
-
-def _defaults(config: object) -> dict[str, object]:
-    return {f.name: f.default for f in dataclasses.fields(config)}  # type: ignore[arg-type]
 
 
 # -- plans with known content --------------------------------------------------------------------------
@@ -151,7 +86,7 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch):
 
 def _sglang_apply(server_args: StandInServerArgs, plan: LaunchPlan) -> tuple[str, ...]:
     """What the SGLang plugin's ``_apply`` does, with the stand-in's defaults in place of msgspec's."""
-    unapplied, kept = apply_flags(server_args, "sglang", plan, _defaults(server_args))
+    unapplied, kept = apply_flags(server_args, "sglang", plan, field_defaults(server_args))
     assert unapplied == ()
     return (*kept, *export_env(plan.env, os.environ))
 
@@ -236,7 +171,7 @@ def test_sglang_a_flag_with_no_field_is_reported_not_applied() -> None:
         disable_custom_all_reduce: bool = False
 
     server_args = OlderServerArgs(model_path="/models/llama")
-    unapplied, kept = apply_flags(server_args, "sglang", SGLANG_FAST, _defaults(server_args))
+    unapplied, kept = apply_flags(server_args, "sglang", SGLANG_FAST, field_defaults(server_args))
     assert unapplied == ("--enable-torch-symm-mem", "--flashinfer-allreduce-fusion-backend")
     assert kept == () and server_args.disable_custom_all_reduce is True
 

@@ -10,16 +10,9 @@ set), and the steps of ``follow_profile`` that need no launcher module are run h
 ``_served`` / ``user_args``, ``make_plan``, the apply step, ``record``. The real launchers run the whole
 hook in tests/plugins/test_real_launchers.py (scripts/launcher_parsers.sh).
 
-- SGLang 0.5.23 ``ServerArgs`` (``sglang/srt/arg_groups/fields/``): ``model_path`` (``model.py:51``),
-  ``tp_size = 1`` (``parallel.py:45``), in ``exec_.py`` ``disable_custom_all_reduce = False`` (725),
-  ``enable_torch_symm_mem = False`` (736), ``enforce_disable_flashinfer_allreduce_fusion = False``
-  (766), ``flashinfer_allreduce_fusion_backend = None`` (770-790).
-- vLLM 0.33.0 ``EngineArgs`` (``vllm/engine/arg_utils.py:488``): ``tensor_parallel_size = 1`` (548),
-  ``enforce_eager = False`` (648), ``disable_custom_all_reduce = False`` (649),
-  ``optimization_level = O2`` (850), ``compilation_config`` (771) whose ``pass_config`` is a
-  ``PassConfig`` (``vllm/config/compilation.py:113-170``: the fusion switches default to None);
-  ``create_model_config()`` returns the served model's ``ModelConfig`` (here: its hidden size, layer
-  count and architectures only).
+The stand-ins (``stand_ins.py``) cite the pinned sources for every field; ``LlamaEngineArgs``
+adds ``create_model_config()``, the served model's ``ModelConfig`` (here: its hidden size, layer count
+and architectures only).
 """
 
 from __future__ import annotations
@@ -27,13 +20,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from knob_cases import BY_NAME, KnobCase
 from priced_profiles import FINGERPRINT
+from stand_ins import (
+    StandInCompilationConfig,
+    StandInEngineArgs,
+    StandInPassConfig,
+    StandInServerArgs,
+    field_defaults,
+)
 
 from topo_gate.launchers import sglang, vllm
 from topo_gate.plugins import (
@@ -57,40 +57,17 @@ LLAMA = Served(tp=2, hidden=8192, layers=80, architecture="LlamaForCausalLM", us
 
 
 @dataclass
-class StandInServerArgs:
-    """Stand-in for SGLang 0.5.23 ``ServerArgs`` (see the module docstring)."""
+class LlamaServerArgs(StandInServerArgs):
+    """SGLang's ``ServerArgs`` as parsed for the knob cases' served model."""
 
     model_path: str = "/models/llama"
-    tp_size: int = 1
-    disable_custom_all_reduce: bool = False
-    enable_torch_symm_mem: bool = False
-    enforce_disable_flashinfer_allreduce_fusion: bool = False
-    flashinfer_allreduce_fusion_backend: str | None = None
 
 
 @dataclass
-class StandInPassConfig:
-    """Stand-in for vLLM 0.33.0 ``PassConfig``: its all-reduce fusion fields."""
-
-    fuse_allreduce_rms: bool | None = None
-    fi_allreduce_fusion_max_size_mb: float | None = None
-
-
-@dataclass
-class StandInCompilationConfig:
-    pass_config: StandInPassConfig = field(default_factory=StandInPassConfig)
-
-
-@dataclass
-class StandInEngineArgs:
-    """Stand-in for vLLM 0.33.0 ``EngineArgs`` (see the module docstring)."""
+class LlamaEngineArgs(StandInEngineArgs):
+    """vLLM's ``EngineArgs`` as parsed for the knob cases' served model, with its model config."""
 
     model: str = "/models/llama"
-    tensor_parallel_size: int = 1
-    disable_custom_all_reduce: bool = False
-    enforce_eager: bool = False
-    optimization_level: int = 2  # an IntEnum in vLLM (OptimizationLevel.O2): str() is its digit
-    compilation_config: StandInCompilationConfig = field(default_factory=StandInCompilationConfig)
 
     def create_model_config(self) -> SimpleNamespace:
         return SimpleNamespace(
@@ -101,7 +78,7 @@ class StandInEngineArgs:
 
 
 def sglang_defaults() -> dict[str, object]:
-    return {f.name: f.default for f in dataclasses.fields(StandInServerArgs)}
+    return field_defaults(LlamaServerArgs)
 
 
 @pytest.fixture(autouse=True)
@@ -127,7 +104,7 @@ def follow(case: KnobCase, tmp_path: Path, monkeypatch, *, node: str = FINGERPRI
     return path
 
 
-def sglang_step(server_args: StandInServerArgs, profile: str, capsys) -> tuple[object, str]:
+def sglang_step(server_args: LlamaServerArgs, profile: str, capsys) -> tuple[object, str]:
     """The SGLang hook's steps on a stand-in: read the user's flags, plan, apply, log."""
     served = dataclasses.replace(
         LLAMA, tp=server_args.tp_size, user_args=user_args(server_args, "sglang", sglang_defaults())
@@ -141,7 +118,7 @@ def sglang_step(server_args: StandInServerArgs, profile: str, capsys) -> tuple[o
     return plan, line
 
 
-def vllm_step(engine_args: StandInEngineArgs, profile: str, capsys) -> tuple[object, str]:
+def vllm_step(engine_args: LlamaEngineArgs, profile: str, capsys) -> tuple[object, str]:
     """The vLLM hook's steps on a stand-in: read the user's settings and the model, plan, apply, log."""
     served = vllm_plugin._served(engine_args)
     plan, fingerprint = make_plan("vllm", served=lambda: served, profile=profile)
@@ -157,7 +134,7 @@ def vllm_step(engine_args: StandInEngineArgs, profile: str, capsys) -> tuple[obj
 def test_sglang_applies_the_plan_and_logs_its_estimate(tmp_path, plugin_environment, capsys) -> None:
     case = BY_NAME["sglang-custom-off"]
     profile = follow(case, tmp_path, plugin_environment)
-    server_args = StandInServerArgs(tp_size=2)
+    server_args = LlamaServerArgs(tp_size=2)
     plan, line = sglang_step(server_args, profile, capsys)
     assert plan == case.plan(
         profile, hidden=8192, layers=80, architecture="LlamaForCausalLM", user_env=os.environ
@@ -178,7 +155,7 @@ def test_vllm_applies_the_plan_to_the_pass_config_and_logs_its_estimate(
     case = BY_NAME["vllm-fusion-size"]
     profile = follow(case, tmp_path, plugin_environment)
     parsed = StandInCompilationConfig()
-    engine_args = StandInEngineArgs(tensor_parallel_size=2, compilation_config=parsed)
+    engine_args = LlamaEngineArgs(tensor_parallel_size=2, compilation_config=parsed)
     plan, line = vllm_step(engine_args, profile, capsys)
     assert (plan.args, dict(plan.env)) == (case.args, {})
     passes = engine_args.compilation_config.pass_config
@@ -192,7 +169,7 @@ def test_vllm_exports_the_plans_env_next_to_the_users_own(tmp_path, plugin_envir
     # kernels slower than NCCL here: the plan turns FlashInfer (and symm-mem) off, the user's stays.
     case = BY_NAME["vllm-flashinfer-off"]
     profile = follow(case, tmp_path, plugin_environment)
-    plan, line = vllm_step(StandInEngineArgs(tensor_parallel_size=2, enforce_eager=True), profile, capsys)
+    plan, line = vllm_step(LlamaEngineArgs(tensor_parallel_size=2, enforce_eager=True), profile, capsys)
     assert dict(plan.env) == dict(case.env)
     assert {name: os.environ[name] for name in case.env} == dict(case.env)
     assert os.environ["VLLM_FLASHINFER_ALLREDUCE_BACKEND"] == "trtllm"
@@ -203,7 +180,7 @@ def test_vllm_exports_the_plans_env_next_to_the_users_own(tmp_path, plugin_envir
 
 
 def test_a_field_the_user_set_is_read_back_as_their_flag() -> None:
-    server_args = StandInServerArgs(
+    server_args = LlamaServerArgs(
         tp_size=2, disable_custom_all_reduce=True, flashinfer_allreduce_fusion_backend="trtllm"
     )
     assert user_args(server_args, "sglang", sglang_defaults()) == (
@@ -211,7 +188,7 @@ def test_a_field_the_user_set_is_read_back_as_their_flag() -> None:
         "--flashinfer-allreduce-fusion-backend",
         "trtllm",
     )
-    engine_args = StandInEngineArgs(
+    engine_args = LlamaEngineArgs(
         tensor_parallel_size=2,
         disable_custom_all_reduce=True,
         compilation_config=StandInCompilationConfig(StandInPassConfig(fuse_allreduce_rms=False)),
@@ -224,7 +201,7 @@ def test_a_field_the_user_set_is_read_back_as_their_flag() -> None:
     )
     assert (served.tp, served.hidden, served.layers, served.architecture) == (2, 8192, 80, "LlamaForCausalLM")
     eager = vllm_plugin._served(
-        StandInEngineArgs(tensor_parallel_size=2, enforce_eager=True, optimization_level=1)
+        LlamaEngineArgs(tensor_parallel_size=2, enforce_eager=True, optimization_level=1)
     )
     assert eager.user_args == ("--enforce-eager", "--optimization-level", "1")
 
@@ -233,7 +210,7 @@ def test_vllm_a_users_eager_run_has_no_fusion_pass_to_plan(tmp_path, plugin_envi
     # The fusion pass runs only when vLLM compiles: with the user's --enforce-eager the pass the plan
     # would switch on does nothing, so the plan is no knobs (and says so).
     profile = follow(BY_NAME["vllm-fusion-size"], tmp_path, plugin_environment)
-    engine_args = StandInEngineArgs(tensor_parallel_size=2, enforce_eager=True)
+    engine_args = LlamaEngineArgs(tensor_parallel_size=2, enforce_eager=True)
     plan, line = vllm_step(engine_args, profile, capsys)
     assert (plan.args, plan.fallback) == ((), False) and "no knobs" in line
     assert engine_args.compilation_config.pass_config.fuse_allreduce_rms is None
@@ -244,7 +221,7 @@ def test_sglang_a_users_switch_is_priced_as_the_default_and_left_alone(
 ) -> None:
     # The plan here is --disable-custom-all-reduce; the user has set it: nothing is left to change.
     profile = follow(BY_NAME["sglang-custom-off"], tmp_path, plugin_environment)
-    server_args = StandInServerArgs(tp_size=2, disable_custom_all_reduce=True)
+    server_args = LlamaServerArgs(tp_size=2, disable_custom_all_reduce=True)
     plan, line = sglang_step(server_args, profile, capsys)
     assert (plan.args, dict(plan.env), plan.fallback) == ((), {}, False)
     assert server_args.disable_custom_all_reduce is True
@@ -254,7 +231,7 @@ def test_sglang_a_users_switch_is_priced_as_the_default_and_left_alone(
 def test_sglang_a_users_fusion_backend_is_not_overridden(tmp_path, plugin_environment, capsys) -> None:
     # The plan here turns fusion on; the user enforce-disabled it: the plan leaves fusion alone.
     profile = follow(BY_NAME["sglang-fusion-on"], tmp_path, plugin_environment)
-    server_args = StandInServerArgs(tp_size=2, enforce_disable_flashinfer_allreduce_fusion=True)
+    server_args = LlamaServerArgs(tp_size=2, enforce_disable_flashinfer_allreduce_fusion=True)
     plan, line = sglang_step(server_args, profile, capsys)
     assert "--flashinfer-allreduce-fusion-backend" not in plan.args
     assert server_args.flashinfer_allreduce_fusion_backend is None
@@ -265,7 +242,7 @@ def test_vllm_a_pass_the_user_configured_is_priced_as_theirs(tmp_path, plugin_en
     # The plan here turns the fusion pass on up to 224 KiB; the user switched the pass off.
     profile = follow(BY_NAME["vllm-fusion-size"], tmp_path, plugin_environment)
     compilation = StandInCompilationConfig(StandInPassConfig(fuse_allreduce_rms=False))
-    engine_args = StandInEngineArgs(tensor_parallel_size=2, compilation_config=compilation)
+    engine_args = LlamaEngineArgs(tensor_parallel_size=2, compilation_config=compilation)
     plan, line = vllm_step(engine_args, profile, capsys)
     assert "--compilation-config" not in plan.args and not plan.fallback
     assert engine_args.compilation_config.pass_config.fuse_allreduce_rms is False
@@ -280,10 +257,10 @@ def test_on_a_foreign_node_the_plugin_changes_nothing_by_default(
     tmp_path, plugin_environment, capsys
 ) -> None:
     profile = follow(BY_NAME["sglang-custom-off"], tmp_path, plugin_environment, node=OTHER_NODE)
-    server_args = StandInServerArgs(tp_size=2)
+    server_args = LlamaServerArgs(tp_size=2)
     plan, line = sglang_step(server_args, profile, capsys)
     assert plan.fallback and (plan.args, dict(plan.env)) == ((), {})
-    assert server_args == StandInServerArgs(tp_size=2)
+    assert server_args == LlamaServerArgs(tp_size=2)
     assert line.startswith("topo-gate: sglang plugin: profile sha256:test: nothing changed (allreduce: ")
     assert "fingerprint" in line and "applied" not in line
 
@@ -291,7 +268,7 @@ def test_on_a_foreign_node_the_plugin_changes_nothing_by_default(
 def test_on_a_foreign_node_fallback_nccl_forces_nccl(tmp_path, plugin_environment, capsys) -> None:
     profile = follow(BY_NAME["sglang-custom-off"], tmp_path, plugin_environment, node=OTHER_NODE)
     plugin_environment.setenv(FALLBACK_ENV, "nccl")
-    server_args = StandInServerArgs(tp_size=2)
+    server_args = LlamaServerArgs(tp_size=2)
     plan, line = sglang_step(server_args, profile, capsys)
     assert plan.fallback and plan.args == sglang.FORCE_NCCL.args
     assert server_args.disable_custom_all_reduce and server_args.enforce_disable_flashinfer_allreduce_fusion
@@ -307,7 +284,7 @@ def test_a_misspelt_fallback_changes_nothing_and_the_line_says_why(
     # Not silently taken for either mode: not even a usable profile is followed until it is fixed.
     profile = follow(BY_NAME["vllm-custom-off"], tmp_path, plugin_environment, node=node)
     plugin_environment.setenv(FALLBACK_ENV, "ncl")
-    engine_args = StandInEngineArgs(tensor_parallel_size=2)
+    engine_args = LlamaEngineArgs(tensor_parallel_size=2)
     plan, line = vllm_step(engine_args, profile, capsys)
     assert plan.fallback and (plan.args, dict(plan.env)) == ((), {})
     assert engine_args.disable_custom_all_reduce is False
@@ -335,7 +312,8 @@ def test_the_plan_json_of_the_vllm_pass_is_what_the_plugin_writes(
 ) -> None:
     # The same --compilation-config the plan carries for exec is what lands in the pass config.
     profile = follow(BY_NAME["vllm-fusion-size"], tmp_path, plugin_environment)
-    engine_args = StandInEngineArgs(tensor_parallel_size=2)
+    engine_args = LlamaEngineArgs(tensor_parallel_size=2)
     plan, _ = vllm_step(engine_args, profile, capsys)
     meant = json.loads(plan.args[plan.args.index("--compilation-config") + 1])["pass_config"]
-    assert dataclasses.asdict(engine_args.compilation_config.pass_config) == meant
+    applied = dataclasses.asdict(engine_args.compilation_config.pass_config)
+    assert applied == {**dataclasses.asdict(StandInPassConfig()), **meant}  # the other passes untouched
