@@ -79,7 +79,7 @@ class Target:
 MODULES = (
     Target("topo_gate/profile/digest.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py")),
     Target("topo_gate/profile/validate.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_malformed.py", "tests/profile/test_fail_closed.py", "tests/profile/test_semantic_boundaries.py")),
-    Target("topo_gate/profile/reader.py", ("tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py", "tests/profile/test_reader_edges.py", "tests/profile/test_profile_set.py")),
+    Target("topo_gate/profile/reader.py", ("tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py", "tests/profile/test_reader_hostile_arguments.py", "tests/profile/test_reader_edges.py", "tests/profile/test_profile_set.py")),
     Target("topo_gate/profile/semantics.py", ("tests/profile/test_malformed.py", "tests/profile/test_fail_closed.py", "tests/profile/test_mutations.py", "tests/profile/test_semantic_boundaries.py")),
     *(Target(f"topo_gate/decide/{name}.py", ("tests/decide/test_decide_rules.py", "tests/decide/test_decide_cases.py", "tests/decide/test_decide_rules_5_8.py", "tests/decide/test_decide_in_context_edges.py", "tests/decide/test_decide_bar_boundary.py", "tests/decide/test_decide_properties.py")) for name in ("verdicts", "ladder", "words", "runs")),
     Target("topo_gate/trials/safety.py", ("tests/trials/test_worker_entry.py", "tests/trials/test_safety_env.py")),
@@ -98,7 +98,7 @@ MODULES = (
     Target("topo_gate/plugins/__init__.py", ("tests/plugins/test_apply_on_stand_ins.py", "tests/plugins/test_plugin_core.py"), ("line", "export_env", "record", "apply_flags")),
     Target("topo_gate/plugins/vllm.py", ("tests/plugins/test_apply_on_stand_ins.py",), ("_apply", "_apply_pass_config")),
     # The guarded writer and reader, and the evidence checks every replay passes.
-    Target("topo_gate/_atomic.py", ("tests/test_output_symlinks.py", "tests/test_outputs.py")),
+    Target("topo_gate/_atomic.py", ("tests/test_output_symlinks.py", "tests/test_output_is_input.py", "tests/test_outputs.py")),
     Target("topo_gate/_inputs.py", ("tests/test_input_size_cap.py", "tests/trials/test_evidence.py", "tests/profile/test_malformed.py", "tests/test_fuzz_inputs.py")),
     Target("topo_gate/trials/evidence_check.py", ("tests/decide/test_evidence_samples_refused.py", "tests/trials/test_evidence.py", "tests/test_fuzz_inputs.py")),
     # The runner's multicast-off settings for every worker (the watchdog is the line above).

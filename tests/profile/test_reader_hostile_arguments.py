@@ -53,3 +53,19 @@ def test_any_tp_size_is_an_answer_never_a_failure(tp: int) -> None:
     assert "please report it" not in decision.reason
     if tp > reader.MAX_TP or tp < 1:
         assert decision.fallback
+
+
+def test_the_largest_tp_read_is_65536() -> None:
+    """A TP size up to 2**16 is looked up (and found undecided); one above it is refused unread."""
+    at_cap, above = (gate(EXAMPLE, tp=tp, fingerprint=FINGERPRINT) for tp in (65536, 65537))
+    assert at_cap.backend == above.backend == "nccl"
+    assert "larger than any node has GPUs" not in at_cap.reason
+    assert "tp 65537 is larger than any node has GPUs (at most 65536 are read)" in above.reason
+
+
+def test_a_huge_tp_is_named_by_its_digits_up_to_64_bits_then_by_its_size() -> None:
+    """str() of a 64-bit integer is short; above that the reason gives the bit count, not the digits."""
+    largest_printed = gate(EXAMPLE, tp=2**64 - 1, fingerprint=FINGERPRINT).reason
+    first_by_size = gate(EXAMPLE, tp=2**64, fingerprint=FINGERPRINT).reason
+    assert f"tp {2**64 - 1} is larger" in largest_printed
+    assert "tp of 65 bits is larger" in first_by_size
