@@ -103,6 +103,9 @@ def _check_run(run: Any, where: str) -> None:
     _choice(run["pattern"], f"{where}.pattern", PATTERNS)
     if not isinstance(run["backends"], (Mapping, list)):
         raise _Problem(f"{where}.backends", f"must be an object, found {describe(run['backends'])}")
+    if isinstance(run["backends"], list):  # evidence v1 lists the names; decide reads each as text
+        for index, name in enumerate(run["backends"]):
+            _text(name, f"{where}.backends[{index}]")
     # Only well-formed sizes make the ladder: a malformed one is refused by _check_result, with its field.
     ladder = {
         result["nbytes"]
