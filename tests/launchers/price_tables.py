@@ -11,8 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from topo_gate.launchers.costmodel import Step
 from topo_gate.launchers.pricing import PriceTable
+from topo_gate.launchers.workload import Workload
 from topo_gate.profile.measurements import BackendPrices, Measurement, Transition
+
+#: The cost-model tests' shared setting: both patterns, routes that keep every size on NCCL, a step of
+#: 10 known layers (1 plain + 20 fused calls) and a workload of one-token steps only.
+PLAIN, FUSED = "allreduce", "allreduce_rmsnorm"
+NCCL_EVERYWHERE = ((None, None),)
+STEP = Step(layers=10, layers_known=True)
+ONE_TOKEN = Workload.from_weights("one", {1: 1.0})
 
 ROW = 14336  # bytes of one token at hidden 7168, bf16
 SIZES = tuple(ROW * tokens for tokens in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192))

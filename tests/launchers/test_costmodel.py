@@ -7,12 +7,11 @@ rules themselves, not a launcher's routing.
 from __future__ import annotations
 
 import pytest
-from price_tables import ROW, SIZES, flat, scaled, table
+from price_tables import FUSED, NCCL_EVERYWHERE, ONE_TOKEN, PLAIN, ROW, SIZES, STEP, flat, scaled, table
 
 from topo_gate.launchers.costmodel import (
     Pricing,
     Side,
-    Step,
     checked_sizes,
     pieces,
     price_at,
@@ -21,11 +20,6 @@ from topo_gate.launchers.costmodel import (
 )
 from topo_gate.launchers.pricing import NCCL
 from topo_gate.launchers.workload import Workload
-
-PLAIN, FUSED = "allreduce", "allreduce_rmsnorm"
-NCCL_EVERYWHERE = ((None, None),)
-STEP = Step(layers=10, layers_known=True)  # 21 calls a step
-ONE_TOKEN = Workload.from_weights("one", {1: 1.0})
 
 
 def tables(plain: dict, fused: dict | None = None) -> dict:

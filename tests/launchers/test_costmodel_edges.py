@@ -9,7 +9,7 @@ numbers are the tests' own, stated where each test builds them.
 from __future__ import annotations
 
 import pytest
-from price_tables import ROW, SIZES, flat, table
+from price_tables import FUSED, NCCL_EVERYWHERE, ONE_TOKEN, PLAIN, ROW, SIZES, STEP, flat, table
 
 from topo_gate.launchers.costmodel import (
     Price,
@@ -25,11 +25,7 @@ from topo_gate.launchers.costmodel import (
 from topo_gate.launchers.pricing import NCCL
 from topo_gate.launchers.workload import Workload
 
-PLAIN, FUSED = "allreduce", "allreduce_rmsnorm"
-NCCL_EVERYWHERE = ((None, None),)
-STEP = Step(layers=10, layers_known=True)  # 1 plain + 20 fused calls a step
 CALLS = 21
-ONE_TOKEN = Workload.from_weights("one", {1: 1.0})
 #: Half the steps one token, half 512 tokens: a one-token call follows a 512-token message half the time.
 MIXED = Workload.from_weights("mixed", {1: 0.5, 512: 0.5})
 #: A Lamport-style kernel whose transition was measured only after the largest size: after any
