@@ -106,3 +106,34 @@ def test_distinct_files_are_written(tmp_path: Path) -> None:
     # The guard does not refuse what it should let through: a new file beside the input.
     assert main(["decide", str(EVIDENCE), "--out", str(tmp_path / "p.yaml"), "--bootstrap", "100"]) == 0
     assert (tmp_path / "p.yaml").is_file()
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        (lambda tmp: tmp / "plain-file" / "p.yaml", "a component of the path is not a folder"),
+        (lambda tmp: tmp / "no-such-folder" / "p.yaml", "folder"),
+    ],
+    ids=["under a regular file", "in a folder that does not exist"],
+)
+def test_an_output_path_the_guard_cannot_place_is_left_to_the_writer_to_refuse(
+    tmp_path: Path, capsys, make: Callable[[Path], Path], why: str
+) -> None:
+    """The clobbering guard compares what it can identify and leaves the rest to the write, which says
+    why in one line (exit 8); the guard itself never fails on a path it cannot stat."""
+    (tmp_path / "plain-file").write_text("", encoding="utf-8")
+    out = make(tmp_path)
+    assert main(["decide", str(EVIDENCE), "--out", str(out), "--bootstrap", "100"]) == UNWRITABLE
+    _, err = capsys.readouterr()
+    assert err.count("\n") == 1 and err.startswith(f"topo-gate: error: {out}: cannot write: ") and why in err
+
+
+@pytest.mark.parametrize("role", ["output", "input"])
+def test_a_path_with_a_nul_byte_is_not_a_crash_of_the_guard(tmp_path: Path, role: str) -> None:
+    from topo_gate._atomic import refuse_clobbering
+
+    hostile = f"{tmp_path}/a\0b.yaml"
+    good = tmp_path / "p.yaml"
+    outputs = [("--out", hostile if role == "output" else good)]
+    inputs = [("EVIDENCE", hostile if role == "input" else EVIDENCE)]
+    assert refuse_clobbering(outputs, inputs) is None  # nothing to compare with: no refusal, no error

@@ -130,6 +130,22 @@ def test_a_moved_component_under_strict_is_nccl_with_the_reason(
     )
 
 
+# A rollback is drift as much as an upgrade (a pinned image rebuilt from an older base), and versions
+# are not ordered as text ("2.9.1" sorts after "2.11.0"): only "the same" is no drift.
+DOWNGRADED = {"driver": "570.172.08", "torch": "2.9.1", "nccl": "2.27.7", "flashinfer": "0.6.11"}
+
+
+@pytest.mark.parametrize("component", ["driver", "nccl", "torch", "flashinfer"])
+def test_a_component_rolled_back_is_drift_too(node, recorded_profile, fingerprint, component):
+    node.install({**RECORDED, component: DOWNGRADED[component]})
+    decision = topo_gate.gate(recorded_profile, tp=2, fingerprint=fingerprint, strict=True)
+    assert decision.backend == "nccl" and decision.fallback
+    assert decision.reason == (
+        f"strict: software changed since the profile was measured: {component} {RECORDED[component]} -> "
+        f"{DOWNGRADED[component]}"
+    )
+
+
 def test_a_driver_upgrade_on_the_open_kernel_module_is_drift_too(node, recorded_profile, fingerprint):
     node.install(moved("driver"), module="open")
     decision = topo_gate.gate(recorded_profile, tp=2, fingerprint=fingerprint, strict=True)
