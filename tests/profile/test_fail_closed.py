@@ -81,6 +81,19 @@ def test_a_profile_object_whose_content_changed_is_nccl(sealed: Profile, fingerp
     assert topo_gate.gate(changed.with_digest(), tp=2, nbytes=1024, fingerprint=fingerprint).backend != NCCL
 
 
+def test_a_sealed_profile_object_stating_the_impossible_is_nccl_with_the_check_named(
+    sealed: Profile, fingerprint: str
+) -> None:
+    """A profile built in memory passes the loader's semantic checks too: sealing it (a matching digest)
+    vouches for its bytes, not for what it says. Refused as unusable, with the check's own words."""
+    emptied = dataclasses.replace(sealed, decisions=(), skipped=()).with_digest()
+    decision = topo_gate.gate(emptied, tp=2, nbytes=1024, fingerprint=fingerprint)
+    assert (decision.backend, decision.fallback) == (NCCL, True)
+    assert decision.reason == (
+        "profile object unusable: decisions: no decisions and no skipped TP sizes: the profile decides nothing"
+    )
+
+
 # --- reader: the node check compares for equality, in both directions -------------------------------
 
 

@@ -69,3 +69,13 @@ def test_a_huge_tp_is_named_by_its_digits_up_to_64_bits_then_by_its_size() -> No
     first_by_size = gate(EXAMPLE, tp=2**64, fingerprint=FINGERPRINT).reason
     assert f"tp {2**64 - 1} is larger" in largest_printed
     assert "tp of 65 bits is larger" in first_by_size
+
+
+@pytest.mark.parametrize("tp", [1, 2, 8])
+def test_a_gpu_iterable_is_read_one_past_the_group_and_no_further(tp: int, unread) -> None:
+    """The caller's iterator may be a generator with side effects or one it reuses: ``gate`` takes
+    what a TP group needs plus one (to tell "too long"), leaving the rest where it was."""
+    gpus = iter(range(10**6))
+    decision = gate(EXAMPLE, tp=tp, gpus=gpus, fingerprint=FINGERPRINT)
+    assert decision.fallback and f"got more than {tp}" in decision.reason
+    assert next(gpus) == tp + 1
