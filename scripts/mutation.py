@@ -41,7 +41,7 @@ from mutation_report import (  # noqa: E402
     report,
     write_results,
 )
-from mutation_run import UNREACHABLE, Plan, Run, read_session, reopen, scope_words  # noqa: E402
+from mutation_run import NOT_SAMPLED, UNREACHABLE, Plan, Run, read_session, reopen, scope_words  # noqa: E402
 from mutation_scope import Budget, Selection, read_base_commit, select  # noqa: E402
 
 EQUIVALENT_FILE = REPO / "tests" / "mutation" / "equivalent.txt"
@@ -215,10 +215,11 @@ def run_meta(argv: list[str], args: argparse.Namespace, seconds: float, load_sta
 
 
 def reopen_survivors(copy: Path, equivalents: dict[tuple[str, str, str], str]) -> bool:
-    """Mark the kept session's surviving mutants (not those listed as equivalent) and the ones that
-    never ran as not run yet; the module itself must be unchanged."""
+    """Mark the kept session's surviving mutants (not those listed as equivalent) as not run yet, with
+    the ones a time cap never released ("not sampled"); those it released but did not reach have no
+    result and run anyway. The module itself must be unchanged."""
     from cosmic_ray.work_db import WorkDB, use_db
-    from cosmic_ray.work_item import TestOutcome
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
     session = copy / "session.sqlite"
     if not session.exists():
@@ -235,7 +236,8 @@ def reopen_survivors(copy: Path, equivalents: dict[tuple[str, str, str], str]) -
                 lines[mutation.start_pos[0] - 1].strip(),
             ) in equivalents
             survived = result.test_outcome == TestOutcome.SURVIVED and not equivalent
-            if survived or UNREACHABLE in (result.output or ""):
+            held_back = result.worker_outcome == WorkerOutcome.SKIPPED and result.output == NOT_SAMPLED
+            if survived or held_back or UNREACHABLE in (result.output or ""):
                 jobs.append(item.job_id)
     reopen(session, jobs)
     return True

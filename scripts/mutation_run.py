@@ -23,6 +23,7 @@ from mutation_report import LEFT_OUT, Mutant, failing_test, key
 from mutation_scope import AST_LOCK, Budget, Selection, annotation_spans, in_spans, out_of_scope, seeded_order
 
 UNREACHABLE = "fork server unreachable"  # what its client prints when no test could run
+NOT_SAMPLED = LEFT_OUT[0]  # a mutant in scope that a time cap never released
 #: Under a time cap, the first batch of a module: it times what one mutant really costs here.
 MIN_MUTANTS = 3
 
@@ -105,16 +106,22 @@ class Run:
         config.write_text(cosmic_ray_config(target, self.command, timeout=self.timeout_s), encoding="utf-8")
         session = copy / "session.sqlite"
         cosmic = [sys.executable, "-m", "cosmic_ray.cli"]
-        if session.exists():  # a kept session whose survivors are to be run again
-            subprocess.run([*cosmic, "exec", str(config), str(session)], cwd=copy, env=self.env, check=True)
-            return read_session(session, copy, equivalents, target.functions)
-        subprocess.run([*cosmic, "init", str(config), str(session)], cwd=copy, env=self.env, check=True)
-        subprocess.run(
-            [sys.executable, "-m", "cosmic_ray.tools.filters.operators_filter", str(session), str(config)],
-            cwd=copy,
-            env=self.env,
-            check=True,
-        )
+        # A kept session (--survivors) runs what was reopened in it -- its survivors, and what a time
+        # cap left out -- in batches like a fresh one, so a cap can split a full run over sittings.
+        if not session.exists():
+            subprocess.run([*cosmic, "init", str(config), str(session)], cwd=copy, env=self.env, check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "cosmic_ray.tools.filters.operators_filter",
+                    str(session),
+                    str(config),
+                ],
+                cwd=copy,
+                env=self.env,
+                check=True,
+            )
         order = self.hold_back(session)
         module = copy / target.module
         original = module.read_bytes()
@@ -159,7 +166,7 @@ class Run:
                 )  # fmt: skip
                 if why is None:
                     in_scope.append((tuple(mutation.start_pos), mutation.operator_name, item.job_id))
-                    why = "not sampled"
+                    why = NOT_SAMPLED
                 db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=why))
         return seeded_order(in_scope, self.plan.seed, self.target.slug)
 
