@@ -284,7 +284,10 @@ def _run_target(
         return ModuleResult(target, [], 0.0, error=f"none of its test files exist: {list(target.tests)}")
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider", "-o", "addopts="]
     command += ["--timeout", "300", *tests]
-    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    # The copy first, so its (mutated) topo_gate is the one imported; then whatever the environment
+    # already puts on the path (an image may provide its packages that way).
+    path = os.pathsep.join(filter(None, [str(copy), os.environ.get("PYTHONPATH", "")]))
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
     share = plan.budget.share()  # this target's part of what is left of the cap, set now
     if share is not None and share <= 0:
         return ModuleResult(target, [], 0.0, scope="; ".join(filter(None, [scope, NOT_STARTED])))
