@@ -17,6 +17,7 @@ Prints the kill rate per module and every surviving mutant; exits 1 when a modul
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import platform
 import shutil
@@ -72,6 +73,9 @@ class Target:
         scope = (self.constant,) if self.constant else self.functions
         return "-".join((self.module.replace("/", "_").removesuffix(".py"), *scope))
 
+
+# A Unix socket's path holds at most 107 bytes on Linux (sun_path); past it the fork server cannot bind.
+SOCKET_PATH_MAX = 100
 
 # One line per module: the module, the few test files that cover it, and, where only part of a module
 # is in scope, the functions to mutate (or the constant, for the forcing sets). pytest -x stops at the
@@ -293,6 +297,11 @@ def _run_target(
         return ModuleResult(target, [], 0.0, scope="; ".join(filter(None, [scope, NOT_STARTED])))
     until = None if share is None else started + share
     socket_path = copy / "pytest.sock"
+    if len(os.fsencode(socket_path)) > SOCKET_PATH_MAX:  # a long TMPDIR and a long target name
+        digest = hashlib.sha256(os.fsencode(copy)).hexdigest()[:16]
+        socket_path = Path(tempfile.gettempdir()) / f"tg-mutation-{digest}.sock"
+        if len(os.fsencode(socket_path)) > SOCKET_PATH_MAX:
+            socket_path = Path("/tmp") / socket_path.name
     socket_path.unlink(missing_ok=True)  # a kept copy's old socket
     server = subprocess.Popen(
         [sys.executable, str(FORKSERVER), "serve", str(socket_path), str(BASELINE_LIMIT_S)], cwd=copy, env=env
