@@ -8,6 +8,9 @@ lets through a value the decisions cannot hold (a 64-bit integer, a float that o
 
 from __future__ import annotations
 
+import errno
+import io
+import os
 from pathlib import Path
 
 import pytest
@@ -49,8 +52,9 @@ def test_an_integer_python_still_converts_is_refused_by_its_bits() -> None:
         ('{"a": ' + "7" * (DIGITS_PYTHON_CONVERTS + 1) + "}", "line 1, column 7"),
         ('{\n "a":\n   ' + "7" * (DIGITS_PYTHON_CONVERTS + 1) + "}", "line 3, column 4"),
         ("[1,\n\n\n" + "7" * (DIGITS_PYTHON_CONVERTS + 1) + "]", "line 4, column 1"),
+        ("\n" + "7" * (DIGITS_PYTHON_CONVERTS + 1), "line 2, column 1"),
     ],
-    ids=["alone", "first line", "third line", "after blank lines"],
+    ids=["alone", "first line", "third line", "after blank lines", "after a newline that opens the file"],
 )
 def test_an_integer_too_long_to_convert_is_placed_by_line_and_column(text: str, where: str) -> None:
     """``json`` says only that such an integer exists; the message says where, counting from 1."""
@@ -93,6 +97,7 @@ def test_an_object_nested_past_the_limit_names_the_keys_down_to_it() -> None:
         (1024 * 1024, "1 MiB"),
         (1024 * 1024 - 1, "1048575 bytes"),
         (3 * 1024 * 1024 + 5, "3 MiB"),
+        (2 * 1023 * 1024, "1 MiB"),  # just under 2 MiB: whole MiB, rounded down, never "2 MiB"
         (10, "10 bytes"),
     ],
 )
@@ -114,3 +119,53 @@ def test_a_byte_that_is_not_utf8_is_placed(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         read_text(path, limit=100, what="evidence")
     assert str(caught.value) == "not UTF-8 text (byte 7: invalid start byte)"
+
+
+def _through_a_file(tmp_path: Path) -> Path:
+    (tmp_path / "plain").write_text("{}")
+    return tmp_path / "plain" / "input.json"  # ENOTDIR, for root too
+
+
+def _symlink_loop(tmp_path: Path) -> Path:
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    return tmp_path / "loop"  # ELOOP, for root too
+
+
+@pytest.mark.parametrize(
+    ("make", "code"),
+    [(_through_a_file, errno.ENOTDIR), (_symlink_loop, errno.ELOOP)],
+    ids=["a path through a regular file", "a symlink to itself"],
+)
+def test_a_path_that_cannot_be_opened_is_one_line_with_the_reason(tmp_path: Path, make, code: int) -> None:
+    """The user reads the system's reason alone ("cannot open: Not a directory"), not a traceback nor
+    Python's "[Errno 20] ...: '/the/path'" (the caller puts the path in front once)."""
+    path = make(tmp_path)
+    with pytest.raises(InputError) as caught:
+        read_text(path, limit=100, what="evidence")
+    assert str(caught.value) == f"cannot open: {os.strerror(code)}"
+
+
+class _BadSector(io.RawIOBase):
+    """A regular file whose every read fails with EIO, as on a failing disk."""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: object) -> int:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+
+def test_a_file_whose_read_fails_is_one_line_with_the_reason(tmp_path: Path, monkeypatch) -> None:
+    """A read error is "cannot read: Input/output error", not a traceback. No file a test can make
+    fails to read once opened, so the open handle is swapped for one whose reads fail."""
+    path = tmp_path / "input.json"
+    path.write_text("{}")
+
+    def failing_fdopen(fd: int, mode: str) -> io.BufferedReader:
+        os.close(fd)
+        return io.BufferedReader(_BadSector())
+
+    monkeypatch.setattr(os, "fdopen", failing_fdopen)
+    with pytest.raises(InputError) as caught:
+        read_text(path, limit=100, what="evidence")
+    assert str(caught.value) == f"cannot read: {os.strerror(errno.EIO)}"

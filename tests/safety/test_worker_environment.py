@@ -51,6 +51,7 @@ def _workers_environments(
     allow_multicast: bool,
     process_env: dict,
     run_env: dict,
+    cuda_devices: tuple[str, ...] = (),
 ) -> list[dict[str, str]]:
     reports = tmp_path / "reports"
     reports.mkdir()
@@ -62,7 +63,7 @@ def _workers_environments(
     path = os.pathsep.join(filter(None, [str(reports), os.environ.get("PYTHONPATH")]))
     monkeypatch.setenv("PYTHONPATH", path)
     (result,) = run_session(
-        SessionPlan((_plan(allow_multicast=allow_multicast),)), device="cpu", cuda_devices=[], timeout_s=120.0,
+        SessionPlan((_plan(allow_multicast=allow_multicast),)), device="cpu", cuda_devices=list(cuda_devices), timeout_s=120.0,
         workdir=tmp_path / "trials", env=run_env, startup_timeout_s=120.0,
     ).runs  # fmt: skip
     seen = [json.loads(report.read_text(encoding="utf-8")) for report in sorted(reports.glob("env-*.json"))]
@@ -94,3 +95,34 @@ def test_allow_multicast_is_what_lets_the_callers_values_through(
     )
     for env in workers:
         assert {name: env.get(name) for name in UNSAFE} == UNSAFE, f"rank {env['RANK']}"
+
+
+def test_the_cpu_harness_hides_every_gpu_from_its_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gloo trial must not touch a GPU others may be using: even when the caller names GPUs, the
+    workers of a ``device="cpu"`` session see none (an empty CUDA_VISIBLE_DEVICES), in bus order."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    workers = _workers_environments(
+        tmp_path, monkeypatch, allow_multicast=False, process_env={}, run_env={}, cuda_devices=("3", "5")
+    )
+    for env in workers:
+        assert env["CUDA_VISIBLE_DEVICES"] == "", f"rank {env['RANK']}"
+        assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+
+
+def test_a_cuda_session_gives_its_workers_exactly_the_groups_gpus() -> None:
+    """On a GPU node the group's GPUs, and only they, are visible to each worker, numbered in PCI bus
+    order as NVML and the plan number them. (Built as ``run_session`` builds it: no GPU needed.)"""
+    from topo_gate.trials.runner import _Launch
+
+    launch = _Launch(
+        device="cuda", cuda_devices=("3", "5"), base_env={"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"},
+        timeout_s=10.0, startup_timeout_s=10.0, port_source=lambda: 29500,
+    )  # fmt: skip
+    plan = SessionPlan((_plan(allow_multicast=False),))
+    for rank in (0, 1):
+        env = launch.worker_env(plan, rank, 29500)
+        assert env["CUDA_VISIBLE_DEVICES"] == "3,5" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+        assert (env["RANK"], env["WORLD_SIZE"]) == (str(rank), "2")
+        assert {name: env[name] for name in SAFE} == SAFE

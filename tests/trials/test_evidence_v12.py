@@ -211,3 +211,121 @@ def test_a_malformed_v12_field_is_refused_naming_it(tmp_path: Path, name: str) -
     assert "\n" not in message and expected in message
     if expected.startswith(("after_sizes", "after_larger_us", "graph_calls")):
         assert f"runs[0].results[{index}].{expected}" in message
+
+
+def _top(key: str, value: Any) -> Edit:
+    def edit(evidence: dict[str, Any]) -> None:
+        evidence[key] = value
+
+    return edit
+
+
+def _trial(key: str, value: Any) -> Edit:
+    def edit(evidence: dict[str, Any]) -> None:
+        evidence["trials"][key] = value
+
+    return edit
+
+
+def _dropped(**fields: Any) -> Edit:
+    """``budget.dropped`` holding one entry as a budgeted probe writes it, with ``fields`` changed."""
+    entry = {"tp": 2, "pattern": "allreduce", "what": "rounds 15 -> 5", "reason": "to fit the 60 s budget"}
+    entry.update(fields)
+    entry = {key: value for key, value in entry.items() if value is not None}
+
+    def edit(evidence: dict[str, Any]) -> None:
+        evidence["budget"] = {"seconds": 60, "dropped": [entry]}
+
+    return edit
+
+
+def _first_result(key: str, value: Any) -> Edit:
+    """Change result 0 of run 0 (NCCL at the smallest size: no after_sizes depend on its size)."""
+
+    def edit(evidence: dict[str, Any]) -> None:
+        result = evidence["runs"][0]["results"][0]
+        assert "after_sizes" not in result and "after_larger_us" not in result
+        result[key] = value
+
+    return edit
+
+
+ACCEPTED_AT_THE_LIMIT: dict[str, Edit] = {
+    # The planner itself writes this one: TP 1 gets no trials, recorded as skipped.
+    "a skipped TP 1": _top("skipped", [{"tp": 1, "reason": "TP 1 runs no all-reduce: nothing to gate"}]),
+    "hidden size 1": _trial("hidden", 1),
+    "a message of 1 byte": _first_result("nbytes", 1),
+    "a dropped entry at TP 1": _dropped(tp=1),
+    "a dropped entry as written": _dropped(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACCEPTED_AT_THE_LIMIT))
+def test_the_smallest_value_each_field_allows_is_read(tmp_path: Path, name: str) -> None:
+    """A count or size at its least allowed value (1) is evidence decide can use, not a refusal."""
+    evidence = copy.deepcopy(BASE)
+    ACCEPTED_AT_THE_LIMIT[name](evidence)
+    assert load_evidence(_written(tmp_path, evidence)) == evidence
+
+
+FORMAT_OF_40 = ("another-tool/record/v1-" + "x" * 40)[:40]
+FORMAT_OF_41 = FORMAT_OF_40 + "y"
+
+REFUSED_EXACTLY: dict[str, tuple[Edit, str]] = {
+    # A format that sorts before v1 is no more readable than v2 (bad-format-v2.json) is.
+    "an older evidence format": (
+        _top("format", "topo-gate/evidence/v0"),
+        "unsupported evidence format 'topo-gate/evidence/v0' (this topo-gate reads topo-gate/evidence/v1)",
+    ),
+    # Another tool's format is shown whole up to 40 characters, past that cut short as str '...'.
+    "a foreign format of 40 characters": (
+        _top("format", FORMAT_OF_40),
+        f"not topo-gate evidence (format '{FORMAT_OF_40}')",
+    ),
+    "a foreign format of 41 characters": (
+        _top("format", FORMAT_OF_41),
+        f"not topo-gate evidence (format str '{FORMAT_OF_41[:37]}...')",
+    ),
+    "a skipped TP 0": (
+        _top("skipped", [{"tp": 0, "reason": "none"}]),
+        "skipped[0].tp: must be >= 1, found 0",
+    ),
+    "hidden size 0": (_trial("hidden", 0), "trials.hidden: must be >= 1, found 0"),
+    "a message of 0 bytes": (_first_result("nbytes", 0), "runs[0].results[0].nbytes: must be >= 1, found 0"),
+    "a group naming one GPU twice": (
+        _set("group", [0, 0]),
+        "runs[0].group: must list 2 distinct GPUs, found [0, 0]",
+    ),
+    "a group of 3 with 2 distinct GPUs": (
+        _set("group", [0, 1, 1]),
+        "runs[0].group: must list 2 distinct GPUs, found [0, 1, 1]",
+    ),
+    "a group too short": (_set("group", [0]), "runs[0].group: must list 2 distinct GPUs, found [0]"),
+    "a dropped entry at TP 0": (_dropped(tp=0), "budget.dropped[0].tp: must be >= 1, found 0"),
+    "a dropped entry without a TP": (_dropped(tp=None), "budget.dropped[0].tp: missing"),
+    "a dropped entry of an unknown pattern": (
+        _dropped(pattern="allgather"),
+        "budget.dropped[0].pattern: must be one of allreduce, allreduce_rmsnorm, found str 'allgather'",
+    ),
+    "a dropped entry saying nothing dropped": (
+        _dropped(what=""),
+        "budget.dropped[0].what: must be a non-empty string, found str ''",
+    ),
+    "a dropped entry without a reason": (_dropped(reason=None), "budget.dropped[0].reason: missing"),
+    "a dropped entry that is text": (
+        _top("budget", {"seconds": 60, "dropped": ["rounds"]}),
+        "budget.dropped[0]: must be an object, found str 'rounds'",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_EXACTLY))
+def test_a_malformed_field_is_refused_in_exactly_one_line(tmp_path: Path, name: str) -> None:
+    """decide and probe --replay print this line (exit 3): the file, then the field and its problem."""
+    edit, expected = REFUSED_EXACTLY[name]
+    evidence = copy.deepcopy(BASE)
+    edit(evidence)
+    path = _written(tmp_path, evidence)
+    with pytest.raises(EvidenceError) as caught:
+        load_evidence(path)
+    assert str(caught.value) == f"{path}: {expected}"
