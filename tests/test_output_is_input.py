@@ -71,6 +71,7 @@ def test_an_output_that_is_an_input_is_refused(command: str, kind: str, tmp_path
     _, err = capsys.readouterr()
     assert err.count("\n") == 1 and err.startswith("topo-gate: error: ")
     assert str(other) in err and str(evidence) in err
+    assert "would destroy that input" in err  # said as an input it would destroy, not as two outputs
     assert _digest(evidence) == before
 
 
