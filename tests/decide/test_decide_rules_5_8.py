@@ -109,3 +109,111 @@ def test_a_failed_plan_is_recorded_as_failed_never_as_nccl_won() -> None:
     assert "plan failed, nothing measured" in entry.rules[0].reason
     assert "not because it won" in entry.rules[0].reason
     assert DecisionEntry.from_dict(entry.to_dict()) == entry
+
+
+# --- a lone size judged in context (rule 7 meets rule 3) ----------------------------------------
+
+# One-shot is 2x NCCL isolated at 1, 2 and 4 tokens and 1.5x in the layer graphs at 1 and 4 tokens; at
+# 2 tokens only its in-context time varies. NCCL's all-reduce costs 110 - 80 = 30 us in the layer.
+FOLD_ISOLATED = [
+    result(name, tokens, us)
+    for tokens in (1, 2, 4)
+    for name, us in (("nccl", 20.0), ("trtllm_oneshot", 10.0))
+]
+
+
+def _fold_entry(oneshot_layer_at_2: float) -> DecisionEntry:
+    context = [
+        layer(name, tokens, us)
+        for tokens in (1, 4)
+        for name, us in (("gemm", 80), ("nccl", 110), ("trtllm_oneshot", 100))
+    ]
+    context += [layer("gemm", 2, 80), layer("nccl", 2, 110), layer("trtllm_oneshot", 2, oneshot_layer_at_2)]
+    return only_entry(evidence("allreduce", FOLD_ISOLATED, context=context))
+
+
+def test_a_lone_size_where_the_neighbours_backend_is_slower_in_context_is_not_folded() -> None:
+    # At 2 tokens one-shot's layer costs 40 us against NCCL's 30 (0.75x): rule 7 gave that size to NCCL,
+    # and folding it back into one-shot's range would enable a backend that loses in the layer.
+    s1, s2, s4 = (tokens * HIDDEN * 2 for tokens in (1, 2, 4))
+    rules = _fold_entry(120.0).rules
+    assert [(rule.max_bytes, rule.backend) for rule in rules] == [
+        (s1, "trtllm_oneshot"),
+        (s2, "nccl"),
+        (s4, "trtllm_oneshot"),
+        (None, "nccl"),
+    ]
+    assert "folded in" not in rules[0].reason + rules[2].reason
+
+
+@pytest.mark.parametrize("oneshot_layer_at_2", [110.0, 109.0])  # 1.0x and 30 / 29 = 1.03x in context
+def test_a_lone_size_where_the_neighbours_backend_is_no_slower_in_context_is_folded(
+    oneshot_layer_at_2: float,
+) -> None:
+    # Below the margin in context (so rule 7 gave 2 tokens to NCCL) but not slower than NCCL there, and
+    # 2x isolated: the lone NCCL size is folded into one-shot's range, and the reason says so.
+    rules = _fold_entry(oneshot_layer_at_2).rules
+    assert [(rule.max_bytes, rule.backend) for rule in rules] == [
+        (4 * HIDDEN * 2, "trtllm_oneshot"),
+        (None, "nccl"),
+    ]
+    assert "16 KiB folded in" in rules[0].reason
+
+
+# --- decide over a whole evidence document -------------------------------------------------------
+
+
+def test_a_failed_plan_does_not_end_the_decisions_of_the_runs_after_it() -> None:
+    # The first run's plan failed; the second (another pattern) was measured and must still decide.
+    failed = evidence("allreduce_rmsnorm", [], error="rendezvous on port 1 failed")["runs"][0]
+    measured = evidence("allreduce", [result("nccl", 1, 20.0), result("trtllm_oneshot", 1, 10.0)])
+    measured["runs"].insert(0, failed)
+    entries = decide(measured, **FAST).decisions
+    assert [(entry.pattern, entry.failed, entry.rules[0].backend) for entry in entries] == [
+        ("allreduce_rmsnorm", "rendezvous on port 1 failed", "nccl"),
+        ("allreduce", None, "trtllm_oneshot"),
+    ]
+
+
+def test_a_measured_run_of_checked_evidence_gets_a_price_table() -> None:
+    # Evidence naming hidden and dtype (as the probe writes it): each measured run is priced.
+    doc = evidence("allreduce", [result("nccl", 1, 20.0), result("trtllm_oneshot", 1, 10.0)])
+    doc["trials"] = {"hidden": HIDDEN, "dtype": "bfloat16"}
+    (table,) = decide(doc, **FAST).measurements
+    assert (table.pattern, table.hidden, table.dtype, table.sizes) == (
+        "allreduce",
+        HIDDEN,
+        "bfloat16",
+        (HIDDEN * 2,),
+    )
+    assert set(table.backends) == {"nccl", "trtllm_oneshot"}
+
+
+@pytest.mark.parametrize("trials", [{"dtype": "bfloat16"}, {"hidden": HIDDEN}])
+def test_evidence_without_hidden_or_dtype_decides_but_is_not_priced(trials: dict) -> None:
+    # A table needs both (sizes are tokens x hidden x itemsize): with one missing, decide still
+    # decides and writes no table, rather than failing on the missing field.
+    doc = evidence("allreduce", [result("nccl", 1, 20.0), result("trtllm_oneshot", 1, 10.0)])
+    doc["trials"] = trials
+    decided = decide(doc, **FAST)
+    assert decided.measurements == []
+    assert decided.decisions[0].rules[0].backend == "trtllm_oneshot"
+
+
+def test_what_the_probe_dropped_to_fit_its_budget_is_a_note() -> None:
+    # Evidence v1.2: a pattern the probe left out for time is reported as not measured, NCCL there.
+    doc = evidence("allreduce", [result("nccl", 1, 20.0), result("trtllm_oneshot", 1, 10.0)])
+    doc["budget"] = {
+        "dropped": [
+            {
+                "tp": 4,
+                "pattern": "allreduce_rmsnorm",
+                "what": "the whole pattern",
+                "reason": "over the 60 s budget",
+            }
+        ]
+    }
+    assert (
+        "TP4 allreduce_rmsnorm: the whole pattern not measured, dropped to fit the time budget "
+        "(over the 60 s budget): NCCL there" in decide(doc, **FAST).notes
+    )

@@ -246,3 +246,45 @@ def test_plans_readings_and_parts_cannot_be_changed_after_the_fact() -> None:
     for frozen, field in ((plan, "reason"), (reading, "hidden"), (FORCED, "args")):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(frozen, field, None)
+
+
+@pytest.mark.parametrize(
+    "unknown",
+    [
+        "no --model/--hidden: token limits converted with the profile's hidden size",
+        "architecture unknown (no --model)",
+        "layers unknown (no --model)",
+    ],
+)
+def test_a_named_model_supplies_its_hidden_size_architecture_and_layers(unknown: str) -> None:
+    # --model qwen3-32b is a preset (hidden 5120, 64 layers, Qwen3ForCausalLM): the plan must not
+    # warn that any of the three is unknown, as it does without a model.
+    plan = follow_profile(
+        "vllm", FORCED, _offer(Knobs(), "x"), priced_profile(TABLES), tp=2, gpus=None, strict=False, fallback="nccl",
+        fingerprint=FINGERPRINT, patterns=("allreduce", "allreduce_rmsnorm"), model="qwen3-32b", user_env={},
+    )  # fmt: skip
+    assert plan.fallback is False
+    assert not [note for note in plan.notes if note.startswith(unknown)], plan.notes
+
+
+@pytest.mark.parametrize(
+    ("env", "why"),
+    [
+        ({"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "bogus"}, "unknown VLLM_FLASHINFER_ALLREDUCE_BACKEND 'bogus'"),
+        (
+            {"VLLM_ALLREDUCE_USE_SYMM_MEM": "yes"},
+            "VLLM_ALLREDUCE_USE_SYMM_MEM='yes': vLLM reads it as bool(int",
+        ),
+    ],
+)
+def test_the_users_own_env_that_cannot_be_modelled_is_a_fallback_that_says_so(env: dict, why: str) -> None:
+    # The launcher's default cannot be priced when the user's own env cannot be routed: the plan is a
+    # fallback (here NCCL forced) naming the env var, never a crash of the planner.
+    plan = follow_profile(
+        "vllm", FORCED, _offer(Knobs(), "x"), priced_profile(TABLES), tp=2, gpus=None, strict=False,
+        fallback="nccl", fingerprint=FINGERPRINT, patterns=("allreduce", "allreduce_rmsnorm"),
+        model="qwen3-32b", user_env=env,
+    )  # fmt: skip
+    assert plan.fallback is True
+    assert plan.reason.startswith(f"your own flags or env cannot be modelled: {why}")
+    assert (plan.args, dict(plan.env), plan.notes) == (("--nccl",), {"X": "0"}, ("forced",))

@@ -120,3 +120,50 @@ def test_without_fallback_nccl_nothing_is_emitted_and_the_plan_says_how_to_force
         assert plan.fallback and plan.reason
         assert (plan.args, dict(plan.env), dict(plan.config)) == ((), {}, {})
         assert any("--fallback nccl forces NCCL" in note for note in plan.notes)
+
+
+@pytest.mark.parametrize("launcher", list(PLANNERS))
+def test_every_env_var_the_forced_plan_sets_is_read_by_the_pinned_release_with_a_value_it_takes(
+    launcher: str, tmp_path: Path
+) -> None:
+    # A misspelt name is ignored by the launcher (the path it meant to switch stays as it was); a value
+    # outside the release's choices makes the launcher refuse it.
+    env = manifest(launcher)["env"]
+    for plan in forced_plans(launcher, tmp_path):
+        for name, value in plan.env.items():
+            assert name in env, f"{name} is not an env var of the pinned {launcher}"
+            choices = env[name].get("choices")
+            assert not choices or value in choices, f"{name}={value!r}: the pinned {launcher} takes {choices}"
+
+
+#: Models that call FlashInfer's fused all-reduce + RMSNorm themselves (DeepSeek-V3.2 / GLM-5.2 DSA,
+#: MiniMax-M3: vllm/models/common/ops/fused_allreduce_rms_norm.py:23-63, through
+#: model_executor/layers/fused_allreduce_gemma_rms_norm.py:56-112 ``_can_use_flashinfer``) take FlashInfer's
+#: workspace whatever VLLM_ALLREDUCE_USE_FLASHINFER and the fusion pass say: no knob sends them to NCCL.
+#: The workspace's backend is VLLM_FLASHINFER_ALLREDUCE_BACKEND, whose default ``auto`` picks MNNVL on one
+#: node too (distributed/device_communicators/flashinfer_all_reduce.py:142-177 ``_resolve_fi_ar_backend``),
+#: which creates NVLink multicast objects no trial times. So FlashInfer all-reduce being off does not make
+#: the backend moot: the forced plan must pin TRT-LLM's IPC kernels.
+FI_BACKEND_ENV, FI_BACKEND = "VLLM_FLASHINFER_ALLREDUCE_BACKEND", "trtllm"
+
+
+def test_the_forced_vllm_plan_pins_flashinfer_to_the_trtllm_backend(tmp_path: Path) -> None:
+    knob = manifest("vllm")["env"][FI_BACKEND_ENV]
+    assert knob["default"] == "auto" and FI_BACKEND in knob["choices"]
+    for plan in forced_plans("vllm", tmp_path):
+        assert plan.env.get(FI_BACKEND_ENV) == FI_BACKEND
+
+
+def test_the_forced_vllm_plan_keeps_a_model_calling_the_fused_kernel_itself_off_mnnvl(tmp_path: Path) -> None:
+    # The consequence, through the route model of the pinned release: DeepSeek-V3.2 at TP 4 on an
+    # NVSwitch SM 10.0 node still runs FlashInfer's fused kernel under the forced plan, on TRT-LLM's IPC
+    # kernels and never on the MNNVL (multicast) ones.
+    from topo_gate.launchers.routes import Context, Knobs, route
+
+    ctx = Context(
+        tp=4, capability=(10, 0), group_class="nvswitch", hidden=7168, architecture="DeepseekV32ForCausalLM"
+    )
+    for plan in forced_plans("vllm", tmp_path):
+        routes = route("vllm", Knobs(plan.args, dict(plan.env)), ctx)
+        kernels = {kernel for steps in routes.values() for _, kernel in steps if kernel is not None}
+        assert kernels and all(kernel.startswith("trtllm_") for kernel in kernels), routes

@@ -257,3 +257,65 @@ def test_vllm_a_pass_the_user_turned_on_stays_on_under_the_nccl_plan() -> None:
     kept = vllm_plugin._apply(engine_args, VLLM_NCCL)
     assert engine_args.compilation_config.pass_config.fuse_allreduce_rms is True  # the user's
     assert kept == ("pass_config.fuse_allreduce_rms=True",)
+
+
+# -- order and equality edges: whatever the plan's order, every flag gets its turn -----------------------
+
+
+def test_sglang_a_flag_the_user_set_does_not_stop_the_flags_after_it() -> None:
+    # The user's fusion backend is kept; the plan's next flag is still applied.
+    plan = _plan(
+        "sglang", ("--flashinfer-allreduce-fusion-backend", "trtllm", "--disable-custom-all-reduce"), {}
+    )
+    server_args = StandInServerArgs(model_path="/models/llama", flashinfer_allreduce_fusion_backend="mnnvl")
+    assert _sglang_apply(server_args, plan) == ("flashinfer_allreduce_fusion_backend=mnnvl",)
+    assert server_args.flashinfer_allreduce_fusion_backend == "mnnvl"  # the user's
+    assert server_args.disable_custom_all_reduce is True
+
+
+def test_vllm_flags_after_the_compilation_config_are_applied_too() -> None:
+    # --compilation-config is applied key by key by the vLLM plugin itself; a flag after it in the plan
+    # is still set on EngineArgs.
+    plan = _plan(
+        "vllm",
+        (
+            "--compilation-config",
+            '{"pass_config":{"fuse_allreduce_rms":false}}',
+            "--disable-custom-all-reduce",
+        ),
+        {},
+    )
+    engine_args = StandInEngineArgs(tensor_parallel_size=2)
+    assert vllm_plugin._apply(engine_args, plan) == ()
+    assert engine_args.disable_custom_all_reduce is True
+    assert engine_args.compilation_config.pass_config.fuse_allreduce_rms is False
+
+
+@pytest.mark.parametrize(
+    ("users", "kept"),
+    [
+        # "mnnvl" sorts before the plan's "trtllm": the user's value wins whichever way they compare
+        ("mnnvl", ("VLLM_FLASHINFER_ALLREDUCE_BACKEND=mnnvl",)),
+        # the user's own "trtllm" (a string of its own, read from the environment) is no conflict
+        ("trtllm", ()),
+    ],
+)
+def test_vllm_the_users_env_wins_and_only_a_different_value_is_reported_kept(
+    users: str, kept: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VLLM_FLASHINFER_ALLREDUCE_BACKEND", users)
+    engine_args = StandInEngineArgs(tensor_parallel_size=2)
+    assert vllm_plugin._apply(engine_args, VLLM_FUSING) == kept
+    assert os.environ["VLLM_FLASHINFER_ALLREDUCE_BACKEND"] == users
+    assert os.environ["VLLM_ALLREDUCE_USE_SYMM_MEM"] == "0"  # the plan's, where the user set nothing
+
+
+def test_vllm_a_pass_size_the_user_set_equal_to_the_plans_is_no_conflict() -> None:
+    # The user's 512.5 MiB and the plan's (parsed from its JSON) are equal floats, not the same object.
+    plan = _plan(
+        "vllm", ("--compilation-config", '{"pass_config":{"fi_allreduce_fusion_max_size_mb":512.5}}'), {}
+    )
+    compilation = StandInCompilationConfig(StandInPassConfig(fi_allreduce_fusion_max_size_mb=512.5))
+    engine_args = StandInEngineArgs(tensor_parallel_size=2, compilation_config=compilation)
+    assert vllm_plugin._apply(engine_args, plan) == ()
+    assert engine_args.compilation_config.pass_config.fi_allreduce_fusion_max_size_mb == 512.5

@@ -216,3 +216,37 @@ def test_check_names_a_moved_component_and_fails_under_strict(checked_profile, c
     assert capsys.readouterr().err == f"topo-gate: error: software drift under --strict: {line}\n"
     assert main(["check", str(profile), "--from", str(CAPTURE), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["drift"] == [line]
+
+
+def _reread() -> None:
+    """The node's files changed after ``install``: read them afresh, as a new launcher process would."""
+    drift.current_version.cache_clear()
+    drift._installed_distributions.cache_clear()
+
+
+def test_a_node_without_the_nvidia_kernel_module_does_not_compare_the_driver(
+    node, recorded_profile, fingerprint
+):
+    # No /proc/driver/nvidia/version (no driver loaded, or not Linux): the driver is unknown, so it is
+    # not compared -- never a reader failure that sends the launcher to NCCL.
+    node.proc.unlink()
+    _reread()
+    decision = topo_gate.gate(recorded_profile, tp=2, fingerprint=fingerprint, strict=True)
+    assert decision.backend == "trtllm_oneshot", decision.reason
+    assert decision.warnings == ()
+
+
+def test_a_wheel_file_on_sys_path_is_not_an_installed_package(
+    node, recorded_profile, fingerprint, tmp_path, monkeypatch
+):
+    # A downloaded wheel (or any other name with a dash) in a folder ahead of site-packages on sys.path
+    # is not installed: only ``*.dist-info`` folders are read, so the recorded torch is no drift.
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    (downloads / "torch-2.12.0-cp312-cp312-manylinux_2_28_x86_64.whl").write_bytes(b"")
+    (downloads / "torch-2.12.0").mkdir()
+    monkeypatch.syspath_prepend(str(downloads))
+    _reread()
+    decision = topo_gate.gate(recorded_profile, tp=2, fingerprint=fingerprint, strict=True)
+    assert decision.backend == "trtllm_oneshot", decision.reason
+    assert decision.warnings == ()
