@@ -163,3 +163,95 @@ def test_a_backend_of_the_other_kind_of_node_is_refused(
     rule.pop("alternatives", None)
     kind = "a GPU backend; this is a CPU-harness profile" if where == "cpu" else "a CPU test-harness backend"
     assert f"backend: {backend} is {kind}" in _refused(tmp_path, data)
+
+
+# -- the node's TP groups ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("listed", ["pcie", "nvlink"])  # sorting after and before the decision's "nvswitch"
+def test_a_decision_for_a_group_the_node_lists_under_another_class_is_refused(
+    tmp_path: Path, gpu: dict[str, Any], listed: str
+) -> None:
+    # The reader looks decisions up by the class the node gives a group: a decision stated for another
+    # class would never be found, whichever way the two names sort.
+    (group,) = gpu["node"]["hardware"]["tp_groups"]["2"]
+    assert gpu["decisions"][0]["group_class"] == "nvswitch"
+    group["class"] = listed
+    assert _refused(tmp_path, gpu) == (
+        f"decisions[0].group_class: the node lists GPUs [0, 1] as {listed!r}, not 'nvswitch'"
+    )
+
+
+# -- the price table (v1.3) -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def priced(example_path: Path) -> dict[str, Any]:
+    """The example profile with its price table (which ``example_data`` leaves out), no digest."""
+    data = parse_yaml(example_path.read_text(encoding="utf-8"))
+    data.pop("digest", None)
+    return data
+
+
+def test_a_composite_of_a_cpu_backend_in_a_gpu_price_table_is_refused(
+    tmp_path: Path, priced: dict[str, Any]
+) -> None:
+    # A composite column is checked by its plain backend (the name less "+rmsnorm"), as a rule's would be.
+    table = priced["measurements"][1]
+    assert table["pattern"] == "allreduce_rmsnorm"
+    table["backends"] = {
+        ("gloo_ring+rmsnorm" if name == "trtllm_oneshot+rmsnorm" else name): prices
+        for name, prices in table["backends"].items()
+    }
+    assert _refused(tmp_path, priced) == (
+        "measurements[1].backends.gloo_ring+rmsnorm: gloo_ring is a CPU test-harness backend; this is a GPU profile"
+    )
+
+
+def _oneshot_rung(priced: dict[str, Any]) -> tuple[dict[str, Any], list[float], list[float]]:
+    """The first decision's one-shot rung, and the table's isolated and in-context ratios over its range."""
+    rule = priced["decisions"][0]["rules"][0]
+    table = priced["measurements"][0]
+    assert rule["backend"] == "trtllm_oneshot" and table["pattern"] == "allreduce"
+    nccl, own = table["backends"]["nccl"], table["backends"]["trtllm_oneshot"]
+    columns = [c for c, nbytes in enumerate(table["sizes"]) if nbytes <= rule["max_bytes"]]
+    isolated = [nccl["median_us"][c] / own["median_us"][c] for c in columns]
+    in_context = [nccl["in_context_us"][c] / own["in_context_us"][c] for c in columns]
+    return rule, isolated, in_context
+
+
+def test_a_speedup_at_the_price_tables_bound_is_read_and_one_past_its_slack_is_not(
+    tmp_path: Path, priced: dict[str, Any]
+) -> None:
+    # The rung keeps 3 decimals (6 significant digits here), the table 6 significant digits: a stated
+    # speed-up equal to the medians' weakest ratio, rounded, is what the table gives and must load.
+    rule, isolated, _ = _oneshot_rung(priced)
+    bound = min(isolated)
+    at = priced["measurements"][0]["sizes"][isolated.index(bound)]
+    for speedup in (round(bound, 3), round(bound, 6)):
+        rule.update(speedup=speedup, ci=[round(bound - 0.01, 3), round(bound + 0.01, 3)])
+        load_profile(_sealed(tmp_path, priced))
+    past = float(f"{bound * (1 + 1e-4) + 1e-3 + 1e-4:.6g}")
+    rule.update(speedup=past, ci=[round(bound - 0.01, 3), round(bound + 0.01, 3)])
+    assert _refused(tmp_path, priced) == (
+        f"decisions[0].rules[0].speedup: trtllm_oneshot {past}x, but the price table's medians give it "
+        f"{bound:.3f}x at {at} B"
+    )
+
+
+def test_an_in_context_speedup_within_the_slack_of_the_tables_is_read_and_one_past_it_is_not(
+    tmp_path: Path, priced: dict[str, Any]
+) -> None:
+    # Off by the absolute slack (1e-3, a rung's last decimal) from one of the table's in-context ratios:
+    # still that ratio. Past the absolute and the relative slack together: none of them.
+    rule, _, in_context = _oneshot_rung(priced)
+    weakest = min(in_context)
+    for stated in (weakest, weakest + 1e-3, weakest - 1e-3):
+        rule["in_context"] = float(f"{stated:.6g}")
+        load_profile(_sealed(tmp_path, priced))
+    past = float(f"{weakest + 1e-3 + 1e-4 * weakest + 1e-4:.6g}")
+    rule["in_context"] = past
+    shown = ", ".join(f"{ratio:.3f}x" for ratio in in_context)
+    assert _refused(tmp_path, priced) == (
+        f"decisions[0].rules[0].in_context: {past}x is none of the price table's in-context speed-ups here ({shown})"
+    )
