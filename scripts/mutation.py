@@ -139,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         results = [report_kept(t, args.sessions / t.slug, equivalents) for t in targets]
         report(results, 0.0, args.jobs)
         check_equivalents(results, equivalents)
+        if args.results is not None:  # a kept run stopped before its end: what its sessions hold
+            write_results(args.results, results, run_meta(argv, args, 0.0, os.getloadavg()[0]))
         return 0
     selections: dict[str, Selection] = {}
     if args.changed or args.base:

@@ -165,9 +165,10 @@ def markdown(run: dict[str, Any]) -> str:
         rate = "-" if judged == 0 else f"{100.0 * counts['killed'] / judged:.1f}%"
         if module["error"]:
             rate = "error"
+        left = sum(counts[outcome] for outcome in LEFT_OUT)
         rows.append(
             f"| `{module['name'].removeprefix('topo_gate/')}` | {judged} | {counts['killed']} | "
-            f"{counts['survived']} | {counts['equivalent']} | {rate} | {module['seconds']:.0f} s |"
+            f"{counts['survived']} | {counts['equivalent']} | {left} | {rate} | {_seconds(module['seconds'])} |"
         )
         totals.update(counts)
         survivors += [
@@ -198,10 +199,11 @@ def markdown(run: dict[str, Any]) -> str:
             if run.get("rerun_modules")
             else []
         ),
-        "| module | mutants | killed | surviving | equivalent | rate | time |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| module | mutants | killed | surviving | equivalent | not run yet | rate | time |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         *rows,
-        f"| **all** | {judged} | {totals['killed']} | {totals['survived']} | {totals['equivalent']} | {rate} | |",
+        f"| **all** | {judged} | {totals['killed']} | {totals['survived']} | {totals['equivalent']} | "
+        f"{sum(totals[outcome] for outcome in LEFT_OUT)} | {rate} | |",
         "",
         *(["Surviving mutants:", "", *survivors] if survivors else ["No surviving mutant."]),
     ]
@@ -211,6 +213,11 @@ def markdown(run: dict[str, Any]) -> str:
     return "\n".join([*lines, "", END])
 
 
+def _seconds(seconds: float) -> str:
+    # 0: read back from kept sessions (--sessions), which do not record how long they took.
+    return f"{seconds:.0f} s" if seconds else "-"
+
+
 def _no_paths(command: str) -> str:
     """The command with each absolute path cut to its last part (the docs name no machine's paths)."""
     return " ".join(Path(word).name if word.startswith("/") else word for word in command.split())
@@ -218,15 +225,15 @@ def _no_paths(command: str) -> str:
 
 def merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The first run, with each module that a later run (``--survivors``, after tests were added)
-    judged again replaced by that later result."""
+    judged again replaced by that later result, and the modules a later sitting ran added."""
     first = dict(runs[0])
     modules = {module["name"]: module for module in first["modules"]}
     again = []
     for later in runs[1:]:
         for module in later["modules"]:
             if module["name"] in modules:
-                modules[module["name"]] = module
                 again.append(f"`{module['name'].removeprefix('topo_gate/')}`")
+            modules[module["name"]] = module
         first.setdefault("reruns", []).append({"command": later["command"], "commit": later["commit"]})
     first["modules"] = list(modules.values())
     first["rerun_modules"] = again

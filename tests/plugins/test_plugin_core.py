@@ -33,7 +33,9 @@ def run_plugin(code: str, **env: str) -> subprocess.CompletedProcess[str]:
         env={**base, **env},
         capture_output=True,
         text=True,
-        timeout=120,
+        # A guard against a hung interpreter, not a bound on speed: where the launcher is installed
+        # (scripts/launcher_parsers.sh) importing it took over 120 s on a loaded 2-core machine.
+        timeout=900,
         cwd=ROOT,
     )
 
