@@ -301,9 +301,7 @@ def _run_target(
     socket_path = copy / "pytest.sock"
     if len(os.fsencode(socket_path)) > SOCKET_PATH_MAX:  # a long TMPDIR and a long target name
         digest = hashlib.sha256(os.fsencode(copy)).hexdigest()[:16]
-        socket_path = Path(tempfile.gettempdir()) / f"tg-mutation-{digest}.sock"
-        if len(os.fsencode(socket_path)) > SOCKET_PATH_MAX:
-            socket_path = Path("/tmp") / socket_path.name
+        socket_path = Path("/tmp") / f"tg-mutation-{digest}.sock"  # TMPDIR itself may be the long part
     socket_path.unlink(missing_ok=True)  # a kept copy's old socket
     server = subprocess.Popen(
         [sys.executable, str(FORKSERVER), "serve", str(socket_path), str(BASELINE_LIMIT_S)], cwd=copy, env=env
