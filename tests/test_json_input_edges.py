@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from topo_gate._inputs import InputError, parse_json, read_text
+from topo_gate._inputs import InputError, RegularFile, parse_json, read_text
 
 LARGEST = 2**63 - 1  # the largest count or size a profile field holds (int64)
 DIGITS_PYTHON_CONVERTS = 4300  # sys.get_int_max_str_digits()'s default
@@ -155,9 +155,20 @@ class _BadSector(io.RawIOBase):
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
 
-def test_a_file_whose_read_fails_is_one_line_with_the_reason(tmp_path: Path, monkeypatch) -> None:
-    """A read error is "cannot read: Input/output error", not a traceback. No file a test can make
-    fails to read once opened, so the open handle is swapped for one whose reads fail."""
+def _read_head(path: Path) -> bytes:
+    with RegularFile(path, "an evidence file or a profile") as source:
+        return source.read_head(64)
+
+
+@pytest.mark.parametrize(
+    "read",
+    [lambda path: read_text(path, limit=100, what="evidence"), _read_head],
+    ids=["the whole text", "the head a reader sniffs"],
+)
+def test_a_file_whose_read_fails_is_one_line_with_the_reason(tmp_path: Path, monkeypatch, read) -> None:
+    """A read error is "cannot read: Input/output error", not a traceback, whether the whole text is
+    read or only the head that `report` and a profile set's index sniff for the format. No file a test
+    can make fails to read once opened, so the open handle is swapped for one whose reads fail."""
     path = tmp_path / "input.json"
     path.write_text("{}")
 
@@ -167,5 +178,5 @@ def test_a_file_whose_read_fails_is_one_line_with_the_reason(tmp_path: Path, mon
 
     monkeypatch.setattr(os, "fdopen", failing_fdopen)
     with pytest.raises(InputError) as caught:
-        read_text(path, limit=100, what="evidence")
+        read(path)
     assert str(caught.value) == f"cannot read: {os.strerror(errno.EIO)}"
