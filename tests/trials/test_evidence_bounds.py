@@ -10,25 +10,20 @@ v1.2 example (``profiles/examples/synthetic-h200x2.evidence.json``); each case c
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from evidence_example import BASE, transitioned, written
 
 from topo_gate.trials.evidence import EvidenceError, load_evidence
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "profiles" / "examples" / "synthetic-h200x2.evidence.json"
-BASE: dict[str, Any] = json.loads(EXAMPLE.read_text(encoding="utf-8"))
 
 Edit = Callable[[dict[str, Any], int], None]
 
 
 def _load(tmp_path: Path, evidence: dict[str, Any]) -> dict[str, Any]:
-    path = tmp_path / "evidence.json"
-    path.write_text(json.dumps(evidence), encoding="utf-8")
-    return load_evidence(path)
+    return load_evidence(written(tmp_path, evidence))
 
 
 def _refusal(tmp_path: Path, evidence: dict[str, Any]) -> str:
@@ -45,10 +40,6 @@ def _smallest_result(evidence: dict[str, Any]) -> dict[str, Any]:
     """Run 0's first result: the ladder's smallest size, which no ``after_sizes`` entry names, and
     which the other backends' results at that size keep in the ladder."""
     return _run(evidence)["results"][0]
-
-
-def _transitioned(evidence: dict[str, Any]) -> dict[str, Any]:
-    return next(result for result in _run(evidence)["results"] if result.get("after_sizes"))
 
 
 def _run_tp(evidence: dict[str, Any], value: int) -> None:
@@ -71,14 +62,14 @@ def _dropped_tp(evidence: dict[str, Any], value: int) -> None:
 
 def _after_larger_graph_calls(evidence: dict[str, Any], value: int) -> None:
     """A v1.1 result: ``after_larger_us`` without ``after_sizes``, whose graph calls are checked alone."""
-    result = _transitioned(evidence)
+    _, result = transitioned(evidence)
     result["after_larger_us"] = result.pop("after_sizes")[-1]["samples_us"]
     result["graph_calls"] = value
 
 
 def _after_sizes_graph_calls(evidence: dict[str, Any], value: int) -> None:
     """A v1.2 result with ``after_sizes`` alone (no v1.1 ``after_larger_us`` beside them)."""
-    result = _transitioned(evidence)
+    _, result = transitioned(evidence)
     del result["after_larger_us"]
     result["graph_calls"] = value
 
@@ -124,10 +115,6 @@ def test_an_integer_field_one_below_its_smallest_is_refused_naming_it(
     assert _refusal(tmp_path, evidence).endswith(f"{field}: must be >= {smallest}, found {smallest - 1}")
 
 
-def _result_index(evidence: dict[str, Any]) -> int:
-    return _run(evidence)["results"].index(_transitioned(evidence))
-
-
 @pytest.mark.parametrize("edit", [_after_sizes_graph_calls, _after_larger_graph_calls], ids=["v1.2", "v1.1"])
 def test_graph_calls_of_a_replayed_result_are_at_least_one(tmp_path: Path, edit: Edit) -> None:
     """The transition replays are timed over ``graph_calls`` calls of one graph; zero would divide by
@@ -136,14 +123,14 @@ def test_graph_calls_of_a_replayed_result_are_at_least_one(tmp_path: Path, edit:
     edit(evidence, 1)
     _load(tmp_path, evidence)
     evidence = copy.deepcopy(BASE)
-    where = f"runs[0].results[{_result_index(evidence)}].graph_calls"
+    where = f"runs[0].results[{transitioned(evidence)[0]}].graph_calls"
     edit(evidence, 0)
     assert _refusal(tmp_path, evidence).endswith(f"{where}: must be >= 1, found 0")
 
 
 def test_an_after_size_of_zero_bytes_is_refused_as_a_size_not_as_off_the_ladder(tmp_path: Path) -> None:
     evidence = copy.deepcopy(BASE)
-    result = _transitioned(evidence)
+    _, result = transitioned(evidence)
     result["after_sizes"][0]["after_nbytes"] = 0
     where = f"runs[0].results[{_run(evidence)['results'].index(result)}].after_sizes[0].after_nbytes"
     assert _refusal(tmp_path, evidence).endswith(f"{where}: must be >= 1, found 0")

@@ -9,25 +9,16 @@ or every probe the tool writes since v1.2 would be refused on replay.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from evidence_example import BASE, transitioned, written
 
 from topo_gate.trials.evidence import EvidenceError, load_evidence
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "profiles" / "examples" / "synthetic-h200x2.evidence.json"
-BASE: dict[str, Any] = json.loads(EXAMPLE.read_text(encoding="utf-8"))
-
 Edit = Callable[[dict[str, Any]], None]
-
-
-def _transitioned(evidence: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """The first result of run 0 with at least two ``after_sizes`` entries (and its index)."""
-    results = evidence["runs"][0]["results"]
-    return next((i, r) for i, r in enumerate(results) if len(r.get("after_sizes", [])) >= 2)
 
 
 def _set(path: str, value: Any) -> Edit:
@@ -42,7 +33,7 @@ def _set(path: str, value: Any) -> Edit:
 
 
 def _after(edit: Callable[[dict[str, Any]], None]) -> Edit:
-    return lambda evidence: edit(_transitioned(evidence)[1])
+    return lambda evidence: edit(transitioned(evidence)[1])
 
 
 def _swap_last_two(result: dict[str, Any]) -> None:
@@ -154,17 +145,11 @@ REFUSED: dict[str, tuple[Edit, str]] = {
 }
 
 
-def _written(tmp_path: Path, evidence: dict[str, Any]) -> Path:
-    path = tmp_path / "evidence.json"
-    path.write_text(json.dumps(evidence), encoding="utf-8")
-    return path
-
-
 def test_the_example_has_what_these_cases_edit() -> None:
     run = BASE["runs"][0]
     assert BASE["format"] == "topo-gate/evidence/v1.2" and run["pattern"] == "allreduce"
     assert run["session"]["patterns"] == ["allreduce", "allreduce_rmsnorm"]
-    index, result = _transitioned(BASE)
+    index, result = transitioned(BASE)
     assert result["after_larger_us"] == result["after_sizes"][-1]["samples_us"]
     assert "import" in run["session"]["phases_s"] and index >= 0
 
@@ -173,7 +158,7 @@ def test_the_v12_example_is_read_whole(tmp_path: Path) -> None:
     """Sessions, after_sizes with after_larger_us equal to the largest entry, context_backends listed."""
     evidence = copy.deepcopy(BASE)
     evidence["runs"][0]["context_backends"] = ["nccl", "trtllm_oneshot"]
-    loaded = load_evidence(_written(tmp_path, evidence))
+    loaded = load_evidence(written(tmp_path, evidence))
     assert loaded["runs"][0]["session"] == BASE["runs"][0]["session"]
     assert loaded["runs"][0]["context_backends"] == ["nccl", "trtllm_oneshot"]
 
@@ -186,15 +171,15 @@ def test_the_v12_example_is_read_whole(tmp_path: Path) -> None:
 def test_the_least_a_run_may_say_of_its_session_is_read(tmp_path: Path, session: Any) -> None:
     evidence = copy.deepcopy(BASE)
     evidence["runs"][0]["session"] = session
-    assert load_evidence(_written(tmp_path, evidence))["runs"][0]["session"] == session
+    assert load_evidence(written(tmp_path, evidence))["runs"][0]["session"] == session
 
 
 def test_after_sizes_of_one_entry_is_read_without_after_larger_us(tmp_path: Path) -> None:
     evidence = copy.deepcopy(BASE)
-    _, result = _transitioned(evidence)
+    _, result = transitioned(evidence)
     result["after_sizes"] = result["after_sizes"][:1]
     del result["after_larger_us"]
-    assert load_evidence(_written(tmp_path, evidence))
+    assert load_evidence(written(tmp_path, evidence))
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
@@ -202,11 +187,11 @@ def test_a_malformed_v12_field_is_refused_naming_it(tmp_path: Path, name: str) -
     edit, expected = REFUSED[name]
     evidence = copy.deepcopy(BASE)
     edit(evidence)
-    index, result = _transitioned(BASE)
+    index, result = transitioned(BASE)
     entries = len(result["after_sizes"])
     expected = expected.format(last=entries - 1, extra=entries)
     with pytest.raises(EvidenceError) as caught:
-        load_evidence(_written(tmp_path, evidence))
+        load_evidence(written(tmp_path, evidence))
     message = str(caught.value)
     assert "\n" not in message and expected in message
     if expected.startswith(("after_sizes", "after_larger_us", "graph_calls")):
@@ -265,7 +250,7 @@ def test_the_smallest_value_each_field_allows_is_read(tmp_path: Path, name: str)
     """A count or size at its least allowed value (1) is evidence decide can use, not a refusal."""
     evidence = copy.deepcopy(BASE)
     ACCEPTED_AT_THE_LIMIT[name](evidence)
-    assert load_evidence(_written(tmp_path, evidence)) == evidence
+    assert load_evidence(written(tmp_path, evidence)) == evidence
 
 
 FORMAT_OF_40 = ("another-tool/record/v1-" + "x" * 40)[:40]
@@ -325,7 +310,7 @@ def test_a_malformed_field_is_refused_in_exactly_one_line(tmp_path: Path, name: 
     edit, expected = REFUSED_EXACTLY[name]
     evidence = copy.deepcopy(BASE)
     edit(evidence)
-    path = _written(tmp_path, evidence)
+    path = written(tmp_path, evidence)
     with pytest.raises(EvidenceError) as caught:
         load_evidence(path)
     assert str(caught.value) == f"{path}: {expected}"
