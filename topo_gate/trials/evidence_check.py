@@ -106,6 +106,10 @@ def _check_run(run: Any, where: str) -> None:
     if isinstance(run["backends"], list):  # evidence v1 lists the names; decide reads each as text
         for index, name in enumerate(run["backends"]):
             _text(name, f"{where}.backends[{index}]")
+    else:  # v1.1 maps each name to its verdict, whose status decide reads (decide/prices.py _outcomes)
+        for name, outcome in run["backends"].items():
+            if not isinstance(outcome, Mapping):
+                raise _Problem(f"{where}.backends.{name}", f"must be an object, found {describe(outcome)}")
     # Only well-formed sizes make the ladder: a malformed one is refused by _check_result, with its field.
     ladder = {
         result["nbytes"]
