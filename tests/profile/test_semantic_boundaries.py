@@ -122,6 +122,19 @@ def test_a_rule_exactly_as_fast_as_nccl_is_read_and_a_slower_one_is_not(
     assert "speedup: 0.999 is slower than the baseline" in _refused(tmp_path, gpu)
 
 
+def test_a_rule_exactly_as_fast_as_nccl_in_context_is_read_and_a_slower_one_is_not(
+    tmp_path: Path, gpu: dict[str, Any]
+) -> None:
+    rule = _first_fast_rule(gpu)
+    rule["in_context"] = 1.0
+    load_profile(_sealed(tmp_path, gpu))
+    rule["in_context"] = 0.999
+    assert _refused(tmp_path, gpu) == (
+        "decisions[0].rules[0].in_context: 0.999 is slower than the baseline in context: a rule names only "
+        "a backend measured faster there too"
+    )
+
+
 # -- the CPU harness's profile ----------------------------------------------------------------------------
 
 
@@ -131,7 +144,10 @@ def test_the_cpu_harness_profile_is_read(tmp_path: Path, cpu: dict[str, Any]) ->
     assert backends == {"gloo", "nccl"}  # gloo's baseline rules, and NCCL above the sizes measured
 
 
-@pytest.mark.parametrize(("speedup", "ci"), [(1.0, [0.99, 1.0]), (1.0, [1.0, 1.01]), (1.01, [1.0, 1.02])])
+@pytest.mark.parametrize(
+    ("speedup", "ci"),
+    [(1.0, [0.99, 1.0]), (1.0, [1.0, 1.01]), (1.01, [1.0, 1.02]), (0.99, [1.0, 1.0]), (1.01, [1.0, 1.0])],
+)
 def test_a_cpu_baseline_rule_states_exactly_one_against_itself(
     tmp_path: Path, cpu: dict[str, Any], speedup: float, ci: list[float]
 ) -> None:
@@ -254,4 +270,13 @@ def test_an_in_context_speedup_within_the_slack_of_the_tables_is_read_and_one_pa
     shown = ", ".join(f"{ratio:.3f}x" for ratio in in_context)
     assert _refused(tmp_path, priced) == (
         f"decisions[0].rules[0].in_context: {past}x is none of the price table's in-context speed-ups here ({shown})"
+    )
+
+
+def test_a_gpu_backend_priced_in_a_cpu_harness_table_is_refused(tmp_path: Path, cpu: dict[str, Any]) -> None:
+    # Whatever the name sorts against the CPU baseline ("gloo"): a one-shot column is a GPU backend.
+    table = cpu["measurements"][0]
+    table["backends"]["trtllm_oneshot"] = copy.deepcopy(table["backends"]["gloo_ring"])
+    assert _refused(tmp_path, cpu) == (
+        "measurements[0].backends.trtllm_oneshot: trtllm_oneshot is a GPU backend; this is a CPU-harness profile"
     )

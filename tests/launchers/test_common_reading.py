@@ -1,0 +1,153 @@
+"""How every planner reads its profile when the caller says little: the defaults of ``read_profile``
+and ``follow_profile`` (a node that is not verified, software that drifted, no fallback named), a
+profile set in place of a file, and a command line the launcher itself would refuse.
+
+Each default is the fail-closed one: left unsaid, a planner does not trust a node it cannot verify,
+does not refuse a profile over a warning, and changes nothing where it cannot follow the profile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from priced_profiles import FINGERPRINT, priced_profile, scaled, times
+
+from topo_gate.cli import main
+from topo_gate.launchers.common import LaunchPlanParts, follow_profile, read_profile
+from topo_gate.launchers.planning import Candidate
+from topo_gate.launchers.routes import Knobs
+from topo_gate.plugins import fallback_mode
+from topo_gate.profile import dump_profile
+from topo_gate.profile.drift import current_version
+from topo_gate.profile.reader import FINGERPRINT_ENV
+
+NCCL = scaled(8.0, 0.01)
+TABLES = {
+    "allreduce": {"nccl": NCCL, "trtllm_oneshot": times(NCCL, 0.5)},
+    "allreduce_rmsnorm": {"nccl": times(NCCL, 1.2), "trtllm_fused_oneshot": times(NCCL, 0.6)},
+}
+FORCED = LaunchPlanParts(args=("--forced",), env={}, notes=("forced",))
+UNVERIFIED = "node not verified against the profile's fingerprint"
+OTHER_NODE = "sha256:" + "cd" * 32
+
+
+@pytest.fixture(autouse=True)
+def no_fingerprint_in_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(FINGERPRINT_ENV, raising=False)
+
+
+def nothing_offered(reading, tp, user):
+    return [Candidate(Knobs(), ("as it is",))]
+
+
+def follow(profile, **options):
+    """A vLLM plan for TP 2 with only the options a test names beyond the required ones."""
+    required = {"gpus": None, "strict": False, "fallback": "nccl", "fingerprint": FINGERPRINT}
+    return follow_profile(
+        "vllm", FORCED, nothing_offered, profile, tp=2, patterns=("allreduce", "allreduce_rmsnorm"),
+        **{**required, **options},
+    )  # fmt: skip
+
+
+def drifted_profile():
+    """The priced profile as if measured under another torch than this environment's."""
+    assert current_version("torch") is not None, "the tests run with torch installed"
+    profile = priced_profile(TABLES)
+    node = dataclasses.replace(profile.node, software={"torch": "1.0.0"})
+    return dataclasses.replace(profile, node=node).with_digest()
+
+
+# -- defaults -------------------------------------------------------------------------------------------
+
+
+def test_by_default_a_node_that_cannot_be_verified_is_a_fallback() -> None:
+    reading = read_profile(priced_profile(TABLES), tp=2)
+    assert reading.fallback_reason is not None and reading.fallback_reason.startswith(
+        f"allreduce: {UNVERIFIED}"
+    )
+    plan = follow(priced_profile(TABLES), fingerprint=None)
+    assert plan.fallback is True and plan.reason.startswith(f"allreduce: {UNVERIFIED}")
+    assert plan.args == ("--forced",)
+
+
+def test_trusting_an_unverified_node_is_asked_for_and_then_warned_about() -> None:
+    reading = read_profile(priced_profile(TABLES), tp=2, trust_unverified_node=True)
+    assert reading.fallback_reason is None and reading.warnings[0].startswith(UNVERIFIED)
+
+
+def test_by_default_drifted_software_is_a_warning_and_strict_makes_it_a_fallback() -> None:
+    drift = f"software changed since the profile was measured: torch 1.0.0 -> {current_version('torch')}"
+    reading = read_profile(drifted_profile(), tp=2, fingerprint=FINGERPRINT)
+    assert reading.fallback_reason is None and drift in reading.warnings
+    strict = read_profile(drifted_profile(), tp=2, fingerprint=FINGERPRINT, strict=True)
+    assert strict.fallback_reason == f"allreduce: strict: {drift}"  # the first pattern read
+
+
+def test_with_no_fallback_named_a_plan_that_cannot_follow_its_profile_changes_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # recommend and the plugins (TOPO_GATE_FALLBACK unset) both default to the launcher's own defaults.
+    assert fallback_mode({}) == ("launcher-default", None)
+    code = main(["recommend", str(tmp_path / "absent.yaml"), "--tp", "2", "--launcher", "vllm"])
+    out, err = capsys.readouterr()
+    assert code == 0 and out == "\n"
+    assert "FALLBACK (launcher-default)" in err
+
+
+# -- a profile set in place of a file ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def profile_set(tmp_path: Path) -> Path:
+    """A set of two members: this node's profile (FINGERPRINT) and another node's."""
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    here = priced_profile(TABLES)
+    dump_profile(here, folder / "here.yaml")
+    other = dataclasses.replace(here, node=dataclasses.replace(here.node, fingerprint=OTHER_NODE))
+    dump_profile(other.with_digest(), folder / "other.yaml")
+    return folder
+
+
+@pytest.mark.parametrize("given", ["argument", "env"])
+def test_a_profile_set_gives_the_member_made_for_this_node(
+    profile_set: Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    if given == "env":
+        monkeypatch.setenv(FINGERPRINT_ENV, FINGERPRINT)
+    fingerprint = FINGERPRINT if given == "argument" else None
+    reading = read_profile(str(profile_set), tp=2, fingerprint=fingerprint)
+    assert reading.fallback_reason is None
+    assert reading.warnings[0] == f"using profile set {profile_set}: here.yaml"
+    assert sorted(reading.tables) == ["allreduce", "allreduce_rmsnorm"]
+
+
+def test_a_profile_set_without_this_nodes_member_is_a_fallback_that_says_so(profile_set: Path) -> None:
+    (profile_set / "here.yaml").unlink()
+    reading = read_profile(profile_set, tp=2, fingerprint=FINGERPRINT)
+    assert reading.fallback_reason is not None and reading.fallback_reason.startswith(
+        f"profile set {profile_set}"
+    )
+    assert reading.tables == {}
+
+
+# -- the user's command line -------------------------------------------------------------------------------
+
+
+def test_a_command_line_the_launcher_would_refuse_is_a_fallback_naming_it() -> None:
+    plan = follow(priced_profile(TABLES), user_args=("--max-num-seqs",))
+    assert plan.fallback is True and plan.args == ("--forced",)
+    assert plan.reason.startswith("your command line cannot be read as vllm reads it: ")
+    assert "--max-num-seqs" in plan.reason
+
+
+def test_a_plans_repr_is_what_it_changes_not_the_pricing_behind_it() -> None:
+    # The priced candidates (every rejected knob set, per size) are for `recommend --explain`; a plan
+    # shown in a log or a REPL stays the launcher, its changes and the reason.
+    plan = follow(priced_profile(TABLES))
+    assert plan.choice is not None and plan.workload is not None
+    shown = repr(plan)
+    assert "choice=" not in shown and "workload=" not in shown
+    assert shown.startswith("LaunchPlan(launcher='vllm', ") and "reason='following the profile'" in shown
