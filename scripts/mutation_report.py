@@ -190,6 +190,19 @@ def markdown(run: dict[str, Any]) -> str:
         "",
         *(
             [
+                f"{', '.join(run['added_modules'])} ran whole in a later sitting ("
+                + "; ".join(
+                    f"`{_no_paths(r['command'])}` on `{r['commit']}`, {r['seconds'] / 60:.0f} minutes"
+                    for r in run["sittings"]
+                )
+                + "): their rows are that sitting's results.",
+                "",
+            ]
+            if run.get("added_modules")
+            else []
+        ),
+        *(
+            [
                 f"Then, after tests were added for their survivors, {', '.join(run['rerun_modules'])} had "
                 "their survivors run again in the kept copies ("
                 + "; ".join(f"`{_no_paths(r['command'])}` on `{r['commit']}`" for r in run["reruns"])
@@ -228,15 +241,21 @@ def merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
     judged again replaced by that later result, and the modules a later sitting ran added."""
     first = dict(runs[0])
     modules = {module["name"]: module for module in first["modules"]}
-    again = []
+    again: list[str] = []
+    added: list[str] = []
     for later in runs[1:]:
         for module in later["modules"]:
-            if module["name"] in modules:
-                again.append(f"`{module['name'].removeprefix('topo_gate/')}`")
+            named = f"`{module['name'].removeprefix('topo_gate/')}`"
+            (again if module["name"] in modules else added).append(named)
             modules[module["name"]] = module
-        first.setdefault("reruns", []).append({"command": later["command"], "commit": later["commit"]})
+        sitting = {"command": later["command"], "commit": later["commit"], "seconds": later["seconds"]}
+        if any(module["name"] in {m["name"] for m in first["modules"]} for module in later["modules"]):
+            first.setdefault("reruns", []).append(sitting)
+        else:
+            first.setdefault("sittings", []).append(sitting)
     first["modules"] = list(modules.values())
     first["rerun_modules"] = again
+    first["added_modules"] = added
     return first
 
 

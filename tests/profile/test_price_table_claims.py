@@ -208,22 +208,12 @@ def test_an_in_context_cost_of_zero_is_floored_as_decide_floors_it(
     assert profile.decisions[0].rules[0].in_context == float(f"{stated:.6g}")  # a rung keeps 6 digits
 
 
-def test_an_in_context_claim_for_a_backend_never_timed_in_context_is_refused(
-    write_profile: Write, priced: dict[str, Any]
+@pytest.mark.parametrize("never_timed", ["trtllm_oneshot", "nccl"])
+def test_an_in_context_claim_where_either_side_was_never_timed_in_context_is_refused(
+    write_profile: Write, priced: dict[str, Any], never_timed: str
 ) -> None:
-    oneshot = plain_table(priced)["backends"]["trtllm_oneshot"]
-    del oneshot["in_context_us"], oneshot["in_context_ci_us"]
-    assert refusal(write_profile, priced) == (
-        "decisions[0].rules[0].in_context: stated, but the price table has no in-context price of "
-        "trtllm_oneshot in this range"
-    )
-
-
-def test_an_in_context_claim_against_a_baseline_never_timed_in_context_is_refused(
-    write_profile: Write, priced: dict[str, Any]
-) -> None:
-    nccl = plain_table(priced)["backends"]["nccl"]
-    del nccl["in_context_us"], nccl["in_context_ci_us"]
+    prices = plain_table(priced)["backends"][never_timed]
+    del prices["in_context_us"], prices["in_context_ci_us"]
     assert refusal(write_profile, priced) == (
         "decisions[0].rules[0].in_context: stated, but the price table has no in-context price of "
         "trtllm_oneshot in this range"
