@@ -203,7 +203,7 @@ def markdown(run: dict[str, Any]) -> str:
         ),
         *(
             [
-                f"Then, after tests were added for their survivors, {', '.join(run['rerun_modules'])} had "
+                f"Then, after tests or equivalence reasons were added for their survivors, {', '.join(run['rerun_modules'])} had "
                 "their survivors run again in the kept copies ("
                 + "; ".join(f"`{_no_paths(r['command'])}` on `{r['commit']}`" for r in run["reruns"])
                 + "): their rows are those re-runs' results.",

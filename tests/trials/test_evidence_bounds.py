@@ -161,3 +161,49 @@ def test_recorded_provenance_is_checked_as_the_profile_node_checks_it(
     evidence = copy.deepcopy(BASE)
     evidence["node"]["provenance"] = provenance
     assert "provenance" in _refusal(tmp_path, evidence)
+
+
+# -- lists whose every entry is checked, and fields checked only for some statuses ------------------------
+
+
+def test_every_trials_pattern_is_a_known_pattern(tmp_path: Path) -> None:
+    evidence = copy.deepcopy(BASE)
+    evidence["trials"]["patterns"] = ["allreduce", "allgather"]
+    assert _refusal(tmp_path, evidence).endswith(
+        "evidence.json: trials.patterns[1]: must be one of allreduce, allreduce_rmsnorm, found str 'allgather'"
+    )
+
+
+def test_every_retry_of_a_run_is_a_line_of_text(tmp_path: Path) -> None:
+    evidence = copy.deepcopy(BASE)
+    _run(evidence)["retries"] = ["attempt 1: the workers hung", 7]
+    assert _refusal(tmp_path, evidence).endswith(
+        "evidence.json: runs[0].retries[1]: must be a non-empty string, found int 7"
+    )
+
+
+def test_a_failed_result_may_have_no_samples_and_an_ok_one_may_not(tmp_path: Path) -> None:
+    evidence = copy.deepcopy(BASE)
+    result = _smallest_result(evidence)
+    result.update(status="failed", samples_us=[], reason="the kernel returned an error")
+    _load(tmp_path, evidence)
+    result["status"] = "ok"
+    assert _refusal(tmp_path, evidence).endswith("status ok without samples")
+
+
+@pytest.mark.parametrize(
+    ("error", "found"), [("0.001", "str '0.001'"), (True, "bool True"), ([0.001], "list")]
+)
+def test_a_results_error_is_a_number_or_null(tmp_path: Path, error: object, found: str) -> None:
+    evidence = copy.deepcopy(BASE)
+    _smallest_result(evidence)["max_abs_err"] = error
+    assert _refusal(tmp_path, evidence).endswith(
+        f"evidence.json: runs[0].results[0].max_abs_err: must be a number or null, found {found}"
+    )
+
+
+def test_a_long_list_of_distinct_context_backends_is_read(tmp_path: Path) -> None:
+    # Past 256 entries CPython's lengths are no longer shared objects: the check compares counts by value.
+    evidence = copy.deepcopy(BASE)
+    _run(evidence)["context_backends"] = [f"backend_{index}" for index in range(300)]
+    _load(tmp_path, evidence)
