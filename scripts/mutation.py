@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         report(results, 0.0, args.jobs)
         check_equivalents(results, equivalents)
         if args.results is not None:  # a kept run stopped before its end: what its sessions hold
-            write_results(args.results, results, run_meta(argv, args, 0.0, os.getloadavg()[0]))
+            write_results(args.results, results, run_meta(argv, args, 0.0, os.getloadavg()[0], tree_state()))
         return 0
     selections: dict[str, Selection] = {}
     if args.changed or args.base:
@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         scratch = Path(tempfile.mkdtemp(prefix="topo-gate-mutation-"))
     started, load_start = time.monotonic(), os.getloadavg()[0]
+    tree = tree_state()  # what the copies below are made from (the tree may move on while they run)
     budget = Budget(args.time_cap, args.jobs, len(targets))  # the cap counts from here, copies included
     for target in targets:  # every copy before any run: later edits to the tree do not leak into this run
         copy_tree(scratch / target.slug, keep=target.module if args.survivors is not None else None)
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     whole = not selections and args.time_cap is None
     check_equivalents(results, equivalents, whole_modules=whole)
     if args.results is not None:
-        write_results(args.results, results, run_meta(argv, args, seconds, load_start))
+        write_results(args.results, results, run_meta(argv, args, seconds, load_start, tree))
     # A module with nothing judged fails a whole run (its tests could not run); under --changed or a
     # cap it may simply have had no mutant on the changed lines, or no time left.
     failed = [
@@ -192,22 +193,32 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-def run_meta(argv: list[str], args: argparse.Namespace, seconds: float, load_start: float) -> dict[str, Any]:
-    """How the run was made, for its docs section."""
-    import importlib.metadata
+def tree_state() -> dict[str, Any]:
+    """The commit the working tree is on, whether it has uncommitted changes, and when this was read."""
 
     def git(*command: str) -> str:
         done = subprocess.run(["git", *command], cwd=REPO, capture_output=True, text=True)
         return done.stdout.strip() if done.returncode == 0 else ""
 
     return {
+        "commit": git("rev-parse", "--short=12", "HEAD") or "unknown",
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def run_meta(
+    argv: list[str], args: argparse.Namespace, seconds: float, load_start: float, tree: dict[str, Any]
+) -> dict[str, Any]:
+    """How the run was made, for its docs section; ``tree``: ``tree_state()`` when the copies were made."""
+    import importlib.metadata
+
+    return {
         # Paths as their last part only: the section goes into the docs, which name no path of a machine.
         "command": " ".join(
             ["scripts/mutation.sh", *(Path(a).name if os.path.isabs(a) else a for a in argv)]
         ),
-        "commit": git("rev-parse", "--short=12", "HEAD") or "unknown",
-        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        **tree,
         "cosmic_ray": importlib.metadata.version("cosmic-ray"),
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
