@@ -244,14 +244,15 @@ def merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
     again: list[str] = []
     added: list[str] = []
     for later in runs[1:]:
-        for module in later["modules"]:
-            named = f"`{module['name'].removeprefix('topo_gate/')}`"
-            (again if module["name"] in modules else added).append(named)
-            modules[module["name"]] = module
         sitting = {"command": later["command"], "commit": later["commit"], "seconds": later["seconds"]}
-        if any(module["name"] in {m["name"] for m in first["modules"]} for module in later["modules"]):
+        replaced = [module["name"] in modules for module in later["modules"]]
+        for module, known in zip(later["modules"], replaced, strict=True):
+            (again if known else added).append(f"`{module['name'].removeprefix('topo_gate/')}`")
+            modules[module["name"]] = module
+        # A run may both judge known modules again and add new ones: it is named under each.
+        if any(replaced):
             first.setdefault("reruns", []).append(sitting)
-        else:
+        if not all(replaced):
             first.setdefault("sittings", []).append(sitting)
     first["modules"] = list(modules.values())
     first["rerun_modules"] = again

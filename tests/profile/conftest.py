@@ -36,6 +36,16 @@ def example_data() -> dict[str, Any]:
 
 
 @pytest.fixture
+def priced(example_path: Path) -> dict[str, Any]:
+    """The example profile with its price tables (which ``example_data`` leaves out), unsealed:
+    decisions[0] is TP 2 ``allreduce`` (one-shot to 448 KiB, two-shot to 7 MiB, then NCCL), priced by
+    measurements[0]."""
+    data = parse_yaml(example_path.read_text(encoding="utf-8"))
+    data.pop("digest", None)
+    return data
+
+
+@pytest.fixture
 def write_profile(tmp_path: Path) -> Callable[..., Path]:
     """``write_profile(data, name="profile.yaml", seal=True)``: YAML file in tmp_path, digest fixed
     up unless ``seal=False`` (so a test can change content without tripping the digest check)."""

@@ -17,21 +17,11 @@ from typing import Any
 import pytest
 
 from topo_gate.profile import ProfileInvalid, load_profile
-from topo_gate.profile.yaml_format import parse_yaml
 
 Write = Callable[..., Path]
 # The loader's slack between a rung's figure and the table's (profile/semantics.py).
 ABSOLUTE_SLACK = 1e-3
 RELATIVE_SLACK = 1e-4
-
-
-@pytest.fixture
-def priced(example_path: Path) -> dict[str, Any]:
-    """The example profile with its price tables, unsealed: decisions[0] is TP 2 ``allreduce``
-    (one-shot to 448 KiB, two-shot to 7 MiB, then NCCL), priced by measurements[0]."""
-    data = parse_yaml(example_path.read_text(encoding="utf-8"))
-    data.pop("digest", None)
-    return data
 
 
 def refusal(write: Write, data: dict[str, Any]) -> str:

@@ -201,14 +201,6 @@ def test_a_decision_for_a_group_the_node_lists_under_another_class_is_refused(
 # -- the price table (v1.3) -------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def priced(example_path: Path) -> dict[str, Any]:
-    """The example profile with its price table (which ``example_data`` leaves out), no digest."""
-    data = parse_yaml(example_path.read_text(encoding="utf-8"))
-    data.pop("digest", None)
-    return data
-
-
 def test_a_composite_of_a_cpu_backend_in_a_gpu_price_table_is_refused(
     tmp_path: Path, priced: dict[str, Any]
 ) -> None:
