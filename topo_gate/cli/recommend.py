@@ -77,8 +77,9 @@ def launch_options(command: Callable[..., Any], *, tp_required: bool = True) -> 
         click.option(
             "--workload",
             metavar="NAME|FILE",
-            help=f"What a plan is priced over: a preset ({', '.join(WORKLOADS)}; default {DEFAULT_WORKLOAD}) "
-            "or a YAML file of tokens-per-step weights.",
+            help=f"What a plan is priced over: a preset ({', '.join(WORKLOADS)}; default {DEFAULT_WORKLOAD}: "
+            "an assumed mix of 90% decode steps at batch 1-256, 1-512 at TP >= 4, and 5% each of 2048- and "
+            "8192-token prefills) or a YAML file of tokens-per-step weights (docs/launchers.md, Workloads).",
         ),
         click.option(
             "--model",
@@ -240,16 +241,21 @@ Examples:
 
 A plan is priced against what the launcher runs by default on this node for the
 served model, with your own flags and env (--launcher-args, --launcher-env;
-exec reads them from CMD and its environment): it changes a size only where the
-profile measured the new path no slower than the default's there (within the
-noise of the default's own measurement), never replaces a default path that was
-not measured, and is chosen for the lowest expected all-reduce time per step
-over --workload. A plan that saves nothing is "no knobs".
+exec reads them from CMD and its environment). The unit is the step: at every
+batch size, the plan's whole step (every all-reduce call site of the served
+model, plus each Lamport buffer's size transition once) must cost no more than
+the default's within the noise of the default's own measurement; a default path
+that was not measured is never replaced; the plan with the lowest expected
+all-reduce time per step over --workload wins. A plan that saves nothing is "no
+knobs". The workload presets are assumptions, not measurements: pass your own
+histogram with --workload FILE.
 
---explain prints, per size range, the default's path and the plan's with their
-measured us per call, the saving per call and per step, and the ranges whose
-default path was not measured; then one total for the workload. --format json
-carries the same rows under "explain" and the totals under "price".
+--explain prints first what binds the plan (a default path not measured, and
+the one action that measures it; a saving a missing measurement could unlock),
+then per size range the default's path and the plan's with their measured us
+per call, the whole step per workload token count and the size that binds, and
+one total for the workload. --format json carries the ranges under "explain"
+and the totals, steps, binding size and unlock under "price".
 
 On any fallback (missing, invalid, tampered or foreign profile, TP not
 measured) nothing is changed and the reason goes to stderr; --fallback nccl

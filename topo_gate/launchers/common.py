@@ -325,7 +325,7 @@ def follow_profile(
 
     check_fallback_mode(fallback)
     version = knobs.PINNED[launcher]
-    chosen_workload = workload if isinstance(workload, Workload) else lookup_workload(workload)
+    chosen_workload = workload if isinstance(workload, Workload) else lookup_workload(workload, tp)
     reading = read_profile(
         profile,
         tp=tp,

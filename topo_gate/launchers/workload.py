@@ -11,11 +11,23 @@ name: chat-a100-rps   # optional
 steps: {1: 10, 8: 30, 64: 40, 8192: 5}
 ```
 
-Why these presets: a decode step all-reduces ``batch x hidden`` activations, a chunked-prefill step
-``chunk x hidden``. On an H200 SGLang 0.5.23 caps a prefill chunk at 8192 tokens
-(``sglang/srt/arg_groups/memory_hook.py:144-157``, ``chunked_prefill_size=8192`` for 90-160 GB GPUs)
-and captures decode graphs up to batch 256 at TP < 4 (same lines); vLLM 0.33.0 ``vllm serve``
-batches up to 8192 tokens per step on 70-160 GB GPUs (``vllm/engine/arg_utils.py:2983-2996``).
+Why these presets, number by number (the split between decode and prefill steps is an
+*assumption*, not a measurement: a server's real mix is its own, which ``--workload FILE`` gives):
+
+- a decode step all-reduces ``batch x hidden`` activations, a chunked-prefill step ``chunk x hidden``;
+- decode batches run 1 .. 256 at TP < 4 and 1 .. 512 at TP >= 4: the largest batch SGLang 0.5.23
+  captures in a CUDA graph on 90-160 GB GPUs ("max_bs 256 if tp < 4 else 512",
+  ``sglang/srt/arg_groups/memory_hook.py:146-157``; the same rule for 40-90 GB GPUs at 132-144),
+  powers of two, equal weights (an assumption);
+- 8192 tokens: a full prefill chunk, SGLang's ``chunked_prefill_size`` on those GPUs (same lines) and
+  vLLM 0.33.0's ``max_num_batched_tokens`` for ``vllm serve`` on 70-160 GB GPUs
+  (``vllm/engine/arg_utils.py:2983-2996``);
+- 2048 tokens: not a chunk size but a short prefill step (a prompt that fits in fewer tokens than a
+  chunk). It sits exactly on SGLang's FlashInfer fusion workspace cap (``FUSE_ALLREDUCE_MAX_BATCH_SIZE
+  = 2048``, ``sglang/srt/layers/layer_boundary/residual/add_norm.py:141``): the largest message that
+  buffer holds, so a plan that fills it is priced at its dearest transition. The weight is an
+  assumption;
+- 90% decode, 5% each prefill size: an assumption (decode dominates the steps of a chat server).
 """
 
 from __future__ import annotations
@@ -88,19 +100,28 @@ def _log_uniform(low: int, high: int) -> dict[int, float]:
     return out
 
 
-def _serving() -> dict[int, float]:
-    # 90% decode steps (batch 1..256, log-uniform), 10% steps carrying a prefill chunk (2048, 8192).
-    decode = {t: 0.9 / 9 for t in _log_uniform(1, 256)}
+#: The TP size from which SGLang captures decode graphs up to 512 (``memory_hook.py:146-157``).
+WIDE_DECODE_TP = 4
+
+
+def _serving(largest_batch: int) -> dict[int, float]:
+    # 90% decode steps (log-uniform up to the largest captured batch), 10% prefill (2048, 8192).
+    batches = _log_uniform(1, largest_batch)
+    decode = {t: 0.9 / len(batches) for t in batches}
     return {**decode, 2048: 0.05, 8192: 0.05}
 
 
-PRESETS: dict[str, Workload] = {
-    "serving": Workload.from_weights(
+def _serving_workload(largest_batch: int) -> Workload:
+    return Workload.from_weights(
         "serving",
-        _serving(),
-        "90% decode steps at batch 1, 2, 4, ..., 256 (equal weights), 10% steps with a prefill chunk of "
-        "2048 or 8192 tokens (5% each)",
-    ),
+        _serving(largest_batch),
+        f"an assumed mix: 90% decode steps at batch 1, 2, 4, ..., {largest_batch} (equal weights), 5% "
+        "short prefills of 2048 tokens, 5% full 8192-token prefill chunks",
+    )
+
+
+PRESETS: dict[str, Workload] = {
+    "serving": _serving_workload(256),
     "decode": Workload.from_weights(
         "decode", _log_uniform(1, 512), "decode steps at batch 1, 2, 4, ..., 512, equal weights"
     ),
@@ -110,18 +131,22 @@ PRESETS: dict[str, Workload] = {
         "prefill chunks of 1024, 2048, 4096 and 8192 tokens, equal weights",
     ),
 }
+#: ``serving`` where the launchers capture decode graphs up to 512 (TP >= 4).
+WIDE_SERVING = _serving_workload(512)
 DEFAULT_WORKLOAD = "serving"
 
 
-def lookup_workload(value: str | None) -> Workload:
-    """A preset name, or the path of a workload file (YAML or JSON, see the module docstring)."""
-    if value is None:
-        return PRESETS[DEFAULT_WORKLOAD]
-    if value in PRESETS:
-        return PRESETS[value]
-    if os.sep not in value and not os.path.exists(value):
-        raise WorkloadError(f"unknown workload {value!r}: a preset ({', '.join(PRESETS)}) or a file path")
-    return load_workload(value)
+def lookup_workload(value: str | None, tp: int | None = None) -> Workload:
+    """A preset name (``serving`` follows the TP size: decode to 512 at TP >= 4), or the path of a
+    workload file (YAML or JSON, see the module docstring)."""
+    name = DEFAULT_WORKLOAD if value is None else value
+    if name == "serving" and tp is not None and tp >= WIDE_DECODE_TP:
+        return WIDE_SERVING
+    if name in PRESETS:
+        return PRESETS[name]
+    if os.sep not in name and not os.path.exists(name):
+        raise WorkloadError(f"unknown workload {name!r}: a preset ({', '.join(PRESETS)}) or a file path")
+    return load_workload(name)
 
 
 def load_workload(path: str | os.PathLike[str]) -> Workload:
