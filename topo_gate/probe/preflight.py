@@ -28,7 +28,7 @@ DefaultRoutes = Callable[..., Sequence[Mapping[str, Any]]]
 
 SGLANG_INSTALL = (
     'pip install "sglang==0.5.23", or python scripts/sglang_v2_bundle.py build and '
-    "TOPO_GATE_SGLANG_BUNDLE=$PWD/build/sglang-v2 (README: Install)"
+    "TOPO_GATE_SGLANG_BUNDLE=$PWD/build/sglang-v2 (README, Quickstart)"
 )
 TRIALS_INSTALL = 'pip install ".[trials]"'
 #: Up-front reasons (``installed``) -> what fixes them, by the backend they refuse.

@@ -99,7 +99,16 @@ def _who(row: Mapping[str, Any]) -> Text:
         .append_text(file_text(f"{name}{release}"))
     )
     if row["variants"]:
-        variants = file_text(", ".join(row["variants"]))
+        variants = file_text(", ".join(_short(name) for name in row["variants"]))
         variants.stylize("dim")
         text.append("\n").append_text(variants)
     return text
+
+
+#: HF architecture names end in the task head; the table shows the model family (the evidence keeps
+#: the whole name): "LlamaForCausalLM" -> "Llama".
+_HEADS = ("ForCausalLM", "ForConditionalGeneration")
+
+
+def _short(architecture: str) -> str:
+    return next((architecture[: -len(head)] for head in _HEADS if architecture.endswith(head)), architecture)
