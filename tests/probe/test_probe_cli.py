@@ -217,7 +217,7 @@ def test_a_pattern_the_budget_left_no_time_for_is_dropped_and_the_measured_one_k
     (entry,) = result.profile.decisions
     assert entry.pattern == "allreduce"
     recorded = json.loads(evidence.read_text())
-    assert recorded["format"] == "topo-gate/evidence/v1.2"
+    assert recorded["format"] == "topo-gate/evidence/v1.3"
     assert [run["pattern"] for run in recorded["runs"]] == ["allreduce"]
     reason = "the 10000 s budget was spent before it started"
     assert recorded["budget"] == {

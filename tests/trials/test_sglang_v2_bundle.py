@@ -8,6 +8,7 @@ files are imported in a fresh interpreter, which must not pull in the server.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -210,3 +211,43 @@ def test_the_real_bundle_imports_sglangs_files_without_the_server(tmp_path: Path
     assert done.returncode == 0, done.stderr
     loaded = set(eval(done.stdout.splitlines()[-1]))  # noqa: S307 -- our own subprocess's repr of a list
     assert "sglang.srt.server_args" not in loaded and "sglang.srt.distributed.parallel_state" not in loaded
+
+
+def test_kernels_missing_agrees_with_activate_on_a_built_bundle_without_touching_the_path(
+    wheels: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "bundle"
+    assert build(wheels, out).returncode == 0
+    before = list(sys.path)
+    assert custom_v2_bundle.kernels_missing({custom_v2_bundle.ENV: str(out)}) is None
+    assert sys.path == before and "sglang" not in sys.modules  # asked, not imported
+    (out / "site" / "sglang" / "kernels" / "ops" / "communication" / "all_reduce.py").unlink()
+    reason = custom_v2_bundle.kernels_missing({custom_v2_bundle.ENV: str(out)})
+    assert reason == "sglang.kernels.ops.communication.all_reduce not importable"
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        (None, "no readable bundle.json"),
+        ({"format": custom_v2_bundle.BUNDLE_FORMAT, "sglang": "0.5.22"}, "holds sglang 0.5.22; this backend reproduces 0.5.23"),
+    ],
+)  # fmt: skip
+def test_kernels_missing_names_a_folder_that_is_not_the_pinned_bundle(
+    tmp_path: Path, fields: dict[str, object] | None, expected: str
+) -> None:
+    folder = tmp_path / "bundle"
+    if fields is not None:
+        _manifest(folder, **fields)
+    reason = custom_v2_bundle.kernels_missing({custom_v2_bundle.ENV: str(folder)})
+    assert reason is not None and expected in reason and str(folder) in reason
+
+
+def test_kernels_missing_without_a_bundle_asks_for_the_pinned_release() -> None:
+    try:
+        importlib.metadata.version("sglang")
+        pytest.skip("an sglang is installed here")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    reason = custom_v2_bundle.kernels_missing({})
+    assert reason is not None and "pip install sglang==0.5.23" in reason

@@ -13,7 +13,8 @@ from rich.text import Text
 
 from topo_gate._atomic import refuse_clobbering
 from topo_gate.cli._errors import ExitCode, fail
-from topo_gate.launchers.routes.defaults import default_paths
+from topo_gate.launchers.routes.buffer_caps import buffer_caps
+from topo_gate.launchers.routes.defaults import default_paths, default_routes
 from topo_gate.models import UnknownModel, lookup_model
 from topo_gate.probe import (
     BudgetTooSmall,
@@ -27,6 +28,7 @@ from topo_gate.probe import (
 )
 from topo_gate.profile.errors import ProfileError
 from topo_gate.profile.schema import PATTERNS
+from topo_gate.report.preflight import preflight_view
 from topo_gate.report.progress import ProbeProgressDisplay
 from topo_gate.report.summary import summary
 from topo_gate.report.text import file_text
@@ -199,6 +201,9 @@ def command(
             allow_multicast=allow_multicast,
             allow_partial=allow_partial,
             default_paths=default_paths,
+            default_routes=default_routes,
+            buffer_caps=buffer_caps,
+            model=model,
             settings=settings,
             command=shlex.join(["topo-gate", *sys.argv[1:]]),
         )
@@ -212,6 +217,7 @@ def command(
                 profile_path=str(result.profile_path),
                 evidence_path=str(result.evidence_path),
                 notes=result.notes,
+                preflight=result.preflight,
             )
         )
 
@@ -243,7 +249,12 @@ def _probe_or_fail(options: ProbeOptions, console: Console, *, show_progress: bo
         if not show_progress:
             return probe(options)
         with ProbeProgressDisplay(console) as display:
-            return probe(options, on_progress=display, on_note=lambda note: console.print(_note_text(note)))
+            return probe(
+                options,
+                on_progress=display,
+                on_note=lambda note: console.print(_note_text(note)),
+                on_preflight=lambda rows: console.print(preflight_view([row.to_dict() for row in rows])),
+            )
     except NvmlUnavailable:
         raise fail(
             ExitCode.NO_DRIVER, f"no NVIDIA GPU/driver found on this machine; {_replay_hint()}"
@@ -300,5 +311,6 @@ def _as_json(result: ProbeResult) -> dict[str, object]:
         "profile_path": str(result.profile_path),
         "evidence_path": str(result.evidence_path),
         "notes": result.notes,
+        "preflight": [dict(row) for row in result.preflight],
         "profile": result.profile.to_dict(),
     }

@@ -1,7 +1,8 @@
 """The main job: topology -> one worker session per TP group -> evidence -> decide -> profile.
 
 ``probe(ProbeOptions, *, on_progress, on_note) -> ProbeResult`` (``run.py``) measures and writes;
-``replay`` / ``preview`` (``replay.py``) re-decide recorded evidence; ``match_node`` (``node.py``)
+``replay`` / ``preview`` (``replay.py``) re-decide recorded evidence; ``preflight.preflight``
+says before any trial which launcher defaults the run will time; ``match_node`` (``node.py``)
 backs ``check``; ``fit_to_budget`` (``budget.py``) sizes the work to ``--budget``; the sessions run
 through ``sessions.py``. No click, no rich: the CLI renders what these return.
 """
@@ -29,6 +30,7 @@ from topo_gate.probe.options import (
     ProbeResult,
     TrialsFailed,
 )
+from topo_gate.probe.preflight import PreflightRow
 from topo_gate.probe.replay import build_profile, preview, replay, replayed_node
 from topo_gate.probe.run import context_paths, plan_label, plan_trials, probe
 
@@ -43,6 +45,7 @@ __all__ = [
     "NodeMatch",
     "PhaseProgress",
     "PlanFailed",
+    "PreflightRow",
     "ProbeOptions",
     "ProbeProgress",
     "ProbeResult",

@@ -6,9 +6,10 @@ Errors the CLI maps to exit codes: ``NvmlUnavailable`` (4), ``NvmlCrash`` (5), `
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from topo_gate.decide import DEFAULT_BOOTSTRAP, DEFAULT_CI_LEVEL, DEFAULT_MARGIN
 from topo_gate.profile.schema import PATTERNS, Profile
@@ -25,6 +26,10 @@ JIT_STARTUP_TIMEOUT_S = 900.0  # FlashInfer compiling its communication kernels 
 #: the launchers' default paths (``launchers.routes.defaults.default_paths``, which the CLI passes in:
 #: the probe sits below the launchers and does not import them).
 DefaultPaths = Callable[..., frozenset[str]]
+#: ``buffer_caps(tp=, capability=, hidden=, itemsize=) -> caps``, each with ``.tokens``: the
+#: launchers' Lamport buffer caps (``launchers.routes.buffer_caps.buffer_caps``, passed in by the CLI),
+#: which become ladder rungs and transition priors (``trials.plan.ladder_with_caps``).
+BufferCaps = Callable[..., Sequence[Any]]
 
 
 class BudgetTooSmall(Exception):
@@ -72,6 +77,11 @@ class ProbeOptions:
     faults: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     #: The launchers' default paths, which the layer graphs time wherever admitted (GPU only).
     default_paths: DefaultPaths | None = None
+    #: The launchers' default routes, for the preflight (``probe.preflight.DefaultRoutes``).
+    default_routes: Callable[..., Sequence[Mapping[str, Any]]] | None = None
+    buffer_caps: BufferCaps | None = None
+    #: The served model's preset (``--model``): the preflight routes its architecture alone.
+    model: str | None = None
     settings: DecideSettings = field(default_factory=DecideSettings)
     command: str | None = None  # recorded in provenance
 
@@ -110,3 +120,5 @@ class ProbeResult:
     profile_path: Path
     evidence_path: Path
     notes: list[str]
+    #: The preflight rows the evidence records (``probe.preflight``), empty when it has none.
+    preflight: tuple[Mapping[str, Any], ...] = ()

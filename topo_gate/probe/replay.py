@@ -38,7 +38,7 @@ def preview(evidence_path: Path, *, settings: DecideSettings | None = None) -> P
     evidence = load_evidence(evidence_path)
     reference = EvidenceRef(path=str(evidence_path), digest=_file_digest(evidence_path))
     profile, notes = build_profile(evidence, reference, settings or DecideSettings())
-    return ProbeResult(profile.with_digest(), Path("-"), evidence_path, notes)
+    return ProbeResult(profile.with_digest(), Path("-"), evidence_path, notes, _preflight(evidence))
 
 
 def build_profile(
@@ -102,7 +102,12 @@ def decide_and_write(
     reference = EvidenceRef(path=_relative(evidence_path, out.parent), digest=_file_digest(evidence_path))
     profile, more_notes = build_profile(evidence, reference, settings)
     dump_profile(profile, out)
-    return ProbeResult(profile.with_digest(), out, evidence_path, notes + more_notes)
+    return ProbeResult(profile.with_digest(), out, evidence_path, notes + more_notes, _preflight(evidence))
+
+
+def _preflight(evidence: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    """The recorded preflight rows (evidence v1.3), none in older evidence."""
+    return tuple(evidence.get("preflight") or ())
 
 
 def _relative(path: Path, start: Path) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from topo_gate._atomic import check_output_path, exclusive_output, new_unique_path
 from topo_gate.probe.budget import dropped_notes, fit_to_budget, total_seconds
+from topo_gate.probe.installed import unavailable_up_front
 from topo_gate.probe.jit import flashinfer_jit_note
 from topo_gate.probe.node import NodeFacts, cpu_node, gpu_node
 from topo_gate.probe.options import (
@@ -24,6 +25,7 @@ from topo_gate.probe.options import (
     ProbeResult,
     TrialsFailed,
 )
+from topo_gate.probe.preflight import PreflightRow, preflight
 from topo_gate.probe.replay import decide_and_write
 from topo_gate.probe.sessions import Deadline, run_sessions
 from topo_gate.trials import plan as planning
@@ -38,12 +40,15 @@ def probe(
     *,
     on_progress: Callable[[ProbeProgress], None] | None = None,
     on_note: Callable[[str], None] | None = None,
+    on_preflight: Callable[[Sequence[PreflightRow]], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> ProbeResult:
     """Measure, decide and write. Raises the exceptions listed in ``options``' module docstring.
 
-    ``on_note`` hears, before any trial starts, what a person should know up front: the estimated
-    duration, what was dropped to fit the budget, FlashInfer's first-use compile. While it runs it
+    ``on_preflight`` gets, before any trial starts, the preflight (``preflight.py``: which launcher
+    defaults this run will time, and what makes the others measurable); ``on_note`` then hears what
+    else a person should know up front: the estimated duration, what was dropped to fit the budget,
+    FlashInfer's first-use compile. While it runs it
     holds ``--out`` (``_atomic.exclusive_output``): a second probe onto the same file is refused at
     once. ``clock`` times the budget (``budget.py``: a session starts only while budget remains, the
     first always does) and the phases of the progress display.
@@ -51,18 +56,22 @@ def probe(
     if options.evidence_out is not None:
         check_output_path(options.evidence_out)  # refuse a FIFO or a missing folder before the trials
     with exclusive_output(options.out):
-        return _probe_holding_out(options, on_progress, on_note, clock)
+        return _probe_holding_out(options, on_progress, on_note, on_preflight, clock)
 
 
 def _probe_holding_out(
     options: ProbeOptions,
     on_progress: Callable[[ProbeProgress], None] | None,
     on_note: Callable[[str], None] | None,
+    on_preflight: Callable[[Sequence[PreflightRow]], None] | None,
     clock: Callable[[], float],
 ) -> ProbeResult:
     facts = cpu_node(options.tps) if options.device == "cpu" else gpu_node(options.capture, options.command)
     sessions, skipped = plan_trials(facts, options)
     sessions, fitted = fit_to_budget(sessions, options.budget_s, options.device)
+    checks = preflight_rows(facts, sessions, options)
+    if on_preflight is not None:
+        on_preflight(checks)
     jit_note = flashinfer_jit_note(facts.sms) if options.device == "cuda" else None
     notes = ([jit_note] if jit_note else []) + dropped_notes(fitted)
     if on_note is not None:
@@ -86,8 +95,9 @@ def _probe_holding_out(
     node_block = {**facts.block(), "software": _merged_software(facts.software, results)}
     budget = {"seconds": options.budget_s, "dropped": [item.to_dict() for item in [*fitted, *ran.dropped]]}
     evidence = evidence_from_results(
-        results, node_block, _trials_block(sessions, options), skipped, capture=facts.capture, budget=budget
-    )
+        results, node_block, _trials_block(sessions, options), skipped, capture=facts.capture, budget=budget,
+        preflight=[row.to_dict() for row in checks],
+    )  # fmt: skip
     write_evidence(evidence_path, evidence)
     if results and all(result.error for result in results):
         raise TrialsFailed(f"no trial ran: {results[0].error}; evidence kept at {evidence_path}")
@@ -125,7 +135,51 @@ def plan_trials(
         margin=options.settings.margin,
         faults=options.faults,
         context_backends=context_paths(facts, options),
+        buffer_caps=cap_tokens(facts, options),
     )
+
+
+def preflight_rows(
+    facts: NodeFacts, sessions: Sequence[planning.SessionPlan], options: ProbeOptions
+) -> tuple[PreflightRow, ...]:
+    """The preflight of this run (``preflight.py``): its plans' backends, each with the reason it is
+    known up front not to run here; nothing without the launchers' routes (``default_routes``)."""
+    if options.default_routes is None and options.device == "cuda":
+        return ()
+    names = sorted({name for session in sessions for plan in session.plans for name in plan.backends})
+    refused = unavailable_up_front(names, options.device)
+    return preflight(
+        facts,
+        [session.tp for session in sessions],
+        hidden=options.hidden,
+        itemsize=DTYPE_BYTES[options.dtype],
+        model=options.model,
+        patterns=options.patterns,
+        backends={name: refused.get(name) for name in names},
+        routes=options.default_routes or _no_routes,
+        max_tokens={session.tp: session.plans[0].tokens[-1] for session in sessions},
+        device=options.device,
+    )
+
+
+def _no_routes(**_: object) -> list[dict[str, object]]:
+    return []  # the CPU harness asks no launcher
+
+
+def cap_tokens(facts: NodeFacts, options: ProbeOptions) -> dict[int, tuple[int, ...]]:
+    """Per TP size, the launchers' Lamport buffer caps in tokens of the probed hidden size on this
+    node's GPUs (``options.buffer_caps``); none on the CPU harness, whose backends are no launcher's."""
+    if options.buffer_caps is None or options.device != "cuda":
+        return {}
+    caps: dict[int, tuple[int, ...]] = {}
+    for tp in options.tps:
+        groups = facts.planner.tp_groups(tp) if tp > 1 else ()
+        capability = facts.capabilities.get(groups[0].gpus[0]) if groups else None
+        if capability is not None:
+            found = options.buffer_caps(tp=tp, capability=capability, hidden=options.hidden,
+                                        itemsize=DTYPE_BYTES[options.dtype])  # fmt: skip
+            caps[tp] = tuple(sorted({cap.tokens for cap in found}))
+    return caps
 
 
 def context_paths(facts: NodeFacts, options: ProbeOptions) -> dict[tuple[int, str, str], tuple[str, ...]]:

@@ -6,8 +6,9 @@ exactly what the live run printed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
@@ -17,6 +18,7 @@ from topo_gate._terminal import shown
 from topo_gate.decide import human_bytes
 from topo_gate.profile.figures import ci_text, speedup_text
 from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
+from topo_gate.report.preflight import preflight_view
 from topo_gate.report.tables import alternatives_words
 from topo_gate.report.text import file_text
 from topo_gate.trials.plan import BASELINE_BACKEND
@@ -101,17 +103,26 @@ class Summary:
     profile_path: str | None
     evidence_path: str | None
     notes: Sequence[str] = ()
+    #: The preflight rows the evidence records (``report.preflight``): shown after the decisions.
+    preflight: Sequence[Mapping[str, Any]] = ()
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         wide = options.max_width >= WIDE_ENOUGH_FOR_REASONS
         yield decisions_table(self.profile, with_reasons=wide)
+        if self.preflight:
+            yield preflight_view(self.preflight)
         yield from _footer(self, wide)
 
 
 def summary(
-    profile: Profile, *, profile_path: str | None, evidence_path: str | None, notes: Sequence[str] = ()
+    profile: Profile,
+    *,
+    profile_path: str | None,
+    evidence_path: str | None,
+    notes: Sequence[str] = (),
+    preflight: Sequence[Mapping[str, Any]] = (),
 ) -> Summary:
-    return Summary(profile, profile_path, evidence_path, tuple(notes))
+    return Summary(profile, profile_path, evidence_path, tuple(notes), tuple(preflight))
 
 
 def _footer(summary: Summary, wide: bool) -> list[RenderableType]:

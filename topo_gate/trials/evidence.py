@@ -24,9 +24,9 @@ from topo_gate.trials.plan import Skipped
 
 #: What writers emit: v1.1 adds, all optional, per run ``error``, ``retries``, ``context`` and
 #: ``graph_checks``, and per result ``after_larger_us``; v1.2 per result ``after_sizes``, per run
-#: ``context_backends`` and ``session``, and the top-level ``budget`` (docs/ARCHITECTURE.md). Readers
-#: take v1 and v1.N.
-WRITTEN_FORMAT = "topo-gate/evidence/v1.2"
+#: ``context_backends`` and ``session``, and the top-level ``budget``; v1.3 the top-level
+#: ``preflight`` and per backend verdict ``call`` (docs/ARCHITECTURE.md). Readers take v1 and v1.N.
+WRITTEN_FORMAT = "topo-gate/evidence/v1.3"
 __all__ = [
     "EVIDENCE_FORMAT",
     "STATUSES",
@@ -64,16 +64,18 @@ def evidence_from_results(
     capture: Mapping[str, Any] | None = None,
     created: datetime | None = None,
     budget: Mapping[str, Any] | None = None,
+    preflight: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The evidence document. ``plan_results`` are ``results.PlanResult``; ``node_block`` holds
     ``fingerprint``, ``hardware``, ``software`` and ``provenance``; ``trials`` is ``trials_meta(...)``;
     ``budget``: ``{"seconds": float | None, "dropped": [{tp, pattern, what, reason}]}`` (the default:
-    no budget, nothing dropped)."""
+    no budget, nothing dropped); ``preflight``: the probe's rows (``probe.preflight.PreflightRow``),
+    recorded when given."""
     node = dict(node_block)
     if capture is not None:
         node["capture"] = dict(capture)
     stamp = (created or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
+    evidence = {
         "format": WRITTEN_FORMAT,
         "created": stamp,
         "tool": {"name": "topo-gate", "version": __version__},
@@ -83,6 +85,9 @@ def evidence_from_results(
         "runs": [result.as_run() for result in plan_results],
         "budget": dict(budget) if budget is not None else {"seconds": None, "dropped": []},
     }
+    if preflight is not None:
+        evidence["preflight"] = [dict(row) for row in preflight]
+    return evidence
 
 
 def write_evidence(path: str | os.PathLike[str], evidence: Mapping[str, Any]) -> Path:

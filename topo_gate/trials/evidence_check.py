@@ -1,7 +1,8 @@
 """What an evidence document must hold for ``decide`` and the profile builder to use it.
 
-Evidence v1, v1.1 and v1.2's optional fields (``after_sizes``, ``context_backends``, ``session``,
-``budget``; docs/ARCHITECTURE.md "Trials") are checked alike.
+Evidence v1, v1.1, v1.2 and v1.3's optional fields (``after_sizes``, ``context_backends``,
+``session``, ``budget``; v1.3's ``preflight`` and per-backend ``call``; docs/ARCHITECTURE.md
+"Trials") are checked alike.
 
 Evidence is an input like any other (``probe --replay``, ``decide``): a hand edit or a corrupted file
 must stop here with one line naming the field (``runs[0].results[3].nbytes: must be an integer``),
@@ -23,6 +24,10 @@ RUN_KEYS = ("tp", "group", "group_class", "pattern", "backends", "results")
 RESULT_KEYS = ("backend", "tokens", "nbytes", "status", "samples_us", "per_rank_us", "skew_us")
 CONTEXT_KEYS = ("backend", "tokens", "nbytes", "samples_us")
 GRAPH_CHECK_KEYS = ("backend", "tokens", "status")
+PREFLIGHT_KEYS = (
+    "tp", "group_class", "launcher", "release", "variants", "pattern", "min_tokens", "max_tokens", "path",
+    "timed", "why", "action",
+)  # fmt: skip
 
 
 class _Problem(Exception):
@@ -60,6 +65,8 @@ def _check(evidence: Any) -> None:
     _check_node(evidence["node"])
     if evidence.get("budget") is not None:
         _check_budget(evidence["budget"])
+    for index, row in enumerate(_list(evidence.get("preflight", []), "preflight")):
+        _check_preflight_row(row, f"preflight[{index}]")
 
 
 def _check_node(node: Mapping[str, Any]) -> None:
@@ -110,6 +117,8 @@ def _check_run(run: Any, where: str) -> None:
         for name, outcome in run["backends"].items():
             if not isinstance(outcome, Mapping):
                 raise _Problem(f"{where}.backends.{name}", f"must be an object, found {describe(outcome)}")
+            if "call" in outcome:
+                _check_call(outcome["call"], f"{where}.backends.{name}.call")
     # Only well-formed sizes make the ladder: a malformed one is refused by _check_result, with its field.
     ladder = {
         result["nbytes"]
@@ -188,6 +197,37 @@ def _check_budget(budget: Any) -> None:
         _choice(_key(dropped, "pattern", at), f"{at}.pattern", PATTERNS)
         _text(_key(dropped, "what", at), f"{at}.what")
         _text(_key(dropped, "reason", at), f"{at}.reason")
+
+
+def _check_call(call: Any, where: str) -> None:
+    """Evidence v1.3's per-backend ``call``: the settings the trial called the kernel with
+    (``fp32_acc``, ``launch_with_pdl``, ...; docs/trials.md), each true/false or a word."""
+    if not isinstance(call, Mapping):
+        raise _Problem(where, f"must be an object, found {describe(call)}")
+    for key, value in call.items():
+        if not isinstance(value, bool):
+            _text(value, f"{where}.{key}")
+
+
+def _check_preflight_row(row: Any, where: str) -> None:
+    """Evidence v1.3's ``preflight``: per launcher default route and token range, whether the run
+    timed it, and if not why and what would (``probe/preflight.py``)."""
+    if not isinstance(row, Mapping) or any(key not in row for key in PREFLIGHT_KEYS):
+        raise _Problem(where, f"needs {', '.join(PREFLIGHT_KEYS)}")
+    _int(row["tp"], f"{where}.tp", minimum=1)
+    for key in ("group_class", "launcher", "release", "path"):
+        _text(row[key], f"{where}.{key}")
+    for index, variant in enumerate(_list(row["variants"], f"{where}.variants")):
+        _text(variant, f"{where}.variants[{index}]")
+    _choice(row["pattern"], f"{where}.pattern", PATTERNS)
+    low = _int(row["min_tokens"], f"{where}.min_tokens", minimum=1)
+    if row["max_tokens"] is not None:
+        _int(row["max_tokens"], f"{where}.max_tokens", minimum=low)
+    if not isinstance(row["timed"], bool):
+        raise _Problem(f"{where}.timed", f"must be true or false, found {describe(row['timed'])}")
+    for key in ("why", "action"):
+        if row[key] is not None:
+            _text(row[key], f"{where}.{key}")
 
 
 def _check_after_sizes(result: Mapping[str, Any], where: str, ladder: set[Any]) -> None:

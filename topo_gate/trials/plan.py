@@ -39,6 +39,11 @@ COMPOSITE_SUFFIX = "+rmsnorm"  # backends.COMPOSITE_SUFFIX (this module stays fr
 #: exact but cost about twice the transition phase again (profiles/h200-x2: +4.6 s against +2.1 s
 #: per TP2 session, docs/trials.md "Size transitions").
 AFTER_STEP = 2
+#: With launcher buffer caps given (``TrialPlan.buffer_caps``), transitions are also timed after each
+#: cap -- the largest message the launcher sends through that Lamport buffer, so a route that fills
+#: it is charged what the buffer really holds -- and after this mid size, which prices a workload
+#: whose largest batch stays far below every cap without the next cap's cost.
+MID_PRIOR_TOKENS = 512
 #: Each backend is one launcher's call sequence (docs/ARCHITECTURE.md, "Backends"); symm_mem_oneshot
 #: and symm_mem_twoshot are no launcher's sequence and are not measured by default.
 _CUDA_PLAIN = (
@@ -87,7 +92,9 @@ class TrialPlan:
     or lose (the launchers' default paths, ``launchers.routes.defaults``); ``margin``: the isolated
     bar a backend must clear at a size to be confirmed in the layer graphs there (decide's margin);
     ``after_tokens``: the sizes whose calls precede the transition replays (default
-    ``default_after_tokens``: every AFTER_STEP-th size down from the largest).
+    ``default_after_tokens``: every AFTER_STEP-th size down from the largest, and each of
+    ``buffer_caps``); ``buffer_caps``: ladder sizes that are a launcher's Lamport buffer cap at this
+    hidden size (``launchers.routes.buffer_caps``), rungs a power-of-two ladder would miss.
     """
 
     tp: int
@@ -107,13 +114,16 @@ class TrialPlan:
     context_backends: tuple[str, ...] = ()
     margin: float = DEFAULT_MARGIN
     after_tokens: tuple[int, ...] | None = None
+    buffer_caps: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         # Accept lists from callers and JSON, store tuples so a plan is immutable.
-        for name in ("group", "tokens", "backends", "context_backends"):
+        for name in ("group", "tokens", "backends", "context_backends", "buffer_caps"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "faults", dict(self.faults))
-        after = default_after_tokens(self.tokens) if self.after_tokens is None else self.after_tokens
+        after = self.after_tokens
+        if after is None:
+            after = default_after_tokens(self.tokens, self.buffer_caps)
         object.__setattr__(self, "after_tokens", tuple(after))
         problem = _plan_problem(self)
         if problem:
@@ -143,6 +153,11 @@ def _plan_problem(plan: TrialPlan) -> str | None:
         (
             list(after) == sorted(set(after)) and set(after) <= set(plan.tokens),
             f"after_tokens {list(after)} must be ascending sizes of the ladder",
+        ),
+        (
+            list(plan.buffer_caps) == sorted(set(plan.buffer_caps))
+            and set(plan.buffer_caps) <= set(plan.tokens),
+            f"buffer_caps {list(plan.buffer_caps)} must be ascending sizes of the ladder",
         ),
         (
             all(
@@ -217,10 +232,28 @@ def token_ladder(max_tokens: int) -> tuple[int, ...]:
     return tuple(1 << k for k in range(max_tokens.bit_length()))
 
 
-def default_after_tokens(tokens: Sequence[int]) -> tuple[int, ...]:
-    """The sizes transitions are timed after: every AFTER_STEP-th size counted down from the largest,
-    except the smallest (nothing is smaller than it), ascending."""
-    return tuple(sorted(t for t in list(tokens)[::-1][::AFTER_STEP] if t != tokens[0]))
+def default_after_tokens(tokens: Sequence[int], buffer_caps: Sequence[int] = ()) -> tuple[int, ...]:
+    """The sizes transitions are timed after, ascending: every AFTER_STEP-th size of the ladder
+    without ``buffer_caps``, counted down from the largest; with caps, each cap and
+    MID_PRIOR_TOKENS (when a ladder size) too. Never the smallest size: nothing is smaller."""
+    caps = set(buffer_caps)
+    grid = [t for t in tokens if t not in caps or _power_of_two(t)]  # a cap the ladder has anyway stays
+    after = set(grid[::-1][::AFTER_STEP])
+    if caps:
+        after |= caps | ({MID_PRIOR_TOKENS} & set(tokens))
+    return tuple(sorted(after - {tokens[0]}))
+
+
+def _power_of_two(tokens: int) -> bool:
+    return tokens & (tokens - 1) == 0
+
+
+def ladder_with_caps(max_tokens: int, caps: Iterable[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The ladder: powers of two up to ``max_tokens`` -- every decode rung a launcher captures a graph
+    for (1-256 tokens, 1-512 at TP >= 4) among them -- and each buffer cap within it; and the caps
+    it kept. The worker times each transition prior's replays at every smaller rung (docs/trials.md)."""
+    kept = tuple(sorted({cap for cap in caps if 1 <= cap <= max_tokens}))
+    return tuple(sorted(set(token_ladder(max_tokens)) | set(kept))), kept
 
 
 def nbytes(tokens: int, hidden: int, dtype: str) -> int:
@@ -300,6 +333,7 @@ def make_sessions(
     margin: float = DEFAULT_MARGIN,
     faults: Mapping[str, Mapping[str, str]] | None = None,
     context_backends: Mapping[tuple[int, str, str], Sequence[str]] | None = None,
+    buffer_caps: Mapping[int, Sequence[int]] | None = None,
 ) -> tuple[list[SessionPlan], list[Skipped]]:
     """One session per (TP size, GPU-group class), one plan per pattern in it; TP sizes without a
     group are ``skipped``.
@@ -307,12 +341,13 @@ def make_sessions(
     Decisions are per group *class* (DESIGN.md), so one group of each class is measured: the first
     one the topology lists, which is the launcher's default group ``[0..tp-1]`` when it has that class.
     ``faults``: per pattern, the harness tests' fault injection (``TrialPlan.faults``);
-    ``context_backends``: per (tp, group class, pattern), the launchers' default paths.
+    ``context_backends``: per (tp, group class, pattern), the launchers' default paths;
+    ``buffer_caps``: per TP size, the launchers' Lamport buffer caps in tokens (``ladder_with_caps``).
     """
     sessions: list[SessionPlan] = []
     skipped: list[Skipped] = []
-    tokens = token_ladder(max_tokens)
     for tp in tps:
+        tokens, caps = ladder_with_caps(max_tokens, (buffer_caps or {}).get(tp, ()))
         if tp == 1:
             skipped.append(
                 Skipped(tp, "TP 1 runs no all-reduce (one GPU holds the whole model): nothing to gate")
@@ -346,6 +381,7 @@ def make_sessions(
                         (context_backends or {}).get((tp, group.group_class, pattern), ())
                     ),
                     margin=margin,
+                    buffer_caps=caps,
                 )
                 for pattern in patterns
             ]
@@ -361,7 +397,8 @@ def with_backends(plan: TrialPlan, backends: Sequence[str]) -> TrialPlan:
 
 def with_tokens(plan: TrialPlan, tokens: Sequence[int]) -> TrialPlan:
     """The same plan over a shorter ladder (``--budget``); transitions follow the sizes that remain:
-    the default grid, or the largest only when the plan had been cut to that."""
+    the default grid and the caps kept, or the largest only when the plan had been cut to that."""
     largest_only = plan.after_tokens == (plan.tokens[-1],)
     after = (tokens[-1],) if largest_only and len(tokens) > 1 else None
-    return replace(plan, tokens=tuple(tokens), after_tokens=after)
+    caps = tuple(cap for cap in plan.buffer_caps if cap in set(tokens))
+    return replace(plan, tokens=tuple(tokens), after_tokens=after, buffer_caps=caps)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from topo_gate.trials.backends.launch_styles import call_settings
 from topo_gate.trials.plan import SessionPlan, TrialPlan
 from topo_gate.trials.protocol import result_path, session_path
 
@@ -58,7 +59,7 @@ class PlanResult:
             "group": list(self.plan.group),
             "group_class": self.plan.group_class,
             "pattern": self.plan.pattern,
-            "backends": {name: {"status": o.status, "reason": o.reason} for name, o in self.backends.items()},
+            "backends": {name: _verdict(name, outcome) for name, outcome in self.backends.items()},
             "results": self.results,
             "wall_s": self.wall_s,
             "phases_s": self.phases_s,
@@ -71,6 +72,16 @@ class PlanResult:
         if self.session is not None:
             run["session"] = self.session
         return run
+
+
+def _verdict(name: str, outcome: BackendOutcome) -> dict[str, Any]:
+    """A backend's evidence verdict; a TRT-LLM Lamport backend's with the settings its trial called
+    the kernel with (evidence v1.3 ``call``: ``launch_styles.call_settings``)."""
+    verdict: dict[str, Any] = {"status": outcome.status, "reason": outcome.reason}
+    call = call_settings(name)
+    if call is not None:
+        verdict["call"] = call
+    return verdict
 
 
 @dataclass

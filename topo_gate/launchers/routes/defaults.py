@@ -66,3 +66,60 @@ def measured_default_paths(
                     found.add(backend + COMPOSITE_SUFFIX if unfused else backend)
                 low = high if high is not None else low
     return frozenset(found)
+
+
+def default_routes(
+    *,
+    tp: int,
+    capability: tuple[int, int],
+    group_class: str,
+    hidden: int,
+    itemsize: int,
+    model: str | None = None,
+) -> list[dict[str, object]]:
+    """What every pinned launcher runs with no knobs (empty user env) on this group, as plain data
+    for the probe's preflight, which imports no launcher.
+
+    One entry per launcher and per class of served architectures it routes apart (the served one
+    alone when ``model`` names a preset with a known architecture; variants whose routes agree are
+    one entry): ``{"launcher", "release", "variants": [architecture, ...] (empty: the launcher does
+    not route by architecture), "nccl": the NCCL it runs (``routes.nccl``), "routes": {pattern:
+    [[high, backend], ...]}}`` (``base.Route`` as lists; backend None is NCCL), or, where the
+    launcher refuses this node with no knobs, ``{"launcher", "release", "variants", "refused": why}``.
+    """
+    from topo_gate.launchers.knobs import PINNED
+    from topo_gate.launchers.routes.nccl import nccl_path
+
+    entries: list[dict[str, object]] = []
+    for launcher in ROUTERS:
+        served = Context(tp, capability, group_class, hidden, itemsize, model=model).served_architecture
+        variants = (served,) if served is not None else architecture_variants(launcher)
+        merged: dict[str, dict[str, object]] = {}
+        for architecture in variants:
+            ctx = Context(
+                tp, capability, group_class, hidden, itemsize, model=model, architecture=architecture
+            )
+            try:
+                found: dict[str, object] = {
+                    "nccl": nccl_path(launcher, Knobs(), ctx),
+                    "routes": {
+                        p: [list(span) for span in spans]
+                        for p, spans in route(launcher, Knobs(), ctx).items()
+                    },
+                }
+            except RouteError as error:
+                found = {"refused": str(error)}
+            key = repr(sorted(found.items()))
+            entry = merged.setdefault(
+                key, {"launcher": launcher, "release": PINNED[launcher], "variants": [], **found}
+            )
+            if architecture is not None and launcher in _ROUTES_BY_ARCHITECTURE:
+                variants_seen = entry["variants"]
+                assert isinstance(variants_seen, list)
+                variants_seen.append(architecture)
+        entries.extend(merged.values())
+    return entries
+
+
+#: Launchers whose routes depend on the served architecture (``routes.architecture_variants``).
+_ROUTES_BY_ARCHITECTURE = ("sglang", "vllm")

@@ -50,7 +50,34 @@ def activate(environ: Mapping[str, str] = os.environ) -> str | None:
     return None
 
 
-def _activate_bundle(folder: Path) -> str | None:
+def kernels_missing(environ: Mapping[str, str] = os.environ) -> str | None:
+    """What ``activate`` would answer in a fresh worker, asked without changing this process: no
+    import, no ``sys.path`` entry (the probe asks before any trial, ``probe/installed.py``). The
+    modules are looked for as files, because finding a submodule imports its parents, and an
+    installed ``sglang/__init__.py`` imports the whole server."""
+    folder = environ.get(ENV)
+    if folder:
+        reason = _manifest_problem(Path(folder))
+        roots = [Path(folder) / "site", Path(folder) / "tvm_ffi"]  # what activate puts on sys.path
+    else:
+        reason = _installed_release()
+        spec = _spec("sglang")
+        roots = [
+            Path(location).parent for location in (getattr(spec, "submodule_search_locations", None) or ())
+        ]
+    if reason is not None:
+        return reason
+    for name in DEPENDENCIES:
+        if _spec(name) is None and not any((root / name).is_dir() for root in roots):
+            return f"{name} not importable (SGLang's v2 kernels need it)"
+    for name in MODULES:
+        relative = Path(*name.split("."))
+        if not any((root / relative).with_suffix(".py").is_file() for root in roots):
+            return f"{name} not importable"
+    return None
+
+
+def _manifest_problem(folder: Path) -> str | None:
     manifest_path = folder / "bundle.json"
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -62,6 +89,13 @@ def _activate_bundle(folder: Path) -> str | None:
         return (
             f"{ENV}={folder} holds sglang {manifest.get('sglang')}; this backend reproduces {PINNED_SGLANG}"
         )
+    return None
+
+
+def _activate_bundle(folder: Path) -> str | None:
+    problem = _manifest_problem(folder)
+    if problem is not None:
+        return problem
     loaded = sys.modules.get("sglang")
     site = (folder / "site").resolve()
     if loaded is not None and not str(getattr(loaded, "__file__", "") or "").startswith(str(site)):

@@ -16,23 +16,19 @@ which only measurements decide:
 - two-shot needs tokens > TP (each rank reduces a slice of rows; FlashInfer asserts it);
 - one-shot must fit the Lamport buffer's int32 limit; every size must fit the workspace.
 
-Each backend is one launcher's call sequence (``LaunchStyle``); outputs are always pre-allocated
+Each backend is one launcher's call sequence (``launch_styles.LaunchStyle``: the one/two-shot rule,
+PDL, fp32 accumulation and the PDL completion trigger, each the launcher's own, cited there and
+recorded in the evidence per backend); outputs are always pre-allocated
 tensors: where a launcher passes a fresh ``torch.empty_like`` (or ``output=None``, which FlashInfer
 turns into one), that allocation comes from the CUDA graph's pool at capture and costs nothing per
 replay, and the kernel reads and writes the same bytes. vLLM's fused pass writes the residual in
 place (``residual_out=allreduce_in``); the kernel's reads and writes are the same bytes either way.
 
 - ``trtllm_oneshot`` / ``trtllm_twoshot`` (and ``trtllm_fused_*``): TensorRT-LLM's forced ``ONESHOT`` /
-  ``TWOSHOT`` strategies: one/two-shot as named, no PDL, ``fp32_acc=True``.
-- ``*_vllm``: vLLM 0.33.0. Plain (``distributed/device_communicators/flashinfer_all_reduce.py:525-537``):
-  ``allreduce_fusion(kAllReduce, launch_with_pdl=True, trigger_completion_at_end=tokens > 16)``,
-  ``fp32_acc`` left at False, ``use_oneshot`` left to FlashInfer's heuristic. Fused
-  (``compilation/passes/fusion/allreduce_rms_fusion.py:158-176, 243-292, 321-322``): one-shot iff the
-  message is within vLLM's ``_FI_ALLREDUCE_ONE_SHOT_MAX_SIZES_MB`` (SM90 TP2: 32 MiB), PDL on,
-  ``fp32_acc=True``, ``trigger_completion_at_end = one-shot or tokens > 16``.
-- ``*_sglang``: SGLang 0.5.23 (``srt/layers/flashinfer_comm_fusion.py:1017-1044`` plain, ``:897-921``
-  fused): PDL on, ``fp32_acc=True``, ``trigger_completion_at_end=False``, ``use_oneshot`` left to
-  FlashInfer's heuristic.
+  ``TWOSHOT`` strategies: one/two-shot as named, no PDL, bf16 accumulation, completion at the end.
+- ``*_vllm``: vLLM 0.33.0 (plain: PDL, no fp32 accumulation; fused: PDL, fp32 accumulation, its
+  one-shot table).
+- ``*_sglang``: SGLang 0.5.23 (PDL, fp32 accumulation, early completion, FlashInfer's heuristic).
 
 Where a launcher leaves one/two-shot to a rule (FlashInfer's ``_should_use_oneshot``,
 ``comm/trtllm_ar.py:711-725``, or vLLM's table), the ``_oneshot_`` backend is admitted only at the
@@ -44,7 +40,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
@@ -52,6 +47,7 @@ import torch
 from ._admission import first_reason, needs_cuda, sm_version
 from ._flashinfer import TRTLLM_MAX_COMM_BYTES, TRTLLM_WORLD_SIZES, VECTOR_BYTES, flashinfer_missing
 from .base import PATTERN_ALLREDUCE, PATTERN_ALLREDUCE_RMSNORM, RMSNORM_EPS, Backend, TrialBuffers
+from .launch_styles import STYLES, TRTLLM_STYLE, LaunchStyle
 
 _DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -102,23 +98,6 @@ VLLM_FUSED_ONESHOT_MB: dict[int, dict[int, float]] = {
 }
 #: vLLM's ``PDL_ADVANCE_LAUNCH_TOKENS`` (``flashinfer_all_reduce.py:28``).
 VLLM_PDL_ADVANCE_TOKENS = 16
-
-
-@dataclass(frozen=True)
-class LaunchStyle:
-    """How one launcher calls the kernel; ``rule`` names who picks one/two-shot (``forced``,
-    ``flashinfer`` = FlashInfer's heuristic, ``vllm_fused`` = vLLM's table)."""
-
-    rule: str
-    pdl: bool
-    fp32_acc: bool
-    trigger: str  # "always" | "never" | "vllm" (one-shot or tokens > 16)
-
-
-TRTLLM_STYLE = LaunchStyle("forced", pdl=False, fp32_acc=True, trigger="always")
-VLLM_PLAIN_STYLE = LaunchStyle("flashinfer", pdl=True, fp32_acc=False, trigger="vllm_plain")
-VLLM_FUSED_STYLE = LaunchStyle("vllm_fused", pdl=True, fp32_acc=True, trigger="vllm")
-SGLANG_STYLE = LaunchStyle("flashinfer", pdl=True, fp32_acc=True, trigger="never")
 
 
 def launcher_picks_oneshot(
@@ -283,9 +262,9 @@ class TrtllmFusedTwoshot(_TrtllmBackend):
     oneshot = False
 
 
-def _variant(base: type[_TrtllmBackend], name: str, style: LaunchStyle, doc: str) -> type[_TrtllmBackend]:
+def _variant(base: type[_TrtllmBackend], name: str, doc: str) -> type[_TrtllmBackend]:
     return type(base.__name__ + name.rsplit("_", 1)[1].capitalize(), (base,), {
-        "name": name, "style": style, "__doc__": doc, "__module__": __name__,
+        "name": name, "style": STYLES[name], "__doc__": doc, "__module__": __name__,
     })  # fmt: skip
 
 
@@ -293,19 +272,11 @@ _VLLM_PLAIN = "vLLM's FlashInfer all-reduce (flashinfer_all_reduce.py:525-537)"
 _SGLANG_PLAIN = "SGLang's flashinfer_allreduce (flashinfer_comm_fusion.py:1017-1044)"
 _VLLM_FUSED = "vLLM's fuse_allreduce_rms pass (allreduce_rms_fusion.py:243-292)"
 _SGLANG_FUSED = "SGLang's flashinfer_allreduce_residual_rmsnorm (flashinfer_comm_fusion.py:897-921)"
-TrtllmOneshotVllm = _variant(TrtllmOneshot, "trtllm_oneshot_vllm", VLLM_PLAIN_STYLE, _VLLM_PLAIN)
-TrtllmTwoshotVllm = _variant(TrtllmTwoshot, "trtllm_twoshot_vllm", VLLM_PLAIN_STYLE, _VLLM_PLAIN)
-TrtllmOneshotSglang = _variant(TrtllmOneshot, "trtllm_oneshot_sglang", SGLANG_STYLE, _SGLANG_PLAIN)
-TrtllmTwoshotSglang = _variant(TrtllmTwoshot, "trtllm_twoshot_sglang", SGLANG_STYLE, _SGLANG_PLAIN)
-TrtllmFusedOneshotVllm = _variant(
-    TrtllmFusedOneshot, "trtllm_fused_oneshot_vllm", VLLM_FUSED_STYLE, _VLLM_FUSED
-)
-TrtllmFusedTwoshotVllm = _variant(
-    TrtllmFusedTwoshot, "trtllm_fused_twoshot_vllm", VLLM_FUSED_STYLE, _VLLM_FUSED
-)
-TrtllmFusedOneshotSglang = _variant(
-    TrtllmFusedOneshot, "trtllm_fused_oneshot_sglang", SGLANG_STYLE, _SGLANG_FUSED
-)
-TrtllmFusedTwoshotSglang = _variant(
-    TrtllmFusedTwoshot, "trtllm_fused_twoshot_sglang", SGLANG_STYLE, _SGLANG_FUSED
-)
+TrtllmOneshotVllm = _variant(TrtllmOneshot, "trtllm_oneshot_vllm", _VLLM_PLAIN)
+TrtllmTwoshotVllm = _variant(TrtllmTwoshot, "trtllm_twoshot_vllm", _VLLM_PLAIN)
+TrtllmOneshotSglang = _variant(TrtllmOneshot, "trtllm_oneshot_sglang", _SGLANG_PLAIN)
+TrtllmTwoshotSglang = _variant(TrtllmTwoshot, "trtllm_twoshot_sglang", _SGLANG_PLAIN)
+TrtllmFusedOneshotVllm = _variant(TrtllmFusedOneshot, "trtllm_fused_oneshot_vllm", _VLLM_FUSED)
+TrtllmFusedTwoshotVllm = _variant(TrtllmFusedTwoshot, "trtllm_fused_twoshot_vllm", _VLLM_FUSED)
+TrtllmFusedOneshotSglang = _variant(TrtllmFusedOneshot, "trtllm_fused_oneshot_sglang", _SGLANG_FUSED)
+TrtllmFusedTwoshotSglang = _variant(TrtllmFusedTwoshot, "trtllm_fused_twoshot_sglang", _SGLANG_FUSED)

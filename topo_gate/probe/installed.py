@@ -1,0 +1,57 @@
+"""Which of a run's trial backends this machine is known, before any trial, not to be able to run.
+
+Asked without importing torch, FlashInfer or SGLang (each takes seconds, and SGLang's package
+imports its whole server): ``importlib.util.find_spec`` on top-level packages, and the SGLang
+kernels' own up-front check (``custom_v2_bundle.kernels_missing``). A backend not named here may
+still be refused by a worker's admission (SM, P2P, TP size): the preflight says "timed" only for
+what this run will try, and the evidence says what it measured.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterable, Mapping
+
+from topo_gate.trials.backends import COMPOSITE_SUFFIX
+from topo_gate.trials.backends._flashinfer import flashinfer_missing
+from topo_gate.trials.backends.custom_v2_bundle import kernels_missing
+
+#: Trial backends that call FlashInfer's kernels (``trials/backends/trtllm.py``, ``pcie_ipc.py``,
+#: ``vllm_custom.py``: each admits itself only where ``flashinfer_missing`` says nothing).
+FLASHINFER_PREFIXES = ("trtllm_", "pcie_ipc", "vllm_custom")
+SGLANG_V2 = "custom_v2_sglang"
+
+
+def unavailable_up_front(
+    names: Iterable[str], device: str, environ: Mapping[str, str] = os.environ
+) -> dict[str, str]:
+    """Per backend of ``names`` known not to run on this machine, why; the CPU harness's gloo
+    backends always run."""
+    if device != "cuda":
+        return {}
+    plains = {name: name.removesuffix(COMPOSITE_SUFFIX) for name in names}
+    torch = None if _importable("torch") else "torch is not installed"
+    flashinfer = flashinfer_missing()
+    sglang = kernels_missing(environ) if SGLANG_V2 in plains.values() else None
+    reasons = {}
+    for name, plain in plains.items():
+        if torch is not None:
+            reasons[name] = torch
+        elif plain == SGLANG_V2 and sglang is not None:
+            reasons[name] = f"SGLang 0.5.23's kernels are not importable here ({_first_clause(sglang)})"
+        elif plain.startswith(FLASHINFER_PREFIXES) and flashinfer is not None:
+            reasons[name] = flashinfer
+    return reasons
+
+
+def _first_clause(reason: str) -> str:
+    """ "sglang not installed (pip install ...)" -> "sglang not installed": the preflight says the fix."""
+    return reason.split(" (", 1)[0]
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
