@@ -7,7 +7,7 @@ decides *preference*, and only among admitted, correct results:
 
 1. Per message size, a backend replaces the baseline (NCCL; gloo for CPU-harness evidence) only if
    its speedup (median baseline latency / median backend latency) is at least ``1 + margin`` **and**
-   the lower end of its bootstrap CI is too (``trials.stats``): a win that noise could explain is not
+   the lower end of its bootstrap CI is too (``evidence.stats``): a win that noise could explain is not
    a win.  Of several such backends the fastest wins.  A size where the baseline itself failed or
    was wrong has nothing to be measured against, so it keeps the baseline, with that reason.  A wrong
    answer disqualifies a backend at that size and is reported in ``DecideResult.notes``.

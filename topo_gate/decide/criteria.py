@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from topo_gate.evidence.stats import Speedup
 from topo_gate.profile.schema import COMPOSITE_SUFFIX
-from topo_gate.trials.stats import Speedup
 
 DEFAULT_MARGIN = 0.05
 #: All-reduce calls of one serving step a size transition is charged against (rule 5): a 32-layer

@@ -24,8 +24,8 @@ from topo_gate.decide.criteria import (
     clears,
 )
 from topo_gate.decide.words import ratio_words, status_words
+from topo_gate.evidence.stats import bootstrap_speedups, median
 from topo_gate.profile.schema import BACKENDS
-from topo_gate.trials.stats import bootstrap_speedups, median
 
 
 def size_verdicts(

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from topo_gate.decide import GEMM, in_context_speedups, transition_us
-from topo_gate.trials.stats import median
+from topo_gate.evidence.stats import median
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from typing import Any
 from topo_gate._atomic import write_atomic
 from topo_gate._inputs import InputError, parse_json, read_text
 from topo_gate._version import __version__
-from topo_gate.trials.evidence_check import EVIDENCE_FORMAT, STATUSES, evidence_problem
-from topo_gate.trials.evidence_limits import work_problem
+from topo_gate.evidence.check import EVIDENCE_FORMAT, STATUSES, evidence_problem
+from topo_gate.evidence.limits import work_problem
 from topo_gate.trials.plan import Skipped
 
 #: What writers emit: v1.1 adds, all optional, per run ``error``, ``retries``, ``context`` and
