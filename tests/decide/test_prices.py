@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from topo_gate.decide import GEMM, decide, transition_us
+from topo_gate.decide import decide, transition_us
 from topo_gate.evidence.check import evidence_problem
 from topo_gate.evidence.document import load_evidence
+from topo_gate.evidence.names import GEMM
 from topo_gate.evidence.stats import median, median_interval
 from topo_gate.probe import preview
 from topo_gate.profile.fields import round6

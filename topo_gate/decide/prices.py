@@ -4,7 +4,7 @@ What a planner prices a launcher's route with, straight from the evidence, with 
 applied: per backend and size the status, the median per call and its 95% order-statistic CI
 (``evidence.stats.median_interval``); where layer graphs were timed, the in-context price (layer minus
 the GEMM alone, medians) and its CI (the layer samples' CI minus the GEMM median); for Lamport-style
-backends the transition cost after each larger size (``verdicts.transition_cost_us``). Evidence v1.1
+backends the transition cost after each larger size (``evidence.bar.transition_cost_us``). Evidence v1.1
 records transitions after the backend's largest size only (``after_larger_us``); v1.2 after every
 larger size (``after_sizes``). Numbers keep six significant digits.
 
@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from topo_gate.decide.criteria import COMPOSITE_SUFFIX, GEMM
-from topo_gate.decide.verdicts import context_by_size, transition_cost_us
+from topo_gate.decide.criteria import COMPOSITE_SUFFIX
+from topo_gate.decide.verdicts import context_by_size
+from topo_gate.evidence.bar import transition_cost_us
+from topo_gate.evidence.names import GEMM
 from topo_gate.evidence.stats import median, median_interval
 from topo_gate.profile.fields import round6
 from topo_gate.profile.measurements import (

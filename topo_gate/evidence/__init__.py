@@ -9,7 +9,11 @@ both sides must agree on is written here once:
 - ``check``: what a document must hold to be used (one line naming the field otherwise);
 - ``limits``: caps on the work a document asks of ``decide`` and ``report``;
 - ``stats``: medians, their CIs, and the paired bootstrap of speed-ups;
+- ``names``: the baseline backend and the layer graphs' GEMM, by name;
+- ``bar``: decide's bar, which the worker applies too: the margin, the calls of a step, and what a
+  size transition costs.
 
-Pure and stdlib (plus the profile schema the checks build on); this ``__init__`` imports nothing, so
-a module that needs one constant loads only its own.
+Below them only the profile schema (the checks build on it), the guarded file reader and writer,
+and the topology model (to rebuild a recorded capture). This ``__init__`` imports nothing, so a
+module that needs one constant loads only its own.
 """

@@ -10,7 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from topo_gate.decide import DEFAULT_BOOTSTRAP, DEFAULT_CI_LEVEL, DEFAULT_MARGIN
+from topo_gate.decide import DEFAULT_BOOTSTRAP, DEFAULT_CI_LEVEL
+from topo_gate.evidence.bar import DEFAULT_MARGIN
 from topo_gate.profile.schema import PATTERNS, Profile
 
 MIN_ROUNDS = 15  # DESIGN.md: medians of >= 15 interleaved rounds

@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from topo_gate.evidence.names import GEMM
 from topo_gate.trials.backends.base import BackendContext, TrialBuffers
 
 if TYPE_CHECKING:  # the loop imports this module
     from topo_gate.trials.worker.loop import PatternTrials
 
-GEMM = "gemm"
 ROUNDS = 9
 
 

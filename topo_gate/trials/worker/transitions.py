@@ -18,9 +18,9 @@ Recorded per cell as ``after``, ascending by ``L`` (evidence ``after_sizes``).
 
 from __future__ import annotations
 
-import statistics
 from typing import TYPE_CHECKING, Any
 
+from topo_gate.evidence.bar import STEP_CALLS, transition_cost_us
 from topo_gate.trials.worker import context
 
 if TYPE_CHECKING:  # the loop imports this module
@@ -28,20 +28,18 @@ if TYPE_CHECKING:  # the loop imports this module
 
 PREDECESSOR_CALLS = 4  # a prefill chunk's few calls before decode
 TRANSITION_REPS = 3
-#: All-reduce calls of one serving step a transition is charged against: decide.STEP_CALLS.
-STEP_CALLS = 64
 #: Faults that make a gloo backend behave like a Lamport one (the harness's tests).
 _TRANSITION_FAULTS = ("stale", "transition")
 
 
 def charge_us(cell: Cell, graph_calls: int) -> float:
-    """Decide's rule 5 on this rank's samples: the extra time of one replay right after the largest
-    size over a steady one, spread over STEP_CALLS calls (0 when not measured or not slower)."""
+    """Decide's rule 5 on this rank's samples (``evidence.bar``): the extra time of one replay right
+    after the largest size over a steady one, spread over STEP_CALLS calls (0 when not measured or
+    not slower)."""
     after = cell.after[-1]["per_call_us"] if cell.after else []
     if not after or not cell.per_call_us:
         return 0.0
-    extra = (statistics.median(after) - statistics.median(cell.per_call_us)) * graph_calls
-    return max(0.0, extra) / STEP_CALLS
+    return transition_cost_us(cell.per_call_us, after, graph_calls) / STEP_CALLS
 
 
 def time_transitions(trials: PatternTrials) -> None:
