@@ -27,7 +27,7 @@ FAULT_KINDS = ("hang", "hang-late", "crash", "wrong", "wrong-odd", "stale", "tra
 #: attempt, ``infra-once`` on the first attempt only.
 STARTUP_FAULT = "_startup"
 STARTUP_FAULT_KINDS = ("infra", "infra-once")
-COMPOSITE_SUFFIX = "+rmsnorm"  # backends.COMPOSITE_SUFFIX (this module stays free of the backends)
+COMPOSITE_SUFFIX = "+rmsnorm"  # backends.names.COMPOSITE_SUFFIX (this module stays free of the backends)
 #: Size transitions are timed after every AFTER_STEP-th ladder size, counted down from the largest
 #: (2: every other power of two, 4x apart). A planner charges a route the transition after the
 #: largest size that route sends to the backend's buffer; it takes the nearest measured size above,
