@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from topo_gate.decide import charged_samples
-from topo_gate.trials.worker.loop import Cell
-from topo_gate.trials.worker.transitions import charge_us
+from topo_gate.trials.worker.state import Cell, charge_us
 
 CASES = [
     # steady samples, replays after the largest size, graph calls, the charge per call
