@@ -65,13 +65,14 @@ def test_a_path_within_the_defaults_ci_is_admitted() -> None:
 def test_an_unmeasured_default_path_is_never_replaced() -> None:
     tabs = tables({"nccl": {"median": flat(8.0)}, "vllm_custom": {"median": flat(1.0)}})
     [problem] = problems(side(upto(64, "vllm_custom")), side(upto(64, "mystery")), pricing(tabs))
-    assert problem.why.startswith("default path not measured")
+    assert problem.why.startswith("allreduce: default path not measured at 1 token")
+    assert problem.why.endswith("left as it is")
 
 
 def test_an_unmeasured_plan_path_is_never_taken() -> None:
     tabs = tables({"nccl": {"median": flat(8.0)}, "pcie_ipc": {"median": [4.0] * 5 + [None] + [4.0] * 8}})
     [problem] = problems(side(upto(64, "pcie_ipc")), side(NCCL_EVERYWHERE), pricing(tabs))
-    assert problem.why.startswith("not measured at")
+    assert problem.why.startswith("allreduce: not measured at 32 tokens")
 
 
 def test_sizes_beyond_the_largest_measured_are_never_changed() -> None:
@@ -196,4 +197,4 @@ def test_an_nvls_nccl_is_not_the_measured_one() -> None:
         pricing(tabs),
     )
     assert [p.pattern for p in found] == [PLAIN]
-    assert found[0].why.startswith("default path not measured") and "nccl_nvls" in found[0].why
+    assert found[0].why.startswith("allreduce: default path not measured") and "nccl_nvls" in found[0].why

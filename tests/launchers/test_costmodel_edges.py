@@ -20,12 +20,12 @@ from topo_gate.launchers.costmodel import (
     pieces,
     price_at,
     problems,
+    step_check,
     total,
 )
 from topo_gate.launchers.pricing import NCCL
 from topo_gate.launchers.workload import Workload
 
-CALLS = 21
 #: Half the steps one token, half 512 tokens: a one-token call follows a 512-token message half the time.
 MIXED = Workload.from_weights("mixed", {1: 0.5, 512: 0.5})
 #: A Lamport-style kernel whose transition was measured only after the largest size: after any
@@ -55,11 +55,14 @@ def upto(tokens: int, name: str) -> tuple:
 # -- a price per call: the median (or CI high) plus the transition spread over a step's calls ------
 
 
-def test_a_transition_is_spread_over_the_calls_of_a_step() -> None:
-    """Price.per_call / high_per_call: median (CI high) + transition / calls."""
-    price = Price(median=4.0, high=4.5, transition=210.0)
-    assert price.per_call(CALLS) == pytest.approx(4.0 + 10.0)
-    assert price.high_per_call(CALLS) == pytest.approx(4.5 + 10.0)
+def test_a_transition_is_spread_over_the_calls_in_its_buffer_only() -> None:
+    """Per call, a buffer's transition is spread over the step's calls that use that buffer: a plain
+    Lamport kernel alone in its buffer carries all of it on its one call, not 1/21 of it."""
+    tabs = tables({"nccl": {"median": flat(8.0)}, "trtllm_oneshot": BOUNDED_LAMPORT})
+    plan = side(upto(512, "trtllm_oneshot"), workload=MIXED)
+    check = step_check(ROW, plan, side(NCCL_EVERYWHERE, workload=MIXED), pricing(tabs))
+    assert check.per_call(PLAIN, 1) == pytest.approx(4.0 + 0.5 * 420.0)
+    assert check.per_call(FUSED, 1) == pytest.approx(10.0)
 
 
 def test_a_step_of_unknown_depth_is_a_32_layer_one() -> None:
@@ -99,18 +102,21 @@ def test_a_lamport_default_is_judged_at_its_lower_transition_bound() -> None:
     tabs = tables({"nccl": {"median": flat(8.0)}, "trtllm_oneshot": BOUNDED_LAMPORT})
     default = side(upto(512, "trtllm_oneshot"), workload=MIXED)
     [problem] = problems(side(NCCL_EVERYWHERE, workload=MIXED), default, pricing(tabs))
-    assert problem.why == "slower at 14336 bytes: 8.00 us/call against the default's 4.00 (CI up to 4.04)"
+    assert problem.why == (
+        "step slower at 1 token (14336 B): 208.0 us/step against the default's 204.0 (CI up to 204.0)"
+    )
 
 
 def test_a_step_charges_the_plan_the_upper_transition_bound_and_the_default_none() -> None:
-    """The per-step total: the plan's Lamport buffer pays half the steps x 420 us once per step (its
-    upper bound), the default (NCCL) nothing; per call, the same spread over 21 calls."""
+    """The per-step total: the plan's Lamport buffer pays, once per step, 420 us (its upper bound)
+    times the chance its last message was the 512-token one: every step uses that buffer, so half;
+    the default (NCCL) nothing. Per call, all of it on the one call in that buffer."""
     tabs = tables({"nccl": {"median": flat(8.0)}, "trtllm_oneshot": BOUNDED_LAMPORT})
     plan, default = side(upto(512, "trtllm_oneshot"), workload=MIXED), side(NCCL_EVERYWHERE, workload=MIXED)
     one_token = next(s for s in total(plan, default, pricing(tabs), MIXED).steps if s.tokens == 1)
     assert one_token.default_us == pytest.approx(8.0 + 20 * 10.0)
     assert one_token.plan_us == pytest.approx(4.0 + 20 * 10.0 + 0.5 * 420.0)
-    assert one_token.per_call[PLAIN] == pytest.approx((8.0, 4.0 + 0.5 * 420.0 / CALLS))
+    assert one_token.per_call[PLAIN] == pytest.approx((8.0, 4.0 + 0.5 * 420.0))
 
 
 # -- the constraint: at the default's CI high, beyond the ladder, after a same-path piece ---------
@@ -146,8 +152,8 @@ def test_a_slower_piece_after_an_unchanged_one_is_refused() -> None:
     tabs = tables({"nccl": {"median": flat(8.0)}, "pcie_ipc": {"median": flat(12.0)}})
     plan = side(((2 * ROW, None), (64 * ROW + 1, "pcie_ipc"), (None, None)))  # NCCL at 1 token
     [problem] = problems(plan, side(NCCL_EVERYWHERE), pricing(tabs))
-    assert (problem.first, problem.last) == (2 * ROW, 64 * ROW)
-    assert problem.why.startswith("slower at 28672 bytes")
+    assert (problem.first, problem.last) == (2 * ROW, 2 * ROW)
+    assert problem.why.startswith("step slower at 2 tokens (28672 B)")
 
 
 def test_turning_off_a_faster_default_outside_the_workload_is_refused() -> None:
@@ -157,8 +163,8 @@ def test_turning_off_a_faster_default_outside_the_workload_is_refused() -> None:
     default = side(((2 * ROW, None), (64 * ROW + 1, "pcie_ipc"), (None, None)))
     [problem] = problems(side(NCCL_EVERYWHERE), default, pricing(tabs))
     assert (problem.plan, problem.default) == (NCCL, "pcie_ipc")
-    assert (problem.first, problem.last) == (2 * ROW, 64 * ROW)
-    assert problem.why.startswith("slower at 28672 bytes")
+    assert (problem.first, problem.last) == (2 * ROW, 2 * ROW)
+    assert problem.why.startswith("step slower at 2 tokens (28672 B)")
 
 
 # -- pieces: whole-token ends at a boundary on a token and just past one --------------------------
@@ -175,8 +181,8 @@ def test_the_first_piece_starts_at_one_token() -> None:
     """The smallest message a pattern sends is one token: a refusal of the first piece says so."""
     tabs = tables({"nccl": {"median": flat(8.0)}, "pcie_ipc": {"median": flat(12.0)}})
     [problem] = problems(side(upto(4, "pcie_ipc")), side(NCCL_EVERYWHERE), pricing(tabs))
-    assert (problem.first, problem.last) == (ROW, 4 * ROW)
-    assert problem.why.startswith(f"slower at {ROW} bytes")
+    assert (problem.first, problem.last) == (ROW, ROW)
+    assert problem.why.startswith(f"step slower at 1 token ({ROW} B)")
 
 
 # -- the workload total: weighted means over the measured share -----------------------------------

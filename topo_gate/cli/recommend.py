@@ -175,7 +175,7 @@ def explain_data(plan: LaunchPlan) -> tuple[list[Row], dict[str, Any]]:
 
     if plan.choice is None or not isinstance(plan.workload, Workload):
         return [], {}
-    return rows(plan.choice), totals(plan.choice, plan.workload)
+    return rows(plan.choice), totals(plan.choice, plan.workload, plan.launcher)
 
 
 def strict_failure(plan: LaunchPlan) -> None:

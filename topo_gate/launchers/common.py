@@ -316,7 +316,7 @@ def follow_profile(
     with the reader's warnings ahead of the plan's notes. Raises ``WorkloadError`` for an unusable
     ``workload``."""
     from topo_gate.launchers.cmdline import CmdlineError, user_knobs
-    from topo_gate.launchers.costmodel import DEFAULT_LAYERS, Step
+    from topo_gate.launchers.costmodel import DEFAULT_LAYERS, EMBEDDING_FUSED_LAUNCHERS, Step
     from topo_gate.launchers.explain import estimate_line
     from topo_gate.launchers.planning import choose
     from topo_gate.launchers.routes import Knobs, RouteError
@@ -361,7 +361,11 @@ def follow_profile(
         )
     if NVLS_ENV in environ:  # not a launcher knob, but it decides which NCCL the default runs
         user = Knobs(user.args, {**user.env, NVLS_ENV: environ[NVLS_ENV]}, user.config)
-    step = Step(reading.layers or DEFAULT_LAYERS, layers_known=reading.layers is not None)
+    step = Step(
+        reading.layers or DEFAULT_LAYERS,
+        layers_known=reading.layers is not None,
+        embedding_fused=launcher in EMBEDDING_FUSED_LAUNCHERS,
+    )
     try:
         choice = choose(
             launcher,

@@ -1,34 +1,40 @@
-"""A plan's price against the launcher's default: the per-size constraint and the workload total. Pure.
+"""A plan's price against the launcher's default: the per-step constraint and the workload total. Pure.
 
 Two routes are compared per pattern: what the launcher runs with the plan's knobs and what it runs
 by default (the user's own flags and env, no topo-gate knobs). Both are priced from the profile's
 measurement tables (``pricing``).
 
-**The constraint** (principle 1, "never slower than leaving the launcher alone"). Wherever the two
-routes run different kernels (or the same Lamport kernel with a larger message in its buffer), at
-every rung around the sizes concerned:
+**The unit is the step** (DESIGN.md, principle 1): one forward pass at a batch size, every
+all-reduce call site of the served model at that size (``Step``: ``2 x layers`` all-reduce +
+residual + RMSNorm sites and the embedding's plain all-reduce, which vLLM's fusion pass fuses with
+the first norm) plus each Lamport buffer's expected size transition, once. A user's server runs
+steps, not call patterns: a call site a hair slower inside a step that is faster is fine.
 
-- both kernels must be measured there (a default path that was not measured is never replaced, a
-  path that was not measured is never taken), and no size beyond the largest measured one changes;
-- the plan's price, its median plus its size-transition cost spread over the calls of a step, must
-  be at most the upper end of the default's 95% confidence interval plus the default's
-  transition cost: the plan is never slower than the default by more than the noise of the
-  default's own measurement.
+**The constraint** (principle 1, "never slower than leaving the launcher alone"). At every size
+where either route changes kernel (each piece end, each measured rung inside a changed piece, and
+each workload size and the token count below it, where the transitions a step expects change):
 
-**Size transitions.** A Lamport-style kernel pays ``T(size | earlier)`` when the message before it in
-its buffer was larger. Steps are taken as independent draws from the workload, so a call of a step
-of ``size`` expects ``sum(weight(p) x T(size | p))`` over the workload's larger sizes ``p`` that the
-same route sends through that buffer, once per step. (Charging the cost after the largest size the
-route can send at every step would overprice Lamport kernels in steady decode, and so favour
-replacing a Lamport default, which is not conservative.) Where ``T`` is bounded rather than measured
-at that earlier size (``PriceTable.transition_bounds``), the plan pays the upper bound and the
-default the lower: uncertainty never makes a change look good.
+- every changed path must be measured there on both sides (a default path that was not measured is
+  never replaced, a path that was not measured is never taken), and no size beyond the largest
+  measured one changes;
+- the plan's step must cost at most the default's step with the default's changed sites at the
+  upper end of their 95% confidence intervals, plus the default's own transitions. Sites whose path
+  and buffer history are the same on both sides are priced alike on both and so drop out.
 
-**The objective.** The expected all-reduce time of one serving step over a workload: at each token
-count, ``2 x layers`` all-reduce + residual + RMSNorm sites (``allreduce_rmsnorm``, fused or not)
-and one plain all-reduce (``allreduce``, the vocab-parallel embedding's), each at its route's
-price, plus each Lamport buffer's transition cost once per step. Sizes between rungs are
-interpolated linearly in log(size) between the two rungs around them.
+Prices are linear in log(size) between the checked sizes (``price_at``), so a plan no dearer there
+is no dearer at any batch size in between.
+
+**Size transitions, as the buffers hold them.** A Lamport-style kernel pays ``T(size | earlier)`` when
+the message before it in its buffer was larger. Steps are independent draws from the workload, so
+the last message in buffer ``B`` before a step that uses ``B`` was of size ``p`` with probability
+``w(p) / W_B`` (``W_B``: the share of steps that send anything through ``B``), and the step's first
+call in ``B`` expects ``sum(w(p) / W_B x T(size | p))`` over the larger ``p``; the later calls of the
+step see its own size. Where ``T`` is known only after a larger earlier message than ``p``
+(``PriceTable.transition_bounds``), the plan pays the bound (the cost after the nearest measured
+size above) and the default the lower bound: uncertainty never makes a change look good.
+
+**The objective.** The expected all-reduce time of one step over the workload: each token count's
+step (above) weighted by its share. Sizes between rungs are interpolated linearly in log(size).
 """
 
 from __future__ import annotations
@@ -53,23 +59,38 @@ PLAIN, FUSED = "allreduce", "allreduce_rmsnorm"
 #: followed by the residual add + RMSNorm of the next sub-layer: the ``allreduce_rmsnorm`` site.
 NORM_SITES_PER_LAYER = 2
 #: One plain all-reduce per step: the vocab-parallel embedding's output (SGLang and vLLM both
-#: ``tensor_model_parallel_all_reduce`` it in ``VocabParallelEmbedding.forward``).
+#: ``tensor_model_parallel_all_reduce`` it in ``VocabParallelEmbedding.forward``). It is the step's
+#: first all-reduce, so it is the first call in its buffer.
 PLAIN_SITES_PER_STEP = 1
 #: Layers assumed when the served model is given by ``--hidden`` alone (a 32-layer model: the
 #: transition cost is spread over fewer calls than in most served models, so it errs towards no change).
 DEFAULT_LAYERS = 32
+#: Launchers whose embedding all-reduce is an ``allreduce_rmsnorm`` site (``Step.embedding_fused``).
+EMBEDDING_FUSED_LAUNCHERS = frozenset({"vllm"})
+#: The order of a step's call sites: the embedding's all-reduce first, then the layers' norm sites.
+SITE_ORDER = (PLAIN, FUSED)
 
 
 @dataclass(frozen=True)
 class Step:
-    """One forward step of the served model: how many all-reduce sites of each pattern it has."""
+    """One forward step of the served model: how many all-reduce sites of each pattern it has.
+
+    ``embedding_fused``: the embedding's all-reduce is followed by the first layer's RMSNorm (no
+    residual yet), and vLLM 0.33.0's fusion pass fuses exactly that pair ("allreduce + rmsnorm before
+    attn in the first Transformer block", ``vllm/compilation/passes/fusion/allreduce_rms_fusion.py:349-353``):
+    that site is then an ``allreduce_rmsnorm`` site, routed like the others (fused where the pass
+    fuses, the plain chain + norm above its size limit or with the pass off)."""
 
     layers: int = DEFAULT_LAYERS
     layers_known: bool = False
+    embedding_fused: bool = False
 
     @property
     def sites(self) -> dict[str, int]:
-        return {PLAIN: PLAIN_SITES_PER_STEP, FUSED: NORM_SITES_PER_LAYER * self.layers}
+        norm_sites = NORM_SITES_PER_LAYER * self.layers
+        if self.embedding_fused:
+            return {PLAIN: 0, FUSED: norm_sites + PLAIN_SITES_PER_STEP}
+        return {PLAIN: PLAIN_SITES_PER_STEP, FUSED: norm_sites}
 
     @property
     def calls(self) -> int:
@@ -103,22 +124,32 @@ def pieces(plan: Side, default: Side, pattern: str, row_bytes: int) -> Iterator[
         low = high
 
 
-def priors(
-    routes: Mapping[str, Route], row_bytes: int, workload: Workload, nccl: str
-) -> dict[str, tuple[tuple[int, float], ...]]:
-    """Per kernel buffer, the messages the workload's steps send through it: (bytes, share of steps).
+Priors = tuple[tuple[int, float], ...]
 
-    Steps are taken as independent draws from the workload, so the step before a given one is of
-    each size with that size's weight: the chance that a call follows a larger message in its
-    buffer, and how large, is read from here."""
+
+def priors(
+    routes: Mapping[str, Route], row_bytes: int, workload: Workload, nccl: str, step: Step | None = None
+) -> dict[str, Priors]:
+    """Per kernel buffer, the messages the workload's steps send through it: (bytes, the chance that
+    the last message in that buffer before a step using it was of that size).
+
+    Steps are independent draws from the workload; a step that sends nothing through a buffer leaves
+    it as it was, so the last message in it came from the last step that *did*: the weights of the
+    sizes that use the buffer, renormalised by their sum. Patterns with no call site in the step
+    (``Step.sites``) send nothing."""
     found: dict[str, dict[int, float]] = {}
     for tokens, weight in workload.steps:
         nbytes = tokens * row_bytes
         for pattern, route in routes.items():
-            backend = at(route, nbytes)
-            if backend is not None:
-                found.setdefault(buffer_of(table_name(pattern, backend, nccl)), {})[nbytes] = weight
-    return {buffer: tuple(sorted(sizes.items())) for buffer, sizes in found.items()}
+            if step is not None and not step.sites.get(pattern, 0):
+                continue
+            name = table_name(pattern, at(route, nbytes), nccl)
+            found.setdefault(buffer_of(name), {})[nbytes] = weight
+    shares = {}
+    for buffer, sizes in found.items():
+        through = sum(sizes.values())
+        shares[buffer] = tuple((nbytes, weight / through) for nbytes, weight in sorted(sizes.items()))
+    return shares
 
 
 @dataclass(frozen=True)
@@ -128,43 +159,49 @@ class Side:
 
     routes: Mapping[str, Route]
     nccl: str
-    priors: Mapping[str, tuple[tuple[int, float], ...]]
+    priors: Mapping[str, Priors]
 
     @classmethod
-    def of(cls, routes: Mapping[str, Route], nccl: str, row_bytes: int, workload: Workload) -> Side:
-        return cls(routes, nccl, priors(routes, row_bytes, workload, nccl))
+    def of(
+        cls,
+        routes: Mapping[str, Route],
+        nccl: str,
+        row_bytes: int,
+        workload: Workload,
+        step: Step | None = None,
+    ) -> Side:
+        return cls(routes, nccl, priors(routes, row_bytes, workload, nccl, step))
 
     def name_at(self, pattern: str, nbytes: int) -> str:
         return table_name(pattern, at(self.routes[pattern], nbytes), self.nccl)
 
-    def priors_of(self, name: str) -> tuple[tuple[int, float], ...]:
+    def priors_of(self, name: str) -> Priors:
         return self.priors.get(buffer_of(name), ())
 
 
 @dataclass(frozen=True)
 class Price:
     """A kernel at one message size: latency per call (median, upper end of its 95% CI) and the
-    expected size-transition cost paid once per step."""
+    expected size-transition cost of the first call of a step in its buffer."""
 
     median: float
     high: float
     transition: float
 
-    def per_call(self, calls: int) -> float:
-        return self.median + self.transition / calls
-
-    def high_per_call(self, calls: int) -> float:
-        return self.high + self.transition / calls
-
 
 @dataclass(frozen=True)
 class Pricing:
-    """Everything a price needs: the tables, the step, and which rungs are priced in context."""
+    """Everything a price needs: the tables, the step, and which rungs are priced in context.
+
+    ``bounded_share``: where the plan's transition after some earlier size is only bounded (measured
+    after a larger one), charge ``low + share x (high - low)`` instead of the bound (``high``, share
+    1). Only ``unlock`` sets it, to say what a measurement could be worth; the constraint never."""
 
     tables: Mapping[str, PriceTable]
     step: Step
     row_bytes: int
     in_context: frozenset[tuple[str, int]] = frozenset()
+    bounded_share: float = 1.0
 
     def source(self, pattern: str, rung: int) -> str:
         return IN_CONTEXT if (pattern, rung) in self.in_context else ISOLATED
@@ -175,26 +212,31 @@ def _rung_price(
     name: str,
     rung: int,
     nbytes: int,
-    source: str,
-    before: tuple[tuple[int, float], ...],
+    pricing: Pricing,
+    before: Priors,
     *,
     pessimistic: bool,
 ) -> Price | str:
-    """``name`` at ``rung`` for a message of ``nbytes``, after the messages ``before`` (bytes, share of
-    steps) in its buffer: the expected transition is the sum over the larger ones of share x cost. A
-    string says why it cannot be priced."""
-    latency = table.latency(name, rung, source)
+    """``name`` at ``rung`` for a message of ``nbytes``, after the messages ``before`` (bytes, chance
+    it was the last in the buffer): the expected transition is the sum over the larger ones of chance
+    x cost. A string says why it cannot be priced."""
+    latency = table.latency(name, rung, pricing.source(table.pattern, rung))
     if latency is None:
         return f"{name} {table.status(name, rung)} at {table.sizes[rung]} bytes"
     expected = 0.0
     if table.lamport(name):
-        for prior, share in before:
+        for prior, chance in before:
             if prior <= nbytes:
                 continue
             low, high = table.transition_bounds(name, rung, prior)
-            if pessimistic and high is None:
+            if not pessimistic:
+                expected += chance * low
+                continue
+            if high is None:
                 return f"{name}: its size transition after {prior}-byte messages was not measured"
-            expected += share * ((high or 0.0) if pessimistic else low)
+            if not table.transition_measured(name, rung, prior):
+                high = low + pricing.bounded_share * (high - low)
+            expected += chance * high
     return Price(latency.median, latency.high, expected)
 
 
@@ -209,15 +251,7 @@ def price_at(
         return f"beyond the largest measured size ({table.sizes[-1]} bytes)"
     ends = []
     for rung in dict.fromkeys(around):
-        price = _rung_price(
-            table,
-            name,
-            rung,
-            nbytes,
-            pricing.source(pattern, rung),
-            side.priors_of(name),
-            pessimistic=pessimistic,
-        )
+        price = _rung_price(table, name, rung, nbytes, pricing, side.priors_of(name), pessimistic=pessimistic)
         if isinstance(price, str):
             return price
         ends.append(price)
@@ -234,14 +268,158 @@ def _fields(price: Price) -> tuple[float, float, float]:
     return price.median, price.high, price.transition
 
 
-def _same_path(piece: Piece, plan: Side, default: Side) -> bool:
-    """The same kernel, seeing the same messages in its buffer: the same price."""
-    return piece.plan == piece.default and plan.priors_of(piece.plan) == default.priors_of(piece.default)
+def same_path(pattern: str, nbytes: int, plan: Side, default: Side, pricing: Pricing) -> bool:
+    """The same kernel, and for a Lamport-style one the same messages in its buffer before it: the
+    same price on both sides (a kernel without transitions costs the same whatever went before)."""
+    mine, theirs = plan.name_at(pattern, nbytes), default.name_at(pattern, nbytes)
+    return _same_kernel(pattern, mine, theirs, plan, default, pricing)
+
+
+def _same_kernel(pattern: str, mine: str, theirs: str, plan: Side, default: Side, pricing: Pricing) -> bool:
+    if mine != theirs:
+        return False
+    return not pricing.tables[pattern].lamport(mine) or plan.priors_of(mine) == default.priors_of(theirs)
+
+
+@dataclass(frozen=True)
+class Site:
+    """One pattern's call sites in a step at one size on one side: the path and its price; only the
+    step's first call in a buffer (``pays_transition``) pays that buffer's transition."""
+
+    pattern: str
+    name: str
+    sites: int
+    price: Price
+    pays_transition: bool
+
+    @property
+    def us(self) -> float:
+        return self.sites * self.price.median + (self.price.transition if self.pays_transition else 0.0)
+
+
+def _sites(parts: list[tuple[str, str, int, Price]]) -> tuple[Site, ...]:
+    seen: set[str] = set()
+    out = []
+    for pattern, name, count, price in parts:
+        buffer = buffer_of(name)
+        out.append(Site(pattern, name, count, price, buffer not in seen))
+        seen.add(buffer)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class StepCheck:
+    """The constraint at one message size: both sides' steps (us), the default's allowance (its
+    changed sites' CI half-widths), and why the plan is refused there (None: it is not).
+
+    ``default_us``/``plan_us`` are the whole step where every site is priced, else the changed sites
+    only (``complete`` False: a path the two sides share was not measured there)."""
+
+    nbytes: int
+    tokens: float
+    default: tuple[Site, ...]
+    plan: tuple[Site, ...]
+    allowance_us: float
+    changed: tuple[str, ...]
+    complete: bool
+    why: str | None = None
+
+    @property
+    def default_us(self) -> float:
+        return sum(site.us for site in self.default)
+
+    @property
+    def plan_us(self) -> float:
+        return sum(site.us for site in self.plan)
+
+    @property
+    def limit_us(self) -> float:
+        return self.default_us + self.allowance_us
+
+    @property
+    def slack_us(self) -> float:
+        return self.limit_us - self.plan_us
+
+    def per_call(self, pattern: str, side: int) -> float | None:
+        """One call of ``pattern`` on a side (0 default, 1 plan): its median plus its buffer's
+        transition spread over the step's calls in that buffer."""
+        sites = (self.default, self.plan)[side]
+        mine = next((s for s in sites if s.pattern == pattern), None)
+        if mine is None or not mine.sites:
+            return None
+        buffer = buffer_of(mine.name)
+        users = [s for s in sites if buffer_of(s.name) == buffer]
+        transition = next(s.price.transition for s in users if s.pays_transition)
+        return mine.price.median + transition / sum(s.sites for s in users)
+
+
+def tokens_of(nbytes: int, row_bytes: int) -> str:
+    """``1 token``, ``512 tokens``, ``1.8 tokens`` (a measured rung between whole tokens)."""
+    count = nbytes / row_bytes
+    shown = f"{count:.0f}" if count == int(count) else f"{count:.3g}"
+    return f"{shown} token" + ("" if shown == "1" else "s")
+
+
+def step_check(nbytes: int, plan: Side, default: Side, pricing: Pricing) -> StepCheck:
+    """The constraint at ``nbytes`` (module docstring). A changed path the plan cannot price is priced
+    as the default's meanwhile (the check refuses the plan, ``why``); a default path that was not
+    measured leaves the step incomplete."""
+    sites = pricing.step.sites
+    where = f"{tokens_of(nbytes, pricing.row_bytes)} ({nbytes} B)"
+    theirs_parts: list[tuple[str, str, int, Price]] = []
+    mine_parts: list[tuple[str, str, int, Price]] = []
+    changed: list[str] = []
+    allowance, complete, why = 0.0, True, None
+    for pattern in SITE_ORDER:
+        count = sites.get(pattern, 0)
+        if not count or pattern not in plan.routes:
+            continue
+        default_name, plan_name = default.name_at(pattern, nbytes), plan.name_at(pattern, nbytes)
+        theirs = price_at(pattern, default_name, nbytes, default, pricing, pessimistic=False)
+        same = same_path(pattern, nbytes, plan, default, pricing)
+        if not same:
+            changed.append(pattern)
+        if isinstance(theirs, str):
+            complete = False  # the same unmeasured path on both sides drops out; a changed one is refused
+            if not same:
+                why = why or f"{pattern}: default path not measured at {where} ({theirs}): left as it is"
+            continue
+        theirs_parts.append((pattern, default_name, count, theirs))
+        if same:
+            mine_parts.append((pattern, plan_name, count, theirs))
+            continue
+        mine = price_at(pattern, plan_name, nbytes, plan, pricing, pessimistic=True)
+        if isinstance(mine, str):
+            why = why or f"{pattern}: not measured at {where} ({mine})"
+            mine_parts.append((pattern, default_name, count, theirs))
+            continue
+        mine_parts.append((pattern, plan_name, count, mine))
+        allowance += count * (theirs.high - theirs.median)
+    check = StepCheck(
+        nbytes,
+        nbytes / pricing.row_bytes,
+        _sites(theirs_parts),
+        _sites(mine_parts),
+        allowance,
+        tuple(changed),
+        complete,
+        why,
+    )
+    if why is None and check.plan_us > check.limit_us:
+        why = (
+            f"step slower at {where}: {check.plan_us:.1f} us/step against the default's "
+            f"{check.default_us:.1f} (CI up to {check.limit_us:.1f})"
+        )
+        check = StepCheck(**{**check.__dict__, "why": why})
+    return check
 
 
 @dataclass(frozen=True)
 class Problem:
-    """Why a plan is refused at some sizes: not measured, or slower than the default."""
+    """Why a plan is refused: a changed size beyond the table, or a step that breaks the constraint.
+
+    ``pattern`` is the pattern(s) changed there (``+``-joined), ``first``/``last`` the byte range;
+    ``check`` the step check that failed (None for a range beyond the largest measured size)."""
 
     pattern: str
     first: int
@@ -249,6 +427,7 @@ class Problem:
     plan: str
     default: str
     why: str
+    check: StepCheck | None = None
 
 
 def checked_sizes(sizes: tuple[int, ...], first: int, last: int | None) -> list[int] | None:
@@ -260,49 +439,79 @@ def checked_sizes(sizes: tuple[int, ...], first: int, last: int | None) -> list[
     return sorted({first, last, *(size for size in sizes if first < size < last)})
 
 
-def problems(plan: Side, default: Side, pricing: Pricing) -> list[Problem]:
-    """Every range where the plan breaks the constraint (module docstring); empty: admissible."""
-    found = []
-    for pattern in sorted(set(plan.routes) | set(default.routes)):
+def step_sizes(plan: Side, default: Side, pricing: Pricing) -> list[int] | Problem:
+    """Every size the step constraint is checked at (module docstring), or the first changed range
+    beyond the largest measured size."""
+    found: set[int] = set()
+    prior_sizes = {nbytes for side in (plan, default) for held in side.priors.values() for nbytes, _ in held}
+    for pattern in SITE_ORDER:
+        if not pricing.step.sites.get(pattern, 0) or pattern not in plan.routes:
+            continue
+        table = pricing.tables[pattern]
         for piece in pieces(plan, default, pattern, pricing.row_bytes):
-            if _same_path(piece, plan, default):
+            if _same_kernel(pattern, piece.plan, piece.default, plan, default, pricing):
                 continue
-            why = _piece_problem(piece, plan, default, pricing)
-            if why:
-                found.append(Problem(pattern, piece.first, piece.last, piece.plan, piece.default, why))
-    return found
+            sizes = checked_sizes(table.sizes, piece.first, piece.last)
+            if sizes is None:
+                return Problem(
+                    pattern,
+                    piece.first,
+                    piece.last,
+                    piece.plan,
+                    piece.default,
+                    f"changes sizes beyond the largest measured ({table.sizes[-1]} bytes)",
+                )
+            assert piece.last is not None
+            found.update(sizes)
+            for prior in prior_sizes:
+                found.update(n for n in (prior, prior - pricing.row_bytes) if piece.first <= n <= piece.last)
+    return sorted(found)
 
 
-def _piece_problem(piece: Piece, plan: Side, default: Side, pricing: Pricing) -> str | None:
-    sizes = checked_sizes(pricing.tables[piece.pattern].sizes, piece.first, piece.last)
-    if sizes is None:
-        return f"changes sizes beyond the largest measured ({pricing.tables[piece.pattern].sizes[-1]} bytes)"
-    calls = pricing.step.calls
-    for nbytes in sizes:
-        theirs = price_at(piece.pattern, piece.default, nbytes, default, pricing, pessimistic=False)
-        if isinstance(theirs, str):
-            return f"default path not measured at {nbytes} bytes ({theirs}): left as it is"
-        mine = price_at(piece.pattern, piece.plan, nbytes, plan, pricing, pessimistic=True)
-        if isinstance(mine, str):
-            return f"not measured at {nbytes} bytes ({mine})"
-        if mine.per_call(calls) > theirs.high_per_call(calls):
-            return (
-                f"slower at {nbytes} bytes: {mine.per_call(calls):.2f} us/call against the default's "
-                f"{theirs.per_call(calls):.2f} (CI up to {theirs.high_per_call(calls):.2f})"
-            )
-    return None
+def step_checks(plan: Side, default: Side, pricing: Pricing) -> list[StepCheck] | Problem:
+    """The constraint at every checked size, or the changed range beyond the table."""
+    sizes = step_sizes(plan, default, pricing)
+    if isinstance(sizes, Problem):
+        return sizes
+    return [step_check(nbytes, plan, default, pricing) for nbytes in sizes]
+
+
+def problems(plan: Side, default: Side, pricing: Pricing) -> list[Problem]:
+    """The first size where the plan breaks the constraint (module docstring), as a one-element
+    list; empty: admissible."""
+    checks = step_checks(plan, default, pricing)
+    if isinstance(checks, Problem):
+        return [checks]
+    failed = next((check for check in checks if check.why is not None), None)
+    if failed is None:
+        return []
+    names = [
+        (mine.name, theirs.name)
+        for mine, theirs in zip(failed.plan, failed.default, strict=True)
+        if mine.pattern in failed.changed
+    ]
+    plan_name, default_name = names[0] if names else ("", "")
+    pattern = "+".join(failed.changed)
+    return [Problem(pattern, failed.nbytes, failed.nbytes, plan_name, default_name, failed.why or "", failed)]
+
+
+def binding(checks: list[StepCheck]) -> StepCheck | None:
+    """The checked size with the least slack: where the plan comes closest to the default's limit
+    (or passes it furthest). None when nothing was checked (the plan changes nothing)."""
+    priced = [check for check in checks if check.plan]
+    return min(priced, key=lambda check: check.slack_us, default=None)
 
 
 @dataclass(frozen=True)
 class StepCost:
     """One workload token count: the default's and the plan's all-reduce time per step (us), and per
-    call of each pattern; None where the default's path at that size was not measured."""
+    call of each pattern; None where a path at that size was not measured."""
 
     tokens: int
     weight: float
     default_us: float | None
     plan_us: float | None
-    per_call: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    per_call: Mapping[str, tuple[float | None, float | None]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -334,13 +543,20 @@ class Total:
         return self._mean(1)
 
     def per_call(self, pattern: str, side: int) -> float | None:
-        """Mean per-call price of ``pattern`` (side 0: default, 1: plan) over the measured share."""
+        """Mean per-call price of ``pattern`` (side 0: default, 1: plan) over the measured share;
+        None where the step has no such site."""
         weight = self.measured_weight
         if weight <= 0:
             return None
-        return (
-            sum(s.weight * s.per_call[pattern][side] for s in self.steps if s.default_us is not None) / weight
-        )
+        total = 0.0
+        for step in self.steps:
+            if step.default_us is None:
+                continue
+            value = step.per_call.get(pattern, (None, None))[side]
+            if value is None:
+                return None
+            total += step.weight * value
+        return total / weight
 
 
 def total(plan: Side, default: Side, pricing: Pricing, workload: Workload) -> Total:
@@ -351,25 +567,12 @@ def total(plan: Side, default: Side, pricing: Pricing, workload: Workload) -> To
 
 
 def _step_cost(tokens: int, weight: float, plan: Side, default: Side, pricing: Pricing) -> StepCost:
-    nbytes = tokens * pricing.row_bytes
-    calls = pricing.step.calls
-    latency = [0.0, 0.0]
-    buffers: list[dict[str, float]] = [{}, {}]
-    per_call: dict[str, tuple[float, float]] = {}
-    for pattern, sites in pricing.step.sites.items():
-        default_name, plan_name = default.name_at(pattern, nbytes), plan.name_at(pattern, nbytes)
-        theirs = price_at(pattern, default_name, nbytes, default, pricing, pessimistic=False)
-        if isinstance(theirs, str):
-            return StepCost(tokens, weight, None, None)
-        mine: Price | str = theirs
-        if not _same_path(Piece(pattern, nbytes, nbytes, plan_name, default_name), plan, default):
-            mine = price_at(pattern, plan_name, nbytes, plan, pricing, pessimistic=True)
-        if isinstance(mine, str):  # the constraint refuses such a plan; price it as the default meanwhile
-            mine = theirs
-        for side, (name, price) in enumerate(((default_name, theirs), (plan_name, mine))):
-            latency[side] += sites * price.median
-            buffer = buffer_of(name)
-            buffers[side][buffer] = max(buffers[side].get(buffer, 0.0), price.transition)
-        per_call[pattern] = (theirs.per_call(calls), mine.per_call(calls))
-    default_us, plan_us = (latency[side] + sum(buffers[side].values()) for side in (0, 1))
-    return StepCost(tokens, weight, default_us, plan_us, per_call)
+    """The whole step at ``tokens``; unpriced (None) where a default path there was not measured."""
+    check = step_check(tokens * pricing.row_bytes, plan, default, pricing)
+    if not check.complete:
+        return StepCost(tokens, weight, None, None)
+    per_call = {
+        site.pattern: (check.per_call(site.pattern, 0), check.per_call(site.pattern, 1))
+        for site in check.default
+    }
+    return StepCost(tokens, weight, check.default_us, check.plan_us, per_call)

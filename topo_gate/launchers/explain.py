@@ -1,12 +1,15 @@
-"""``recommend --explain``: the price of a plan against the launcher's default, size range by size range.
+"""``recommend --explain``: the price of a plan against the launcher's default, per size range and per step.
 
-Pure over a priced choice (``planning.Choice``). Each row is one pattern's range of token counts of
-the served model over which neither the plan's route nor the default's changes kernel and which
-lies between the same two measured sizes; its prices are those of the measured size at the top of
-the range (``costmodel``: median per call plus the expected size-transition cost spread over the
-step's calls, in context where every compared path was timed there). The saving per step is the
-saving per call times that pattern's all-reduce sites per step. Ranges whose default path was not
-measured say so: the plan leaves them as they are.
+Pure over a priced choice (``planning.Choice``). Each *range* row is one pattern's range of token
+counts of the served model over which neither the plan's route nor the default's changes kernel and
+which lies between the same two measured sizes; its prices are those of the measured size at the top
+of the range (``costmodel``: median per call plus its buffer's expected size transition spread over
+the step's calls in that buffer, in context where every compared path was timed there). Each *step*
+row is one workload token count: the whole step, default and plan (``costmodel.step_check``), which
+is what the constraint compares; the size where the plan comes closest to the default's limit is
+named as the one that binds. Ranges whose default path was not measured say so (the plan leaves them
+as they are, ``unmeasured``), and a candidate refused only for want of a measurement says what it
+could save (``planning.Unlock``).
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from topo_gate.launchers.costmodel import Piece, Side, pieces, price_at
-from topo_gate.launchers.planning import Choice, Variant
+from topo_gate.launchers.costmodel import Piece, Problem, StepCheck, binding, pieces, step_check, step_checks
+from topo_gate.launchers.planning import Choice, Unlock, Variant, size
 from topo_gate.launchers.pricing import PriceTable, bracket
+from topo_gate.launchers.unmeasured import unmeasured_words
 from topo_gate.launchers.workload import Workload
 
 
@@ -75,6 +79,8 @@ def rows(choice: Choice) -> list[Row]:
     variant = choice.worst
     out = []
     for pattern in sorted(variant.plan.routes):
+        if not variant.pricing.step.sites.get(pattern):
+            continue  # no call site of this pattern in the step (vLLM's embedding is a norm site)
         table = variant.pricing.tables[pattern]
         for piece in pieces(variant.plan, variant.default, pattern, variant.pricing.row_bytes):
             out += _piece_rows(piece, table, variant)
@@ -106,13 +112,9 @@ def _piece_rows(piece: Piece, table: PriceTable, variant: Variant) -> list[Row]:
             break
         top = max(table.sizes[around[1]] // row_bytes * row_bytes, first)
         last = top if piece.last is None else min(piece.last, top)
-        theirs = _price(piece.pattern, piece.default, last, variant.default, variant, pessimistic=False)
-        if piece.plan == piece.default and variant.plan.priors_of(piece.plan) == variant.default.priors_of(
-            piece.default
-        ):
-            mine = theirs
-        else:
-            mine = _price(piece.pattern, piece.plan, last, variant.plan, variant, pessimistic=True)
+        check = step_check(last, variant.plan, variant.default, variant.pricing)
+        theirs = _price(check, piece.pattern, 0, piece.default)
+        mine = theirs if piece.pattern not in check.changed else _price(check, piece.pattern, 1, piece.plan)
         source = variant.pricing.source(piece.pattern, around[1])
         out.append(
             _row(
@@ -131,11 +133,12 @@ def _piece_rows(piece: Piece, table: PriceTable, variant: Variant) -> list[Row]:
     return out
 
 
-def _price(
-    pattern: str, name: str, nbytes: int, side: Side, variant: Variant, *, pessimistic: bool
-) -> float | str:
-    price = price_at(pattern, name, nbytes, side, variant.pricing, pessimistic=pessimistic)
-    return price if isinstance(price, str) else price.per_call(variant.pricing.step.calls)
+def _price(check: StepCheck, pattern: str, side: int, name: str) -> float | str:
+    """One call of ``pattern`` on a side at the check's size, or why it has no price."""
+    price = check.per_call(pattern, side)
+    if price is not None:
+        return price
+    return check.why or f"{name} not measured at {check.nbytes} bytes"
 
 
 def _note(piece: Piece, theirs: float | str, mine: float | str) -> str:
@@ -173,8 +176,98 @@ def _row(
     )
 
 
-def totals(choice: Choice, workload: Workload) -> dict[str, Any]:
-    """The workload totals of the scored variant, as plain data."""
+def step_row(check: StepCheck, weight: float | None, row_bytes: int) -> dict[str, Any]:
+    """One step as plain data: its size, both sides' us per step and the saving."""
+    priced = check.complete and check.why is None
+    return {
+        "tokens": round(check.tokens, 3),
+        "bytes": check.nbytes,
+        "weight": None if weight is None else round(weight, 6),
+        "default_us_per_step": _round(check.default_us) if check.complete else None,
+        "plan_us_per_step": _round(check.plan_us) if priced else None,
+        "limit_us_per_step": _round(check.limit_us) if check.complete else None,
+        "saving_us_per_step": _round(check.default_us - check.plan_us) if priced else None,
+        "changed": list(check.changed),
+        "why": check.why,
+        "size": size(check.nbytes),
+        "row_bytes": row_bytes,
+    }
+
+
+def steps(choice: Choice, workload: Workload) -> list[dict[str, Any]]:
+    """The scored variant's whole step at each workload token count."""
+    variant = choice.worst
+    row_bytes = variant.pricing.row_bytes
+    return [
+        step_row(
+            step_check(tokens * row_bytes, variant.plan, variant.default, variant.pricing), weight, row_bytes
+        )
+        for tokens, weight in workload.steps
+    ]
+
+
+def binding_row(choice: Choice) -> dict[str, Any] | None:
+    """The checked size where the plan comes closest to the default's limit (None: no knobs)."""
+    variant = choice.worst
+    checks = step_checks(variant.plan, variant.default, variant.pricing)
+    if isinstance(checks, Problem):
+        return None
+    found = binding([c for c in checks if c.changed and c.complete])
+    return None if found is None else step_row(found, None, variant.pricing.row_bytes)
+
+
+def unmeasured(choice: Choice, launcher: str, workload: Workload) -> list[dict[str, Any]]:
+    """The default paths with no price at the workload's sizes, with the cause and the action."""
+    variant = choice.worst
+    row_bytes = variant.pricing.row_bytes
+    found: dict[str, dict[str, Any]] = {}
+    for tokens, _ in workload.steps:
+        for pattern, count in variant.pricing.step.sites.items():
+            if not count:
+                continue
+            table = variant.pricing.tables[pattern]
+            name = variant.default.name_at(pattern, tokens * row_bytes)
+            around = bracket(table.sizes, tokens * row_bytes)
+            if around is not None and all(table.measured(name, rung) for rung in set(around)):
+                continue
+            entry = found.setdefault(name, {"path": name, "tokens": [tokens, tokens], "patterns": []})
+            entry["tokens"] = [min(entry["tokens"][0], tokens), max(entry["tokens"][1], tokens)]
+            if pattern not in entry["patterns"]:
+                entry["patterns"].append(pattern)
+            words = unmeasured_words(name, launcher)
+            entry["runs"], entry["why"], entry["action"] = words or (
+                f"the default runs {name}",
+                "beyond the largest measured size" if around is None else "the profile has no price for it",
+                "re-probe this node with sizes that cover the workload"
+                if around is None
+                else "re-probe this node",
+            )
+    return list(found.values())
+
+
+def unlock_data(unlock: Unlock | None, row_bytes: int) -> dict[str, Any] | None:
+    """What a missing measurement could unlock, as plain data (None: nothing could)."""
+    if unlock is None:
+        return None
+    knobs = unlock.candidate.knobs
+    return {
+        "args": list(knobs.args),
+        "env": dict(knobs.env),
+        "config": dict(knobs.config),
+        "saving_us_per_step": _round(unlock.saving_us),
+        "saving": round(unlock.saving_us / unlock.default_us, 6) if unlock.default_us else None,
+        "kernel": unlock.kernel,
+        "after_bytes": unlock.largest_prior,
+        "after_tokens": round(unlock.largest_prior / row_bytes, 3),
+        "at_tokens": round(unlock.check.tokens, 3),
+        "at_most_us": _round(unlock.threshold_us),
+        "bounded_by_bytes": unlock.bounded_by,
+    }
+
+
+def totals(choice: Choice, workload: Workload, launcher: str = "") -> dict[str, Any]:
+    """The workload totals of the scored variant, its per-step rows, the size that binds, the default
+    paths not measured and what a missing measurement could unlock, as plain data."""
     variant = choice.worst
     total = variant.total
     step = variant.pricing.step
@@ -185,6 +278,7 @@ def totals(choice: Choice, workload: Workload) -> dict[str, Any]:
         "layers": step.layers,
         "layers_known": step.layers_known,
         "calls_per_step": step.calls,
+        "sites_per_step": dict(step.sites),
         "measured_share": round(total.measured_weight, 6),
         "default_us_per_step": _round(default_us),
         "plan_us_per_step": _round(plan_us),
@@ -194,8 +288,13 @@ def totals(choice: Choice, workload: Workload) -> dict[str, Any]:
                 "default_us": _round(total.per_call(pattern, 0)),
                 "plan_us": _round(total.per_call(pattern, 1)),
             }
-            for pattern in step.sites
+            for pattern, count in step.sites.items()
+            if count
         },
+        "steps": steps(choice, workload),
+        "binding": binding_row(choice),
+        "unmeasured": unmeasured(choice, launcher, workload),
+        "unlock": unlock_data(choice.unlock, variant.pricing.row_bytes),
     }
 
 
@@ -225,7 +324,8 @@ def estimate_line(choice: Choice, workload: Workload) -> str:
 
 
 def render(table_rows: Sequence[Row], data: dict[str, Any]) -> str:
-    """A plain-text table, one line per range, then the workload total."""
+    """Plain text: the headline (why the plan is what it is), one line per size range, the whole step
+    at each workload token count, the size that binds, then the workload total."""
     head = (
         "pattern",
         "tokens",
@@ -255,10 +355,78 @@ def render(table_rows: Sequence[Row], data: dict[str, Any]) -> str:
                 row.note,
             )
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines]
-    text.append(_total_words(data))
+    text = [*headline(data), "", *_table(lines), "", *_step_lines(data), _total_words(data)]
     return "\n".join(text)
+
+
+def _table(lines: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines]
+
+
+def headline(data: dict[str, Any]) -> list[str]:
+    """What binds the plan and what would change it, first: the default paths that were not measured
+    (with the action that measures them), and a saving a missing measurement could unlock."""
+    out = []
+    for entry in data.get("unmeasured") or []:
+        first, last = entry["tokens"]
+        span = f"{first}" if first == last else f"{first}-{last}"
+        out.append(
+            f"not measured: {entry['runs']} at {span} tokens of this workload ({entry['why']}): "
+            f"left as it is. To plan there: {entry['action']}."
+        )
+    unlock = data.get("unlock")
+    if unlock is not None:
+        knobs = " ".join([*unlock["args"], *(f"{k}={v}" for k, v in unlock["env"].items())])
+        bound = unlock["bounded_by_bytes"]
+        today = (
+            "nothing measured after a larger size"
+            if bound is None
+            else f"bounded today by the one after {size(bound)}"
+        )
+        saving = "" if unlock["saving"] is None else f" ({-unlock['saving']:+.1%})"
+        out.append(
+            f"could unlock: {knobs}: up to {-unlock['saving_us_per_step']:+.1f} us/step{saving} over the workload "
+            f"if {unlock['kernel']}'s size transition after {_tokens(unlock['after_tokens'])} "
+            f"({size(unlock['after_bytes'])}) is at most {unlock['at_most_us']:.1f} us at "
+            f"{_tokens(unlock['at_tokens'])} ({today}); re-probe this node with evidence v1.2 "
+            "(`topo-gate probe` with the served --model) to measure it."
+        )
+    return out
+
+
+def _tokens(count: float) -> str:
+    shown = f"{count:g}"
+    return f"{shown} token" + ("" if shown == "1" else "s")
+
+
+def _step_lines(data: dict[str, Any]) -> list[str]:
+    """The whole step per workload token count, and the size that binds."""
+    sites = data.get("sites_per_step") or {}
+    what = " + ".join(f"{count} {pattern}" for pattern, count in sites.items() if count)
+    lines = [("tokens", "size", "weight", "default us/step", "plan us/step", "saving/step", "note")]
+    for row in data.get("steps") or []:
+        lines.append(
+            (
+                f"{row['tokens']:g}",
+                row["size"],
+                f"{row['weight']:.1%}",
+                _us(row["default_us_per_step"]),
+                _us(row["plan_us_per_step"]),
+                _us(row["saving_us_per_step"], signed=True),
+                row["why"] or ("same paths" if not row["changed"] else ""),
+            )
+        )
+    out = [f"per step (a step: {what} all-reduces, plus each buffer's transition once):", *_table(lines)]
+    found = data.get("binding")
+    if found is not None:
+        out.append(
+            f"binds at {_tokens(found['tokens'])} ({found['size']}): plan {found['plan_us_per_step'] or 0:.1f} "
+            f"us/step against the default's {found['default_us_per_step']:.1f} (limit "
+            f"{found['limit_us_per_step']:.1f}: its CI high plus its own transitions)"
+            + (f"; {found['why']}" if found["why"] else "")
+        )
+    return out
 
 
 def _us(value: float | None, *, signed: bool = False) -> str:

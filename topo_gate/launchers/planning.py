@@ -19,7 +19,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from topo_gate.launchers.common import Reading
-from topo_gate.launchers.costmodel import Pricing, Problem, Side, Step, Total, pieces, problems, total
+from topo_gate.launchers.costmodel import (
+    Pricing,
+    Problem,
+    Side,
+    Step,
+    StepCheck,
+    Total,
+    pieces,
+    problems,
+    step_checks,
+    total,
+)
 from topo_gate.launchers.merge import merge
 from topo_gate.launchers.pricing import bracket, in_context_rungs
 from topo_gate.launchers.routes import Context, Knobs, Route, RouteError, route
@@ -64,12 +75,42 @@ class Variant:
 
 
 @dataclass(frozen=True)
+class Unlock:
+    """A refused candidate that a measurement could admit: priced with every bounded size transition
+    at its lower bound it passes, and saves ``saving_us`` per step over the workload at most.
+
+    At ``check`` (the size that binds), the plan's bounded transitions may add at most ``room_us``
+    to the step; today's bound adds ``bound_us``. They are the transitions of ``kernel`` after
+    earlier messages of up to ``largest_prior`` bytes, which together are ``chance`` of what its
+    buffer held last: a measurement after ``largest_prior`` bytes that is at most ``room_us /
+    chance`` there admits the plan."""
+
+    candidate: Candidate
+    saving_us: float
+    default_us: float
+    check: StepCheck
+    kernel: str
+    largest_prior: int
+    chance: float
+    room_us: float
+    bound_us: float
+    bounded_by: int | None
+
+    @property
+    def threshold_us(self) -> float:
+        return self.room_us / self.chance
+
+
+@dataclass(frozen=True)
 class Choice:
-    """The chosen candidate, priced on every variant; ``rejected`` says why others were refused."""
+    """The chosen candidate, priced on every variant; ``rejected`` says why others were refused, and
+    ``unlock`` is the refused candidate that a missing measurement could admit with the largest
+    saving (None: none could)."""
 
     candidate: Candidate
     variants: tuple[Variant, ...]
     rejected: tuple[tuple[Candidate, str], ...] = ()
+    unlock: Unlock | None = None
 
     @property
     def routes(self) -> Mapping[str, Route]:
@@ -114,8 +155,8 @@ class Routed:
     routes: Mapping[str, Route]
     nccl: str
 
-    def side(self, ctx: Context, workload: Workload) -> Side:
-        return Side.of(self.routes, self.nccl, ctx.row_bytes, workload)
+    def side(self, ctx: Context, workload: Workload, step: Step) -> Side:
+        return Side.of(self.routes, self.nccl, ctx.row_bytes, workload, step)
 
 
 def routed(launcher: str, knobset: Knobs, ctx: Context) -> Routed:
@@ -139,7 +180,7 @@ def choose(
     variants = contexts(reading, tp)
     defaults = [routed(launcher, user, ctx) for ctx in variants]
     evaluate = _Evaluator(reading, variants, defaults, workload, step)
-    survivors, rejected = [], []
+    survivors, rejected, refused_routes = [], [], []
     for candidate in _unique([NO_KNOBS, *candidates]):
         effective = effective_knobs(launcher, user, candidate.knobs)
         try:
@@ -150,6 +191,7 @@ def choose(
         why = evaluate.refusal(routes)
         if why:
             rejected.append((candidate, why))
+            refused_routes.append((candidate, routes))
         else:
             survivors.append((candidate, routes))
     while True:  # price in context wherever every admitted path was timed there; re-check until stable
@@ -159,6 +201,7 @@ def choose(
             why = evaluate.refusal(routes)
             if why:
                 rejected.append((candidate, why))
+                refused_routes.append((candidate, routes))
             else:
                 kept.append((candidate, routes))
         if len(kept) == len(survivors):
@@ -166,7 +209,10 @@ def choose(
         survivors = kept
     priced = [(candidate, evaluate.price(routes)) for candidate, routes in survivors]
     best = _best(priced)
-    return Choice(best[0], best[1], tuple(rejected))
+    best_us = _score(best[1])[0]
+    unlocks = [evaluate.unlock(candidate, routes, best_us) for candidate, routes in refused_routes]
+    found = [u for u in unlocks if u is not None]
+    return Choice(best[0], best[1], tuple(rejected), max(found, key=lambda u: u.saving_us, default=None))
 
 
 class _Evaluator:
@@ -188,14 +234,15 @@ class _Evaluator:
         self.workload = workload
         self.step = step
         self.context: frozenset[tuple[str, int]] = frozenset()
+        self.bounded_share = 1.0
 
     def _sides(self, routes: Sequence[Routed]) -> list[tuple[Context, Side, Side, Pricing]]:
         return [
             (
                 ctx,
-                mine.side(ctx, self.workload),
-                theirs.side(ctx, self.workload),
-                Pricing(self.tables, self.step, ctx.row_bytes, self.context),
+                mine.side(ctx, self.workload, self.step),
+                theirs.side(ctx, self.workload, self.step),
+                Pricing(self.tables, self.step, ctx.row_bytes, self.context, self.bounded_share),
             )
             for ctx, mine, theirs in zip(self.variants, routes, self.defaults, strict=True)
         ]
@@ -210,6 +257,8 @@ class _Evaluator:
             found = problems(mine, theirs, pricing)
             if found:
                 first = found[0]
+                if first.check is not None:
+                    return first.why
                 last = "up" if first.last is None else str(first.last)
                 return f"{first.pattern} {first.first}-{last} B: {first.why}"
         return None
@@ -242,6 +291,75 @@ class _Evaluator:
             )
             for ctx, mine, theirs, pricing in self._sides(routes)
         )
+
+    def unlock(self, candidate: Candidate, routes: Sequence[Routed], best_us: float) -> Unlock | None:
+        """``candidate``, refused today, as an ``Unlock`` when only bounded transitions refuse it and
+        at their lower bounds it would beat the chosen plan (``best_us`` per step on its worst variant)."""
+        context = self.context
+        self.price_in_context([routes])  # priced as if it were the one admitted: its own paths' rungs
+        self.bounded_share = 0.0
+        try:
+            if self.refusal(routes):
+                return None
+            optimistic = self.price(routes)
+            sides = self._sides(routes)
+        finally:
+            self.bounded_share = 1.0
+            self.context = context
+        worst = max(optimistic, key=lambda v: v.total.plan_us or 0.0)
+        if worst.total.plan_us is None or worst.total.default_us is None or worst.total.plan_us >= best_us:
+            return None
+        room = None
+        for _ctx, mine, theirs, pricing in sides:
+            free = step_checks(mine, theirs, pricing)
+            bounded = step_checks(
+                mine, theirs, Pricing(pricing.tables, pricing.step, pricing.row_bytes, self.context)
+            )
+            if isinstance(free, Problem) or isinstance(bounded, Problem):
+                return None
+            for low, high in zip(free, bounded, strict=True):
+                if high.why is None or high.plan_us <= high.limit_us:
+                    continue
+                tight = (low.limit_us - low.plan_us, high.plan_us - low.plan_us, low, mine, pricing)
+                if room is None or tight[0] / tight[1] < room[0] / room[1]:
+                    room = tight
+        if room is None:
+            return None
+        slack, bound, check, mine, pricing = room
+        kernel, prior, chance, bounded_by = _bounded_priors(check, mine, pricing)
+        return Unlock(
+            candidate,
+            worst.total.default_us - worst.total.plan_us,
+            worst.total.default_us,
+            check,
+            kernel,
+            prior,
+            chance,
+            max(slack, 0.0),
+            bound,
+            bounded_by,
+        )
+
+
+def _bounded_priors(check: StepCheck, side: Side, pricing: Pricing) -> tuple[str, int, float, int | None]:
+    """At ``check``'s size, the plan kernel whose transitions are only bounded, the largest earlier
+    message that bound covers, their chance together, and the measured size the bound comes from."""
+    best: tuple[str, int, float, int | None] = ("", 0, 0.0, None)
+    for site in check.plan:
+        table = pricing.tables[site.pattern]
+        if not site.pays_transition or not table.lamport(site.name):
+            continue
+        around = bracket(table.sizes, check.nbytes) or (len(table.sizes) - 1,) * 2
+        chance, largest = 0.0, 0
+        for prior, share in side.priors_of(site.name):
+            if prior > check.nbytes and not all(
+                table.transition_measured(site.name, rung, prior) for rung in set(around)
+            ):
+                chance, largest = chance + share, max(largest, prior)
+        if chance > best[2]:
+            measured = [after for after in table.transition_priors(site.name) if after >= largest]
+            best = (site.name, largest, chance, min(measured, default=None))
+    return best
 
 
 def _unique(candidates: Sequence[Candidate]) -> list[Candidate]:

@@ -145,23 +145,41 @@ class PriceTable:
         after a message of ``after`` bytes (None: of any size) went through its buffer.
 
         ``low`` is the largest cost measured after a message no larger than ``after`` (0 when none
-        was), ``high`` the smallest measured after one at least as large (None when none was: no
-        bound). Nothing larger than the rung went before: no transition.
+        was), ``high`` the cost measured after the *smallest* larger-or-equal message (None when none
+        was: no bound). A transition is not linear in the earlier message's size (ANCHORS.md: ~630 us
+        after 4096 tokens against ~930 after 8192 on 2x H200), so no measurement is scaled: the
+        nearest one above is the bound. Nothing larger than the rung went before: no transition.
         """
         prices = self._backends.get(name)
         size = self.sizes[rung]
         if prices is None or prices.transition is None or (after is not None and after <= size):
             return (0.0, 0.0)
-        low, high = 0.0, None
+        low, high, nearest = 0.0, None, None
         for prior, row in zip(prices.transition.after_bytes, prices.transition.cost_us, strict=True):
             cost = row[rung]
             if cost is None or prior <= size:
                 continue
             if after is None or prior <= after:
                 low = max(low, cost)
-            if after is not None and prior >= after:
-                high = cost if high is None else min(high, cost)
+            if after is not None and prior >= after and (nearest is None or prior < nearest):
+                nearest, high = prior, cost
         return (low, high)
+
+    def transition_measured(self, name: str, rung: int, after: int) -> bool:
+        """Whether ``name``'s transition at ``rung`` was timed right after a message of exactly
+        ``after`` bytes (otherwise ``transition_bounds`` only bounds it)."""
+        prices = self._backends.get(name)
+        if prices is None or prices.transition is None or after <= self.sizes[rung]:
+            return True  # no transition to know
+        return any(
+            prior == after and row[rung] is not None
+            for prior, row in zip(prices.transition.after_bytes, prices.transition.cost_us, strict=True)
+        )
+
+    def transition_priors(self, name: str) -> tuple[int, ...]:
+        """The earlier message sizes (bytes) ``name``'s transitions were timed after."""
+        prices = self._backends.get(name)
+        return () if prices is None or prices.transition is None else tuple(prices.transition.after_bytes)
 
 
 def in_context_rungs(
