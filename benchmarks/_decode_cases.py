@@ -13,9 +13,9 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from topo_gate.evidence.stats import bootstrap_speedups
 from topo_gate.launchers.costmodel import Pricing, Side, price_at
 from topo_gate.launchers.pricing import bracket, buffer_of
-from topo_gate.trials.stats import bootstrap_speedups
 
 #: Every site the benchmark times is an all-reduce followed by the residual add + RMSNorm.
 FUSED = "allreduce_rmsnorm"
@@ -214,7 +214,7 @@ class Ratio:
 
 
 def ratio_to_default(default_us: Sequence[float], other_us: Sequence[float], *, seed: str) -> Ratio:
-    """``trials.stats.bootstrap_speedups`` (paired over rounds: the rounds interleave the
+    """``evidence.stats.bootstrap_speedups`` (paired over rounds: the rounds interleave the
     configurations), inverted: the other configuration's time over the default's."""
     speedup = bootstrap_speedups(default_us, {"other": other_us}, rng=random.Random(seed))["other"]
     return Ratio(1 / speedup.ratio, 1 / speedup.high, 1 / speedup.low)

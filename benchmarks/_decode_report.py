@@ -10,7 +10,7 @@ from typing import Any
 from _decode_cases import Case, Estimate, judge, ratio_to_default
 from _decode_setup import Launcher
 
-from topo_gate.trials.stats import median, median_interval
+from topo_gate.evidence.stats import median, median_interval
 
 FORMAT = "topo-gate/decode-step/v1"
 

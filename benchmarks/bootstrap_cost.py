@@ -13,7 +13,7 @@ import random
 import statistics
 import time
 
-from topo_gate.trials.stats import bootstrap_speedups
+from topo_gate.evidence.stats import bootstrap_speedups
 
 
 def one_probe_worth(seed: int) -> float:

@@ -48,7 +48,7 @@ Why each step is there:
   rotated, so drift hits all alike. NCCL measures with ``NCCL_GRAPH_MIXING_SUPPORT=0`` as the trials
   do (``trials/safety.py`` says why), unless the caller sets it.
 - **Compared as the planner prices.** Per case: medians with their 95% CIs, each configuration over
-  the default as a ratio of medians with a paired bootstrap CI (``trials.stats``); the planner's
+  the default as a ratio of medians with a paired bootstrap CI (``evidence.stats``); the planner's
   estimate for the same pass (``costmodel.price_at`` per step, 2 x layers sites at the path's median
   plus each Lamport buffer's transition after the message before it; the default optimistic, a changed
   path pessimistic, as ``costmodel`` does); the measured saving (default minus plan, its CI from the

@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from topo_gate.evidence.stats import bootstrap_speedups
 from topo_gate.profile import ProfileError, load_profile
-from topo_gate.trials.stats import bootstrap_speedups
 
 
 def bootstrap_tp8_probe() -> None:

@@ -86,6 +86,8 @@ MODULES = (
     Target("topo_gate/profile/reader.py", ("tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py", "tests/profile/test_reader_hostile_arguments.py", "tests/profile/test_reader_edges.py", "tests/profile/test_profile_set.py")),
     Target("topo_gate/profile/semantics.py", ("tests/profile/test_malformed.py", "tests/profile/test_fail_closed.py", "tests/profile/test_semantic_boundaries.py", "tests/profile/test_price_table_claims.py", "tests/profile/test_mutations.py")),
     *(Target(f"topo_gate/decide/{name}.py", ("tests/decide/test_decide_rules.py", "tests/decide/test_decide_cases.py", "tests/decide/test_decide_rules_5_8.py", "tests/decide/test_decide_in_context_edges.py", "tests/decide/test_decide_bar_boundary.py", "tests/decide/test_decide_verdict_edges.py", "tests/decide/test_decide_properties.py")) for name in ("verdicts", "ladder", "words", "runs")),
+    # Decide's bar, which the trial worker applies too: the margin, the step's calls, a transition's cost.
+    Target("topo_gate/evidence/bar.py", ("tests/decide/test_decide_rules_5_8.py", "tests/decide/test_prices.py", "tests/decide/test_decide_rules.py", "tests/decide/test_decide_bar_boundary.py", "tests/decide/test_decide_verdict_edges.py", "tests/trials/test_transition_charge.py")),
     Target("topo_gate/trials/safety.py", ("tests/trials/test_worker_entry.py", "tests/trials/test_safety_env.py")),
     Target("topo_gate/trials/worker/checks.py", ("tests/trials/test_checks.py",)),
     Target("topo_gate/trials/runner.py", ("tests/trials/test_runner_gloo.py::test_hang_is_killed_within_its_bound_and_the_others_still_measured", "tests/trials/test_runner_gloo.py::test_crash_is_reported_with_its_exit_status", "tests/trials/test_watchdog.py"), ("_watch", "bound_s", "_timeout_fault")),
@@ -104,7 +106,7 @@ MODULES = (
     # The guarded writer and reader, and the evidence checks every replay passes.
     Target("topo_gate/_atomic.py", ("tests/test_output_symlinks.py", "tests/test_output_is_input.py", "tests/test_outputs.py", "tests/test_atomic_edges.py")),
     Target("topo_gate/_inputs.py", ("tests/test_input_size_cap.py", "tests/trials/test_evidence.py", "tests/profile/test_malformed.py", "tests/test_json_input_edges.py", "tests/test_fuzz_inputs.py")),
-    Target("topo_gate/trials/evidence_check.py", ("tests/decide/test_evidence_samples_refused.py", "tests/trials/test_evidence.py", "tests/trials/test_evidence_v12.py", "tests/trials/test_evidence_bounds.py", "tests/trials/test_evidence_v13.py", "tests/test_fuzz_inputs.py")),
+    Target("topo_gate/evidence/check.py", ("tests/decide/test_evidence_samples_refused.py", "tests/trials/test_evidence.py", "tests/trials/test_evidence_v12.py", "tests/trials/test_evidence_bounds.py", "tests/trials/test_evidence_v13.py", "tests/test_fuzz_inputs.py")),
     # The runner's multicast-off settings for every worker (the watchdog is the line above).
     Target("topo_gate/trials/runner.py", ("tests/safety/test_worker_environment.py",), ("worker_env",)),
 )  # fmt: skip

@@ -68,9 +68,11 @@ def _git(repo: Path, *args: str) -> str | None:
 
 def changed_lines(base: str, repo: Path = REPO) -> dict[str, frozenset[int]]:
     """Every file under SCOPE_PATHS changed since ``base`` (committed or not, untracked included) ->
-    its changed lines, numbered in today's file. Where lines were only deleted, the two lines around the gap count."""
+    its changed lines, numbered in today's file. Where lines were only deleted, the two lines around the gap count.
+    A file moved since ``base`` is compared with what it was before the move (git's rename detection, at its
+    default 50% similarity): only the lines the move changed count, and a pure move changes none."""
     diff = _git(
-        repo, "diff", "--unified=0", "--no-color", "--no-ext-diff", "--no-renames", base, "--", *SCOPE_PATHS
+        repo, "diff", "--unified=0", "--no-color", "--no-ext-diff", "--find-renames", base, "--", *SCOPE_PATHS
     )
     if diff is None:
         raise RuntimeError(f"git diff {base} failed")

@@ -381,9 +381,9 @@ def main() -> None:
     sys.path.insert(0, str(REPO))
     from dataclasses import replace
 
+    from topo_gate.evidence.document import load_evidence
     from topo_gate.probe import DecideSettings, build_profile
     from topo_gate.profile import EvidenceRef, dump_profile
-    from topo_gate.trials.evidence import load_evidence
 
     for name in EXAMPLES_BY_NAME:
         path = EXAMPLES / f"{name}.evidence.json"

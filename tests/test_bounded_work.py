@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from topo_gate.cli import main
+from topo_gate.evidence import limits
+from topo_gate.evidence.limits import MAX_ENTRIES, MAX_SERIES, MAX_SIZES, work_problem
 from topo_gate.probe import CPU_HARNESS_RANKS, ProbeOptions, cpu_node, plan_trials
 from topo_gate.profile import load_profile
-from topo_gate.trials import evidence_limits
-from topo_gate.trials.evidence_limits import MAX_ENTRIES, MAX_SERIES, MAX_SIZES, work_problem
 
 REPO = Path(__file__).resolve().parents[1]
 CPU_EVIDENCE = REPO / "tests" / "probe" / "data" / "cpu-gloo-tp2-tp4.evidence.json"
@@ -74,7 +74,7 @@ def test_each_cap_names_its_field() -> None:
 
 
 def test_the_whole_files_samples_are_capped(monkeypatch) -> None:
-    monkeypatch.setattr(evidence_limits, "MAX_SAMPLES", 10)
+    monkeypatch.setattr(limits, "MAX_SAMPLES", 10)
     assert work_problem(_run(samples_us=[1.0] * 6, skew_us=[0.0] * 6)) == (
         "runs: 12 samples in all; at most 10 are read"
     )

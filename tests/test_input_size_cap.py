@@ -33,7 +33,7 @@ CHILD = r"""
 import json, sys
 from topo_gate import gate
 from topo_gate.profile.io import load_profile
-from topo_gate.trials.evidence import load_evidence
+from topo_gate.evidence.document import load_evidence
 from topo_gate.topology.capture import load_capture
 
 def rchar():

@@ -2,7 +2,7 @@
 
 Rule 1 takes a backend only if its median speed-up *and* the low end of its bootstrap CI are at
 least ``1 + margin``. The property tests draw random samples, which almost never land on the edge;
-these samples put it there deterministically (``trials/stats.py``: a paired percentile bootstrap of
+these samples put it there deterministically (``evidence/stats.py``: a paired percentile bootstrap of
 medians over rounds):
 
 - NCCL: every round ``B`` us, so each resample's NCCL median is ``B``.

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from topo_gate.decide import STEP_CALLS, decide
+from topo_gate.decide import decide
+from topo_gate.evidence.bar import STEP_CALLS
 from topo_gate.profile.schema import DecisionEntry
 
 HIDDEN = 4096

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from topo_gate.decide import GEMM, decide, transition_us
+from topo_gate.decide import decide, transition_us
+from topo_gate.evidence.check import evidence_problem
+from topo_gate.evidence.document import load_evidence
+from topo_gate.evidence.names import GEMM
+from topo_gate.evidence.stats import median, median_interval
 from topo_gate.probe import preview
 from topo_gate.profile.fields import round6
-from topo_gate.trials.evidence import load_evidence
-from topo_gate.trials.evidence_check import evidence_problem
-from topo_gate.trials.stats import median, median_interval
 
 REPO = Path(__file__).resolve().parents[2]
 V12 = REPO / "tests" / "fixtures" / "evidence-v1.2-handwritten.json"

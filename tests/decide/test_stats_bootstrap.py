@@ -1,4 +1,4 @@
-"""trials.stats: medians and the paired percentile bootstrap of speedups."""
+"""evidence.stats: medians and the paired percentile bootstrap of speedups."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topo_gate.trials.stats import bootstrap_speedups, median
+from topo_gate.evidence.stats import bootstrap_speedups, median
 
 latencies = st.lists(st.floats(min_value=1.0, max_value=1e4, allow_nan=False), min_size=3, max_size=25)
 

@@ -17,9 +17,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from topo_gate.evidence.check import evidence_problem
 from topo_gate.probe import DecideSettings, build_profile
 from topo_gate.profile import Profile
-from topo_gate.trials.evidence_check import evidence_problem
 
 REPO = Path(__file__).resolve().parents[2]
 EVIDENCE = REPO / "profiles" / "h200-x2" / "h7168-run1.evidence.json"

@@ -16,9 +16,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from topo_gate.evidence.check import evidence_problem
 from topo_gate.probe import DecideSettings, build_profile
 from topo_gate.profile import Profile, dump_profile
-from topo_gate.trials.evidence_check import evidence_problem
 
 FINGERPRINT = "sha256:" + "ab" * 32
 ROUNDS = 15

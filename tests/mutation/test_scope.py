@@ -61,6 +61,25 @@ def test_changed_lines_are_numbered_in_todays_file(repo: tuple[Path, str]) -> No
     assert "topo_gate/b.py" not in changed
 
 
+def test_a_moved_module_is_judged_on_the_lines_the_move_changed_and_a_pure_move_on_none(
+    repo: tuple[Path, str],
+) -> None:
+    root, base = repo
+    (root / "topo_gate" / "moved").mkdir()
+    _git(root, "mv", "topo_gate/a.py", "topo_gate/moved/a.py")  # a.py: one import line edited
+    (root / "topo_gate" / "moved" / "a.py").write_text(ORIGINAL.replace("line 2\n", "line 2 edited\n"))
+    _git(root, "mv", "topo_gate/b.py", "topo_gate/moved/b.py")  # b.py: moved as it was
+    _git(root, "commit", "-qam", "move")
+    changed = changed_lines(base, root)
+    assert changed == {"topo_gate/moved/a.py": {2}}
+    targets = [
+        FakeTarget("topo_gate/moved/a.py", ("tests/test_a.py",)),
+        FakeTarget("topo_gate/moved/b.py", ("tests/test_b.py",)),
+    ]
+    chosen, _ = select(targets, base, root)
+    assert [(t.module, s.lines) for t, s in chosen] == [("topo_gate/moved/a.py", {2})]
+
+
 def test_a_changed_module_is_judged_on_its_lines_and_one_whose_tests_changed_whole(
     repo: tuple[Path, str], capsys: pytest.CaptureFixture[str]
 ) -> None:

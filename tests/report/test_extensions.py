@@ -10,7 +10,8 @@ from statistics import median
 
 import pytest
 
-from topo_gate.decide import STEP_CALLS, transition_us
+from topo_gate.decide import transition_us
+from topo_gate.evidence.bar import STEP_CALLS
 from topo_gate.probe import DecideSettings
 from topo_gate.report.figures import CONTEXT, TRANSITION, figure_specs
 from topo_gate.report.render import render_png

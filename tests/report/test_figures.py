@@ -12,11 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from report_inputs import PROFILE1
 
+from topo_gate.evidence.stats import median_interval
 from topo_gate.profile import BACKENDS, load_profile
 from topo_gate.report.changes import ranges
 from topo_gate.report.figures import LATENCY, SPEEDUP, figure_specs
 from topo_gate.report.render import backend_colour
-from topo_gate.trials.stats import median_interval
 
 KiB, MiB = 1024, 1024 * 1024
 SOURCES = ("h7168-run1", "h7168-run2")

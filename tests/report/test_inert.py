@@ -16,8 +16,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from topo_gate.cli import main
-from topo_gate.report.inert import figure_text, html_text, markdown_text
-from topo_gate.report.markdown import cell
+from topo_gate.report.inert import cell, figure_text, html_text, markdown_text
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE = REPO / "tests" / "fixtures" / "hostile" / "evidence-markup.json"

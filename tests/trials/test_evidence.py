@@ -1,4 +1,4 @@
-"""evidence.py: built from plan results, written atomically, and every bad file refused in one line.
+"""evidence/document.py: built from plan results, written atomically, and every bad file refused in one line.
 
 Bad inputs are data files in data/evidence/ with their expected message in expected-errors.json.
 """
@@ -14,7 +14,7 @@ import pytest
 from gloo_helpers import gloo_plan
 
 from topo_gate.cli import main
-from topo_gate.trials.evidence import (
+from topo_gate.evidence.document import (
     WRITTEN_FORMAT,
     EvidenceError,
     evidence_from_results,

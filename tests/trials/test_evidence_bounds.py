@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from evidence_example import BASE, transitioned, written
 
-from topo_gate.trials.evidence import EvidenceError, load_evidence
+from topo_gate.evidence.document import EvidenceError, load_evidence
 
 Edit = Callable[[dict[str, Any], int], None]
 

@@ -3,7 +3,7 @@
 Samples: one value per successful round of an arm (warm-ups never count). The ratio is
 ``median(arm) / median(default)`` in the metric's own units, over the rounds where *both* arms
 succeeded: the rounds pair the samples (an interleaved round runs every arm back to back, so drift
-during the session hits both members of a pair alike), and ``trials.stats.bootstrap_speedups``
+during the session hits both members of a pair alike), and ``evidence.stats.bootstrap_speedups``
 resamples the same round indices for both series (its paired percentile bootstrap; equal-length
 series are what it pairs). A round where one arm failed is dropped from the ratio rather than
 paired with another round's sample, which would break the pairing the interleaving created.
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from topo_gate.ab.benchmarks import HIGHER, LOWER
-from topo_gate.trials.stats import bootstrap_speedups, median
+from topo_gate.evidence.stats import bootstrap_speedups, median
 
 WIN, SAME, REGRESSION, NO_VERDICT, IDENTICAL = "win", "no difference", "regression", "no verdict", "identical"
 VERDICTS = (WIN, SAME, REGRESSION, NO_VERDICT, IDENTICAL)

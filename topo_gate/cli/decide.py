@@ -11,11 +11,11 @@ from rich.console import Console
 from topo_gate._atomic import refuse_clobbering
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.cli._params import MAX_BOOTSTRAP, Finite
+from topo_gate.evidence.document import EvidenceError
 from topo_gate.probe import DecideSettings, preview, replay
 from topo_gate.profile.errors import ProfileError
 from topo_gate.report.summary import summary
 from topo_gate.topology.errors import CaptureError
-from topo_gate.trials.evidence import EvidenceError
 
 
 @click.command(

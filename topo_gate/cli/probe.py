@@ -13,6 +13,7 @@ from rich.text import Text
 
 from topo_gate._atomic import refuse_clobbering
 from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.evidence.document import EvidenceError
 from topo_gate.launchers.routes.buffer_caps import buffer_caps
 from topo_gate.launchers.routes.defaults import default_paths, default_routes
 from topo_gate.models import UnknownModel, lookup_model
@@ -33,7 +34,6 @@ from topo_gate.report.progress import ProbeProgressDisplay
 from topo_gate.report.summary import summary
 from topo_gate.report.text import file_text
 from topo_gate.topology.errors import CaptureError, NvmlCrash, NvmlUnavailable
-from topo_gate.trials.evidence import EvidenceError
 
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 BUNDLED_EVIDENCE = Path(__file__).resolve().parents[2] / "profiles"

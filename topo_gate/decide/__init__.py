@@ -7,7 +7,7 @@ decides *preference*, and only among admitted, correct results:
 
 1. Per message size, a backend replaces the baseline (NCCL; gloo for CPU-harness evidence) only if
    its speedup (median baseline latency / median backend latency) is at least ``1 + margin`` **and**
-   the lower end of its bootstrap CI is too (``trials.stats``): a win that noise could explain is not
+   the lower end of its bootstrap CI is too (``evidence.stats``): a win that noise could explain is not
    a win.  Of several such backends the fastest wins.  A size where the baseline itself failed or
    was wrong has nothing to be measured against, so it keeps the baseline, with that reason.  A wrong
    answer disqualifies a backend at that size and is reported in ``DecideResult.notes``.
@@ -49,17 +49,17 @@ Groups, TP sizes and patterns without a run produce no entry: the reader answers
 Every rule carries a reason in words with the numbers behind it.  ``decide`` is deterministic: each
 size's bootstrap is seeded from ``seed`` and the size's identity, never from iteration order.
 
-Modules: ``criteria`` (the bar, ``SizeVerdict``), ``verdicts`` (rules 1, 5-7 per size), ``ladder``
+Modules: ``criteria`` (the criteria, ``SizeVerdict``), ``verdicts`` (rules 1, 5-7 per size), ``ladder``
 (rules 2-4), ``words`` (reasons and notes), ``prices`` (the price table), ``runs`` (``decide``).
+The bar itself (margin, step calls, the transition cost), the baseline's name and the statistics
+are the evidence layer's (``evidence.bar``, ``evidence.names``, ``evidence.stats``), which the
+trials apply too; decide imports nothing from ``trials/``.
 """
 
 from topo_gate.decide.criteria import (
     COMPOSITE_SUFFIX,
     DEFAULT_BOOTSTRAP,
     DEFAULT_CI_LEVEL,
-    DEFAULT_MARGIN,
-    GEMM,
-    STEP_CALLS,
     SizeVerdict,
 )
 from topo_gate.decide.ladder import rules_from_verdicts
@@ -69,7 +69,6 @@ from topo_gate.decide.verdicts import (
     charged_samples,
     in_context_speedups,
     size_verdicts,
-    transition_cost_us,
     transition_us,
 )
 from topo_gate.decide.words import human_bytes
@@ -78,9 +77,6 @@ __all__ = [
     "COMPOSITE_SUFFIX",
     "DEFAULT_BOOTSTRAP",
     "DEFAULT_CI_LEVEL",
-    "DEFAULT_MARGIN",
-    "GEMM",
-    "STEP_CALLS",
     "DecideResult",
     "SizeVerdict",
     "charged_samples",
@@ -91,6 +87,5 @@ __all__ = [
     "price_table",
     "rules_from_verdicts",
     "size_verdicts",
-    "transition_cost_us",
     "transition_us",
 ]

@@ -1,18 +1,14 @@
-"""The bar every decision rule applies, and the verdict at one size that the rules build on."""
+"""The criteria every decision rule applies (the bar itself: ``evidence.bar``), and the verdict at one
+size that the rules build on."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from topo_gate.evidence.stats import Speedup
 from topo_gate.profile.schema import COMPOSITE_SUFFIX
-from topo_gate.trials.stats import Speedup
 
-DEFAULT_MARGIN = 0.05
-#: All-reduce calls of one serving step a size transition is charged against (rule 5): a 32-layer
-#: model's two all-reduces per layer. Deeper models amortise it better, so this errs towards NCCL.
-STEP_CALLS = 64
-GEMM = "gemm"  # the layer graphs' GEMM alone (trials.worker.context.GEMM)
 DEFAULT_CI_LEVEL = 0.95
 DEFAULT_BOOTSTRAP = 2000
 
@@ -20,9 +16,6 @@ __all__ = [
     "COMPOSITE_SUFFIX",
     "DEFAULT_BOOTSTRAP",
     "DEFAULT_CI_LEVEL",
-    "DEFAULT_MARGIN",
-    "GEMM",
-    "STEP_CALLS",
     "Criteria",
     "SizeVerdict",
     "clears",

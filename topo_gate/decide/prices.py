@@ -2,9 +2,9 @@
 
 What a planner prices a launcher's route with, straight from the evidence, with no preference
 applied: per backend and size the status, the median per call and its 95% order-statistic CI
-(``trials.stats.median_interval``); where layer graphs were timed, the in-context price (layer minus
+(``evidence.stats.median_interval``); where layer graphs were timed, the in-context price (layer minus
 the GEMM alone, medians) and its CI (the layer samples' CI minus the GEMM median); for Lamport-style
-backends the transition cost after each larger size (``verdicts.transition_cost_us``). Evidence v1.1
+backends the transition cost after each larger size (``evidence.bar.transition_cost_us``). Evidence v1.1
 records transitions after the backend's largest size only (``after_larger_us``); v1.2 after every
 larger size (``after_sizes``). Numbers keep six significant digits.
 
@@ -17,8 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from topo_gate.decide.criteria import COMPOSITE_SUFFIX, GEMM
-from topo_gate.decide.verdicts import context_by_size, transition_cost_us
+from topo_gate.decide.criteria import COMPOSITE_SUFFIX
+from topo_gate.decide.verdicts import context_by_size
+from topo_gate.evidence.bar import transition_cost_us
+from topo_gate.evidence.names import GEMM
+from topo_gate.evidence.stats import median, median_interval
 from topo_gate.profile.fields import round6
 from topo_gate.profile.measurements import (
     PRICED,
@@ -28,7 +31,6 @@ from topo_gate.profile.measurements import (
     Transition,
     is_priced_backend,
 )
-from topo_gate.trials.stats import median, median_interval
 
 #: A result's status in the table: the evidence's, except an ``ok`` cell the worker stopped early.
 _STOPPED = "stopped"

@@ -6,13 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from topo_gate.decide.criteria import DEFAULT_BOOTSTRAP, DEFAULT_CI_LEVEL, DEFAULT_MARGIN
+from topo_gate.decide.criteria import DEFAULT_BOOTSTRAP, DEFAULT_CI_LEVEL
 from topo_gate.decide.ladder import rules_from_verdicts
 from topo_gate.decide.prices import price_table
 from topo_gate.decide.verdicts import size_verdicts
 from topo_gate.decide.words import ignored_backend_notes, wrong_answer_notes
+from topo_gate.evidence.bar import DEFAULT_MARGIN
+from topo_gate.evidence.names import BASELINE_BACKEND
 from topo_gate.profile.schema import NCCL, DecisionEntry, Measurement, Rule
-from topo_gate.trials.plan import BASELINE_BACKEND
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Rules 1 and 5-7, size by size: which backend one run measured fastest at each size, and why.
 
-Rule 1 is the bar (``criteria.clears``), rule 5 charges size transitions (``charged_samples``), rule 6
+Rule 1 is the bar (``criteria.clears``), rule 5 charges size transitions (``charged_samples``, the
+cost and the step it is spread over as ``evidence.bar`` says, for the trial worker too), rule 6
 holds a fused backend to the composites, rule 7 confirms the choice in the layer graphs. Each size's
 bootstrap is seeded from ``seed`` and the size's identity, never from iteration order.
 """
@@ -16,16 +17,15 @@ from topo_gate.decide.criteria import (
     COMPOSITE_SUFFIX,
     DEFAULT_BOOTSTRAP,
     DEFAULT_CI_LEVEL,
-    DEFAULT_MARGIN,
-    GEMM,
-    STEP_CALLS,
     Criteria,
     SizeVerdict,
     clears,
 )
 from topo_gate.decide.words import ratio_words, status_words
+from topo_gate.evidence.bar import DEFAULT_MARGIN, STEP_CALLS, transition_cost_us
+from topo_gate.evidence.names import GEMM
+from topo_gate.evidence.stats import bootstrap_speedups, median
 from topo_gate.profile.schema import BACKENDS
-from topo_gate.trials.stats import bootstrap_speedups, median
 
 
 def size_verdicts(
@@ -74,12 +74,6 @@ def results_by_size(
     for result in results:
         by_size.setdefault(result["nbytes"], {})[result["backend"]] = result
     return sorted(by_size.items())
-
-
-def transition_cost_us(steady_us: Sequence[float], after_us: Sequence[float], graph_calls: int) -> float:
-    """The extra microseconds of ONE replay (``graph_calls`` calls) right after a larger size over a
-    steady one, from per-call samples: ``max(0, (median(after) - median(steady)) x graph_calls)``."""
-    return max(0.0, (median(after_us) - median(steady_us)) * graph_calls)
 
 
 def transition_us(result: Mapping[str, Any]) -> float:

@@ -6,9 +6,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from topo_gate.decide.criteria import COMPOSITE_SUFFIX, Criteria, SizeVerdict
+from topo_gate.evidence.stats import Speedup
 from topo_gate.profile.figures import speedup_ci_text, speedup_text
 from topo_gate.profile.schema import BACKENDS
-from topo_gate.trials.stats import Speedup
 
 
 def human_bytes(nbytes: int) -> str:

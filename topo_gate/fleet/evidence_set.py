@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from topo_gate.trials.evidence import EvidenceError, load_evidence
+from topo_gate.evidence.document import EvidenceError, load_evidence
 
 _SUFFIXES = (".evidence.json", ".json")
 

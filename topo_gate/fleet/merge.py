@@ -32,6 +32,8 @@ from typing import Any
 
 from topo_gate._version import __version__
 from topo_gate.decide import SizeVerdict, failed_entry, human_bytes, rules_from_verdicts, size_verdicts
+from topo_gate.evidence.names import BASELINE_BACKEND
+from topo_gate.evidence.stats import Speedup
 from topo_gate.fleet.evidence_set import NodeEvidence
 from topo_gate.probe import DecideSettings, replayed_node
 from topo_gate.profile.schema import (
@@ -46,8 +48,6 @@ from topo_gate.profile.schema import (
     Tool,
     Trials,
 )
-from topo_gate.trials.plan import BASELINE_BACKEND
-from topo_gate.trials.stats import Speedup
 
 METHOD = (
     "per-node bar: a backend replaces the baseline at a size only where it cleared the margin, "

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topo_gate.decide import human_bytes
+from topo_gate.evidence.stats import median
 from topo_gate.fleet.evidence_set import NodeEvidence
-from topo_gate.trials.stats import median
 
 DEFAULT_THRESHOLD = 3.5
 DEFAULT_NOISE_FLOOR = 0.015

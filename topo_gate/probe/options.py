@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from topo_gate.decide import DEFAULT_BOOTSTRAP, DEFAULT_CI_LEVEL, DEFAULT_MARGIN
+from topo_gate.decide import DEFAULT_BOOTSTRAP, DEFAULT_CI_LEVEL
+from topo_gate.evidence.bar import DEFAULT_MARGIN
 from topo_gate.profile.schema import PATTERNS, Profile
 
 MIN_ROUNDS = 15  # DESIGN.md: medians of >= 15 interleaved rounds

@@ -17,6 +17,7 @@ from typing import Any
 
 from topo_gate._version import __version__
 from topo_gate.decide import decide
+from topo_gate.evidence.document import load_evidence
 from topo_gate.probe.options import DecideSettings, ProbeResult
 from topo_gate.profile.io import dump_profile
 from topo_gate.profile.schema import SCHEMA, EvidenceRef, Node, Profile, Skipped, Tool, Trials
@@ -24,7 +25,6 @@ from topo_gate.profile.semantics import check_semantics
 from topo_gate.topology.capture import capture_from_dict
 from topo_gate.topology.fingerprint import node_fingerprint
 from topo_gate.topology.model import build_node
-from topo_gate.trials.evidence import load_evidence
 
 
 def replay(evidence_path: Path, *, out: Path, settings: DecideSettings | None = None) -> ProbeResult:

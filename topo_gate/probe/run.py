@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from topo_gate._atomic import check_output_path, exclusive_output, new_unique_path
+from topo_gate.evidence.document import evidence_from_results, trials_meta, write_evidence
 from topo_gate.probe.budget import dropped_notes, fit_to_budget, total_seconds
 from topo_gate.probe.installed import unavailable_up_front
 from topo_gate.probe.jit import flashinfer_jit_note
@@ -29,7 +30,6 @@ from topo_gate.probe.preflight import PreflightRow, preflight
 from topo_gate.probe.replay import decide_and_write
 from topo_gate.probe.sessions import Deadline, run_sessions
 from topo_gate.trials import plan as planning
-from topo_gate.trials.evidence import evidence_from_results, trials_meta, write_evidence
 from topo_gate.trials.plan import DTYPE_BYTES
 from topo_gate.trials.results import PlanResult
 from topo_gate.trials.runner import DEFAULT_STARTUP_TIMEOUT_S

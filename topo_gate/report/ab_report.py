@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from topo_gate.ab.record import arm_values
-from topo_gate.report.inert import html_text
-from topo_gate.report.markdown import cell
+from topo_gate.report.inert import cell, html_text
 from topo_gate.report.sources import Source
 
 

@@ -22,8 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from topo_gate.decide import GEMM, in_context_speedups, transition_us
-from topo_gate.trials.stats import median
+from topo_gate.decide import in_context_speedups, transition_us
+from topo_gate.evidence.names import GEMM
+from topo_gate.evidence.stats import median
 
 
 @dataclass(frozen=True)

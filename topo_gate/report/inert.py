@@ -6,7 +6,8 @@ exactly one of these functions (the terminal's is ``topo_gate._terminal.shown``)
 
 - ``markdown_text``: GitHub-flavoured Markdown (``summary.md``). A code span: the one construct in
   which neither CommonMark (links, images, emphasis, raw HTML, entities) nor GitHub's own passes
-  over the rendered text (@-mentions, #issue references, emoji codes, bare URLs) act.
+  over the rendered text (@-mentions, #issue references, emoji codes, bare URLs) act; ``cell``: the
+  same in a table cell.
 - ``html_text``: HTML (``report.html``): entities for ``& < > " '``.
 - ``figure_text``: matplotlib (the PNGs): ``$`` escaped, so no text is parsed as mathtext (which
   would render ``$x^2$`` as a formula, and fail on ``$\\foo$``).
@@ -27,7 +28,7 @@ _BACKTICKS = re.compile(r"`+")
 
 def markdown_text(value: object) -> str:
     """``value`` as one inert Markdown code span (empty text: nothing). In a table cell, escape its
-    ``|`` (``markdown.cell``): GFM splits cells before it reads code spans."""
+    ``|`` (``cell``): GFM splits cells before it reads code spans."""
     text = shown(" ".join(str(value).split()))
     if not text:
         return ""
@@ -36,6 +37,11 @@ def markdown_text(value: object) -> str:
     # (CommonMark strips one space from each side of a content padded on both).
     pad = " " if text[0] == "`" or text[-1] == "`" else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def cell(text: object) -> str:
+    """Text from a file in a Markdown table cell: ``markdown_text`` with its ``|`` escaped for GFM."""
+    return markdown_text(text).replace("|", "\\|")
 
 
 def html_text(value: object) -> str:

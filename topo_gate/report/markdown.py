@@ -4,21 +4,13 @@ pull request. Pure text; every value that comes from a file is inert (``inert.ma
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from topo_gate.profile.schema import NCCL, Profile
+from topo_gate.report.ab_report import AbSource, ab_markdown
 from topo_gate.report.changes import Changes, ranges
-from topo_gate.report.inert import markdown_text
+from topo_gate.report.inert import cell, markdown_text
 from topo_gate.report.sources import Source
 from topo_gate.report.tables import alternatives_words, size_range
-
-if TYPE_CHECKING:  # ab_report imports this module's cell()
-    from topo_gate.report.ab_report import AbSource
-
-
-def cell(text: object) -> str:
-    """Text from a file in a Markdown table cell: ``markdown_text`` with its ``|`` escaped for GFM."""
-    return markdown_text(text).replace("|", "\\|")
 
 
 def summary_markdown(
@@ -31,8 +23,6 @@ def summary_markdown(
 ) -> str:
     """The whole ``summary.md``. ``figures``: (title, relative PNG path) to link; ``baseline``: its
     label and one ``Changes`` per source (same order); ``ab``: A/B records and their figure links."""
-    from topo_gate.report.ab_report import ab_markdown
-
     lines = ["# topo-gate report", ""]
     lines += _inputs(sources)
     lines += ab_markdown(ab[0], sources, ab[1])

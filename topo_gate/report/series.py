@@ -1,7 +1,7 @@
 """Per-run numbers a figure plots: latency and speed-up per (backend, size), and the cells not measured.
 
 Pure and deterministic.  Latency is the median of a cell's per-round samples with a distribution-free
-confidence interval of that median (``trials.stats.median_interval``: order statistics, no
+confidence interval of that median (``evidence.stats.median_interval``: order statistics, no
 resampling, so it needs no seed and is the same on every machine; the profile's price table uses it too).  Speed-up is the one ``decide`` judged: median NCCL / median backend with its
 paired bootstrap CI, drawn with decide's own per-size seed and candidate set, so the figure's number
 at a rule's weakest size is the rule's number (``tests/report`` holds them equal).
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from topo_gate.decide import charged_samples
+from topo_gate.evidence.stats import bootstrap_speedups, median, median_interval
 from topo_gate.profile.schema import BACKENDS
-from topo_gate.trials.stats import bootstrap_speedups, median, median_interval
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from topo_gate._inputs import InputError, RegularFile
+from topo_gate.evidence.document import EvidenceError, load_evidence
 from topo_gate.probe import DecideSettings, build_profile
 from topo_gate.profile import Profile, ProfileDigestMismatch, ProfileError, load_profile
 from topo_gate.profile.schema import EvidenceRef
 from topo_gate.topology.errors import CaptureError
-from topo_gate.trials.evidence import EvidenceError, load_evidence
 
 _EVIDENCE_MARK = b'"topo-gate/evidence/'
 _SNIFF_BYTES = 1 << 16

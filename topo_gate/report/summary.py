@@ -16,12 +16,12 @@ from rich.text import Text
 
 from topo_gate._terminal import shown
 from topo_gate.decide import human_bytes
+from topo_gate.evidence.names import BASELINE_BACKEND
 from topo_gate.profile.figures import ci_text, speedup_text
 from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
 from topo_gate.report.preflight import preflight_view
 from topo_gate.report.tables import alternatives_words
 from topo_gate.report.text import file_text
-from topo_gate.trials.plan import BASELINE_BACKEND
 
 
 def size_range(lower: int, rule: Rule) -> str:

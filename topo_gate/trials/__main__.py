@@ -20,9 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from topo_gate.evidence.document import evidence_from_results, trials_meta, write_evidence
 from topo_gate.profile.digest import canonical_json
 from topo_gate.trials.backends import BACKENDS_BY_NAME, known_backend
-from topo_gate.trials.evidence import evidence_from_results, trials_meta, write_evidence
 from topo_gate.trials.plan import (
     DTYPE_BYTES,
     PATTERNS,

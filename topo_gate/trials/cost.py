@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from topo_gate.trials.plan import COMPOSITE_SUFFIX, SessionPlan, TrialPlan
 
-#: The worker's phases in order (``worker/loop.PhaseClock``; evidence ``phases_s``).
+#: The worker's phases in order (``worker/state.PhaseClock``; evidence ``phases_s``).
 PHASES = (
     "import", "rendezvous", "admit", "setup", "check", "capture", "measure", "transition", "context",
     "recheck", "close",

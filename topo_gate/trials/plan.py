@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
+from topo_gate.evidence.bar import DEFAULT_MARGIN  # the layer graphs' bar is decide's
+
 SPEC_FORMAT = "topo-gate/trial-spec/v2"
 PATTERNS = ("allreduce", "allreduce_rmsnorm")
 DEVICES = ("cpu", "cuda")
@@ -25,12 +27,7 @@ FAULT_KINDS = ("hang", "hang-late", "crash", "wrong", "wrong-odd", "stale", "tra
 #: attempt, ``infra-once`` on the first attempt only.
 STARTUP_FAULT = "_startup"
 STARTUP_FAULT_KINDS = ("infra", "infra-once")
-DEFAULT_MARGIN = 0.05  # decide.DEFAULT_MARGIN: the layer graphs' bar is decide's
-
-#: The baseline every other backend is compared with: what a launcher does when it opts into nothing.
-BASELINE_BACKEND: Mapping[str, str] = {"cuda": "nccl", "cpu": "gloo"}
-
-COMPOSITE_SUFFIX = "+rmsnorm"  # backends.COMPOSITE_SUFFIX (this module stays free of the backends)
+COMPOSITE_SUFFIX = "+rmsnorm"  # backends.names.COMPOSITE_SUFFIX (this module stays free of the backends)
 #: Size transitions are timed after every AFTER_STEP-th ladder size, counted down from the largest
 #: (2: every other power of two, 4x apart). A planner charges a route the transition after the
 #: largest size that route sends to the backend's buffer; it takes the nearest measured size above,

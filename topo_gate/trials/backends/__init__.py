@@ -2,13 +2,16 @@
 
 Listing or validating backend names imports nothing heavy (no torch, no flashinfer); only
 ``load_backend`` imports the module, inside a worker process. ``<plain>+rmsnorm`` names a composite
-(``composite.py``): a registered plain backend followed by the add + RMSNorm kernel.
+(``composite.py``; the names: ``names.py``): a registered plain backend followed by the add +
+RMSNorm kernel.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING
+
+from topo_gate.trials.backends.names import is_composite, plain_of
 
 if TYPE_CHECKING:
     from topo_gate.trials.backends.base import Backend
@@ -44,12 +47,9 @@ class UnknownBackend(LookupError):
     """A name that is not in BACKENDS_BY_NAME."""
 
 
-COMPOSITE_SUFFIX = "+rmsnorm"
-
-
 def known_backend(name: str) -> bool:
     """A registered name, or ``<registered>+rmsnorm``."""
-    plain = name[: -len(COMPOSITE_SUFFIX)] if name.endswith(COMPOSITE_SUFFIX) else name
+    plain = plain_of(name) if is_composite(name) else name
     return plain in BACKENDS_BY_NAME
 
 
@@ -59,10 +59,10 @@ def load_backend(name: str) -> type[Backend]:
     Raises UnknownBackend for an unregistered name; an ImportError from the module propagates, and the
     worker reports it as the backend being unavailable.
     """
-    if name.endswith(COMPOSITE_SUFFIX):
+    if is_composite(name):
         from topo_gate.trials.backends.composite import with_rmsnorm
 
-        return with_rmsnorm(load_backend(name[: -len(COMPOSITE_SUFFIX)]))
+        return with_rmsnorm(load_backend(plain_of(name)))
     try:
         target = BACKENDS_BY_NAME[name]
     except KeyError:

@@ -19,23 +19,11 @@ from collections.abc import Callable
 
 import torch
 
-from . import COMPOSITE_SUFFIX as SUFFIX
 from .base import PATTERN_ALLREDUCE_RMSNORM, RMSNORM_EPS, Backend, BackendContext, TrialBuffers
+from .names import composite_name
 
 #: The norm after the plain all-reduce: (reduced, residual, weight, out, residual_out) -> None.
 AddRmsNorm = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], None]
-
-
-def composite_name(plain: str) -> str:
-    return plain + SUFFIX
-
-
-def is_composite(name: str) -> bool:
-    return name.endswith(SUFFIX)
-
-
-def plain_of(name: str) -> str:
-    return name[: -len(SUFFIX)]
 
 
 def with_rmsnorm(plain: type[Backend]) -> type[Backend]:

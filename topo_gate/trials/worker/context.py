@@ -8,7 +8,7 @@ timed again in graphs of ``calls`` layers, each ``GEMM -> all-reduce [-> residua
 
 - every backend that *cleared the isolated bar* at that size (``cleared``): its median per call
   (the slowest rank's), plus the transition charge decide's rule 5 applies (the replays after the
-  largest size, ``transitions.charge_us``), is at most the baseline's median / (1 + margin). Only
+  largest size, ``state.charge_us``), is at most the baseline's median / (1 + margin). Only
   medians: decide also asks the CI to clear the bar, which a candidate short of it here could not;
 - every backend the plan names in ``context_backends`` (the launchers' default paths) that was
   admitted and correct at that size, win or lose: what a plan must be priced against;
@@ -27,16 +27,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
+from topo_gate.evidence.names import GEMM
 from topo_gate.trials.backends.base import BackendContext, TrialBuffers
+from topo_gate.trials.worker.state import PatternState
 
-if TYPE_CHECKING:  # the loop imports this module
-    from topo_gate.trials.worker.loop import PatternTrials
-
-GEMM = "gemm"
 ROUNDS = 9
 
 
@@ -45,9 +43,9 @@ def calls_per_graph(graph_calls: int) -> int:
     return max(2, graph_calls // 4)
 
 
-def cleared(trials: PatternTrials, charged: Mapping[tuple[str, int], float]) -> dict[int, list[str]]:
+def cleared(trials: PatternState, charged: Mapping[tuple[str, int], float]) -> dict[int, list[str]]:
     """Per size, the backends that cleared the isolated bar there (module docstring), fastest first.
-    ``charged``: the group medians with the transition charge (``PatternTrials.group_medians``)."""
+    ``charged``: the group medians with the transition charge (``PatternState.group_medians``)."""
     baseline, threshold = trials.plan.backends[0], 1 + trials.plan.margin
     by_size: dict[int, list[str]] = {}
     for tokens in trials.plan.tokens:
@@ -63,7 +61,7 @@ def cleared(trials: PatternTrials, charged: Mapping[tuple[str, int], float]) -> 
     return by_size
 
 
-def time_layers(trials: PatternTrials) -> None:
+def time_layers(trials: PatternState) -> None:
     """The layer graphs of every size (module docstring), into ``trials.context``."""
     plan = trials.plan
     baseline = plan.backends[0]

@@ -29,52 +29,16 @@ fresh workers without it. The heartbeat before each step tells the runner whom t
 from __future__ import annotations
 
 import gc
-import statistics
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from topo_gate.trials.backends.base import Backend, BackendContext, TrialBuffers
-from topo_gate.trials.plan import TrialPlan
-from topo_gate.trials.protocol import RANK_RESULT_FORMAT, Heartbeat
-from topo_gate.trials.worker import admission, checks, context, faults, recheck, transitions
-from topo_gate.trials.worker.pool import BackendPool
+from topo_gate.trials.backends.base import Backend
+from topo_gate.trials.protocol import RANK_RESULT_FORMAT
+from topo_gate.trials.worker import admission, checks, context, recheck, transitions
+from topo_gate.trials.worker.state import Cell, PatternState
 from topo_gate.trials.worker.timing import make_timer
-
-
-@dataclass
-class Cell:
-    """This rank's record of one (backend, size)."""
-
-    backend: str
-    tokens: int
-    status: str = "ok"
-    reason: str | None = None
-    max_abs_err: float | None = None
-    per_call_us: list[float] = field(default_factory=list)
-    skew_us: list[float | None] = field(default_factory=list)
-    #: Per larger size (tokens, ascending), the per-call latency of replays that ran right after its
-    #: calls (Lamport-style backends): ``{"tokens": L, "per_call_us": [...]}``.
-    after: list[dict[str, Any]] = field(default_factory=list)
-    #: Stopped after EARLY_ROUNDS as a clear loser: it cannot be chosen at this size.
-    stopped_early: bool = False
-
-
-class PhaseClock:
-    """Seconds spent in each phase of a worker's life, for the evidence (``phases_s``): what a sweep's
-    wall time is made of -- start-up and setup versus the measurement itself."""
-
-    def __init__(self, started: float) -> None:
-        self._last = started
-        self.phases: dict[str, float] = {}
-
-    def mark(self, phase: str) -> None:
-        now = time.monotonic()
-        self.phases[phase] = round(self.phases.get(phase, 0.0) + now - self._last, 3)
-        self._last = now
-
 
 #: Early stopping: after this many rounds, a backend whose group median at a size is not below
 #: LOSER_FACTOR x the baseline's stops being timed there. Not faster than the baseline, it cannot
@@ -88,30 +52,9 @@ EARLY_ROUNDS = 5
 LOSER_FACTOR = 1.0
 
 
-class PatternTrials:
-    """One plan (one pattern) on this rank, within a session that owns the backends (``pool``)."""
-
-    def __init__(
-        self, plan: TrialPlan, ctx: BackendContext, pool: BackendPool, heartbeat: Heartbeat, clock: PhaseClock
-    ) -> None:
-        self.plan = plan
-        self.ctx = ctx
-        self.pool = pool
-        self.heartbeat = heartbeat
-        self.clock = clock
-        self.statuses: dict[str, dict[str, str | None]] = {}
-        self.cells: list[Cell] = []
-        self.context: list[dict[str, Any]] = []
-        self.graph_checks: list[dict[str, Any]] = []
-        self.backends: dict[str, Backend] = {}
-        self.buffers: dict[int, TrialBuffers] = {}
-        self.passed: dict[tuple[str, int], Any] = {}
-        self.measurables: dict[tuple[str, int], Any] = {}
-        #: Per backend, a graph of transitions.PREDECESSOR_CALLS calls of its largest timed size: what
-        #: the transitions and the rechecks replay right before a smaller size.
-        self.predecessors: dict[str, Any] = {}
-        self.timer: Any = None
-        self.wall_s = 0.0
+class PatternTrials(PatternState):
+    """One plan (one pattern) on this rank: the order of work (module docstring) over the state
+    its phases share (``state.py``)."""
 
     def run(self) -> None:
         started = time.monotonic()
@@ -153,15 +96,6 @@ class PatternTrials:
         if self.ctx.device.type == "cuda":
             torch.cuda.synchronize(self.ctx.device)
 
-    def beat(
-        self, phase: str, backend: str | None, tokens: int | None = None, round: int | None = None
-    ) -> None:
-        self.heartbeat.step += phase in ("check", "prepare", "measure", "recheck")
-        self.heartbeat.beat(phase, backend, tokens, round)
-
-    def is_default_path(self, name: str) -> bool:
-        return name in self.plan.context_backends
-
     def _admit(self) -> dict[str, Backend]:
         admitted: dict[str, Backend] = {}
         for name in self.plan.backends:
@@ -174,27 +108,6 @@ class PatternTrials:
             else:
                 self.statuses[name] = {"status": "unavailable", "reason": reason}
         return admitted
-
-    def call(self, name: str, tokens: int, buffers: TrialBuffers) -> Any:
-        call = self.backends[name].prepare(tokens, buffers)
-        if name in self.plan.faults:
-            call = faults.inject(
-                self.plan.faults[name], call, self.ctx.rank, buffers, backend=name, tokens=tokens
-            )
-        return call
-
-    def vote(self, verdict: checks.Verdict) -> tuple[float | None, tuple[int, checks.Verdict] | None]:
-        """Every rank's verdict: (max error over ranks, None if any NaN; the first wrong rank's)."""
-        verdicts = [checks.Verdict.from_json(v) for v in admission.gather(verdict.to_json(), self.ctx)]
-        errors = [v.max_abs_err for v in verdicts if v.max_abs_err is not None]
-        max_err = max(errors) if len(errors) == len(verdicts) else None
-        wrong = [(rank, v) for rank, v in enumerate(verdicts) if not v.ok]
-        return max_err, (wrong[0] if wrong else None)
-
-    def agreed_size_reason(self, name: str, tokens: int) -> str | None:
-        """Admission of ``name`` at ``tokens``, voted."""
-        local = self.backends[name].size_unavailable(tokens)
-        return admission.agreed_reason(admission.gather(local, self.ctx))
 
     def _check_all(self) -> dict[tuple[str, int], Any]:
         """Check every (backend, size); return the calls of those that passed, keyed (name, tokens)."""
@@ -218,16 +131,6 @@ class PatternTrials:
                     passed[(name, tokens)] = call
         return passed
 
-    def mark_wrong(self, name: str, tokens: int, reason: str) -> None:
-        if self.statuses[name]["status"] == "ok":
-            self.statuses[name] = {"status": "wrong", "reason": f"at {tokens} tokens: {reason}"}
-
-    def cell(self, name: str, tokens: int) -> Cell:
-        return next(cell for cell in self.cells if cell.backend == name and cell.tokens == tokens)
-
-    def timed_sizes(self, name: str) -> list[int]:
-        return [t for t in self.plan.tokens if (name, t) in self.measurables]
-
     def _capture(self) -> None:
         for (name, tokens), call in self.passed.items():
             self.beat("prepare", name, tokens)
@@ -250,21 +153,6 @@ class PatternTrials:
                     cell = self.cell(name, tokens)
                     cell.per_call_us.append(sample.per_call_us)
                     cell.skew_us.append(sample.skew_us)
-
-    def group_medians(self, charge: bool = False) -> dict[tuple[str, int], float]:
-        """Per (backend, size) timed so far, the slowest rank's median per call (a collective);
-        ``charge``: plus the transition charge decide applies (``transitions.charge_us``)."""
-        local = {}
-        for cell in self.cells:
-            if cell.per_call_us:
-                extra = transitions.charge_us(cell, self.plan.graph_calls) if charge else 0.0
-                local[f"{cell.backend}@{cell.tokens}"] = statistics.median(cell.per_call_us) + extra
-        gathered = admission.gather(local, self.ctx)
-        medians = {}
-        for key in local:
-            name, tokens = key.rsplit("@", 1)
-            medians[(name, int(tokens))] = max(ranks[key] for ranks in gathered)
-        return medians
 
     def _stop_clear_losers(self, active: dict[int, list[str]]) -> None:
         medians = self.group_medians()

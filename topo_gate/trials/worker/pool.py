@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from topo_gate.trials.backends import UnknownBackend, load_backend
 from topo_gate.trials.backends.base import PATTERN_ALLREDUCE, Backend, BackendContext
-from topo_gate.trials.backends.composite import is_composite, plain_of
+from topo_gate.trials.backends.names import is_composite, plain_of
 from topo_gate.trials.worker.admission import local_reason
 
 

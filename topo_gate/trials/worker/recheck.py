@@ -10,18 +10,14 @@ path, which a plan leaves in place and must know to be correct.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from topo_gate.trials.worker import checks
-
-if TYPE_CHECKING:  # the loop imports this module
-    from topo_gate.trials.worker.loop import PatternTrials
+from topo_gate.trials.worker.state import PatternState
 
 #: Token counts between the ladder's powers of two that the captured graphs are also checked at.
 ODD_TOKENS = (3, 24, 3000)
 
 
-def recheck_graphs(trials: PatternTrials) -> None:
+def recheck_graphs(trials: PatternState) -> None:
     """Into ``trials.graph_checks``: one voted record per (backend, size) rechecked."""
     ladder = trials.plan.tokens
     sizes = sorted(set(ladder) | {t for t in ODD_TOKENS if t < ladder[-1]})
@@ -68,13 +64,13 @@ def recheck_graphs(trials: PatternTrials) -> None:
                 _disqualify(trials, name, tokens, reason)
 
 
-def _rechecked_there(trials: PatternTrials, name: str, tokens: int, timed: list[int]) -> bool:
+def _rechecked_there(trials: PatternState, name: str, tokens: int, timed: list[int]) -> bool:
     if tokens not in timed:
         return False
     return not trials.cell(name, tokens).stopped_early or trials.is_default_path(name)
 
 
-def _disqualify(trials: PatternTrials, name: str, tokens: int, reason: str) -> None:
+def _disqualify(trials: PatternState, name: str, tokens: int, reason: str) -> None:
     """A wrong answer at ``tokens`` disqualifies the ladder sizes around it (itself if on it)."""
     ladder = trials.plan.tokens
     if tokens in ladder:

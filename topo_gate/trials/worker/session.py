@@ -29,8 +29,9 @@ from topo_gate.trials.plan import STARTUP_FAULT, SessionPlan, TrialPlan
 from topo_gate.trials.protocol import SESSION_FORMAT, Heartbeat, result_path, session_path
 from topo_gate.trials.worker import admission
 from topo_gate.trials.worker.faults import startup_fails
-from topo_gate.trials.worker.loop import PatternTrials, PhaseClock
+from topo_gate.trials.worker.loop import PatternTrials
 from topo_gate.trials.worker.pool import BackendPool
+from topo_gate.trials.worker.state import PhaseClock
 
 
 @dataclass(frozen=True)

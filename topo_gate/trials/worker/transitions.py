@@ -18,33 +18,18 @@ Recorded per cell as ``after``, ascending by ``L`` (evidence ``after_sizes``).
 
 from __future__ import annotations
 
-import statistics
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from topo_gate.trials.worker import context
-
-if TYPE_CHECKING:  # the loop imports this module
-    from topo_gate.trials.worker.loop import Cell, PatternTrials
+from topo_gate.trials.worker.state import PatternState
 
 PREDECESSOR_CALLS = 4  # a prefill chunk's few calls before decode
 TRANSITION_REPS = 3
-#: All-reduce calls of one serving step a transition is charged against: decide.STEP_CALLS.
-STEP_CALLS = 64
 #: Faults that make a gloo backend behave like a Lamport one (the harness's tests).
 _TRANSITION_FAULTS = ("stale", "transition")
 
 
-def charge_us(cell: Cell, graph_calls: int) -> float:
-    """Decide's rule 5 on this rank's samples: the extra time of one replay right after the largest
-    size over a steady one, spread over STEP_CALLS calls (0 when not measured or not slower)."""
-    after = cell.after[-1]["per_call_us"] if cell.after else []
-    if not after or not cell.per_call_us:
-        return 0.0
-    extra = (statistics.median(after) - statistics.median(cell.per_call_us)) * graph_calls
-    return max(0.0, extra) / STEP_CALLS
-
-
-def time_transitions(trials: PatternTrials) -> None:
+def time_transitions(trials: PatternState) -> None:
     """The replays after larger sizes (module docstring); also leaves ``trials.predecessors``, the
     largest size's graph of every backend, for the rechecks."""
     for name in trials.backends:
@@ -78,7 +63,7 @@ def time_transitions(trials: PatternTrials) -> None:
         cell.after.sort(key=lambda entry: entry["tokens"])
 
 
-def _predecessor(trials: PatternTrials, name: str, tokens: int) -> Any:
+def _predecessor(trials: PatternState, name: str, tokens: int) -> Any:
     trials.beat("prepare", name, tokens)
     return trials.timer.prepare(
         trials.passed[(name, tokens)],
@@ -87,7 +72,7 @@ def _predecessor(trials: PatternTrials, name: str, tokens: int) -> Any:
     )
 
 
-def _replays(trials: PatternTrials, name: str, tokens: int, larger: int, predecessor: Any) -> None:
+def _replays(trials: PatternState, name: str, tokens: int, larger: int, predecessor: Any) -> None:
     samples = []
     for rep in range(TRANSITION_REPS):
         trials.beat("transition", name, tokens, rep)

@@ -13,14 +13,13 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from topo_gate._atomic import write_atomic
 from topo_gate._inputs import InputError, parse_json, read_text
 from topo_gate._version import __version__
-from topo_gate.trials.evidence_check import EVIDENCE_FORMAT, STATUSES, evidence_problem
-from topo_gate.trials.evidence_limits import work_problem
-from topo_gate.trials.plan import Skipped
+from topo_gate.evidence.check import EVIDENCE_FORMAT, STATUSES, evidence_problem
+from topo_gate.evidence.limits import work_problem
 
 #: What writers emit: v1.1 adds, all optional, per run ``error``, ``retries``, ``context`` and
 #: ``graph_checks``, and per result ``after_larger_us``; v1.2 per result ``after_sizes``, per run
@@ -42,6 +41,16 @@ class EvidenceError(Exception):
     """An evidence file that cannot be used; the message is one line naming the file and the problem."""
 
 
+class _SkippedLike(Protocol):
+    """A TP size that got no trials, and why (``trials.plan.Skipped``)."""
+
+    @property
+    def tp(self) -> int: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
 def trials_meta(plans: Sequence[Any], *, patterns: Sequence[str] | None = None) -> dict[str, Any]:
     """The evidence ``trials`` block from the plans (``TrialPlan``) run: they share dtype, hidden and
     method."""
@@ -59,7 +68,7 @@ def evidence_from_results(
     plan_results: Iterable[Any],
     node_block: Mapping[str, Any],
     trials: Mapping[str, Any],
-    skipped: Iterable[Skipped] = (),
+    skipped: Iterable[_SkippedLike] = (),
     *,
     capture: Mapping[str, Any] | None = None,
     created: datetime | None = None,

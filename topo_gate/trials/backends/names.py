@@ -1,0 +1,22 @@
+"""Backend names: a registered plain name, or ``<plain>+rmsnorm`` for its composite (``composite.py``).
+
+Stdlib only: the registry (``__init__``) and the composites read one spelling here, so neither
+imports the other for it.
+"""
+
+from __future__ import annotations
+
+COMPOSITE_SUFFIX = "+rmsnorm"
+
+
+def composite_name(plain: str) -> str:
+    return plain + COMPOSITE_SUFFIX
+
+
+def is_composite(name: str) -> bool:
+    return name.endswith(COMPOSITE_SUFFIX)
+
+
+def plain_of(name: str) -> str:
+    """The plain backend of a composite's name."""
+    return name[: -len(COMPOSITE_SUFFIX)]
