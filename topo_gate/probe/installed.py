@@ -13,7 +13,7 @@ import importlib.util
 import os
 from collections.abc import Iterable, Mapping
 
-from topo_gate.trials.backends import COMPOSITE_SUFFIX
+from topo_gate.trials.backends.names import COMPOSITE_SUFFIX
 from topo_gate.trials.backends._flashinfer import flashinfer_missing
 from topo_gate.trials.backends.custom_v2_bundle import kernels_missing
 
