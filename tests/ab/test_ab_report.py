@@ -63,6 +63,7 @@ def test_report_puts_the_record_next_to_the_profile_it_validated(
     capsys.readouterr()
 
 
+@pytest.mark.slow
 def test_report_draws_the_arms_reproducibly(record_path, capsys, tmp_path) -> None:
     pytest.importorskip("matplotlib")
     first, second = tmp_path / "a", tmp_path / "b"

@@ -33,6 +33,7 @@ def test_identical_twins_raise_no_alarm(write_fleet, first):
     assert report.warnings == ()
 
 
+@pytest.mark.slow
 def test_a_node_8_percent_slower_on_one_backend_at_large_sizes_is_named(write_fleet, capsys):
     paths = write_fleet([twin(0), twin(1), twin(2, slow_backend="nccl"), twin(3), twin(4)])
     report = find_outliers(load_fleet(paths))

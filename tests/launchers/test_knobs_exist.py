@@ -121,6 +121,7 @@ def priced_nodes(draw: st.DrawFn) -> KnobCase:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=priced_nodes())
 def test_generated_plans_emit_only_known_knobs(case: KnobCase) -> None:

@@ -252,6 +252,7 @@ REPORTER = (
 )
 
 
+@pytest.mark.slow
 def test_exec_reads_the_node_and_follows_its_member_of_the_set(fleet_set, tmp_path):
     """The real path: the node read from the 2x H200's own recorded NVML capture picks its member."""
     evidence = json.loads((PROFILES / "h200-x2" / "h7168-run1.evidence.json").read_text(encoding="utf-8"))

@@ -150,12 +150,14 @@ plain = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(document=st.dictionaries(st.text(min_size=1, max_size=6), plain, min_size=1, max_size=5))
 def test_generated_documents_read_the_same(document: dict) -> None:
     _assert_one_answer(to_yaml(document))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     document=st.dictionaries(st.text(min_size=1, max_size=6), plain, min_size=1, max_size=5),
