@@ -14,6 +14,8 @@ from topo_gate.ab.record import load_record, write_record
 from topo_gate.cli import main
 from topo_gate.report.ab_report import AbSource, ab_figure_spec
 
+pytestmark = pytest.mark.slow
+
 STEADY = [100.0, 100.0, 101.0, 102.0, 99.0, 100.0]
 HOSTILE = ["<script>alert(1)</script>", "[red]loud[/red]", "bell\x1b[2J", "a|b"]
 CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")  # a CommonMark code span: equal fences, one line

@@ -11,6 +11,8 @@ from topo_gate.cli import main
 from topo_gate.fleet.evidence_set import load_fleet
 from topo_gate.fleet.outliers import VERDICTS, find_outliers
 
+pytestmark = pytest.mark.slow
+
 # Cells measured ok that did not stop early (those are not scored): the same cells in both runs.
 FULL_CELLS = sum(
     result["status"] == "ok" and not result.get("stopped_early")

@@ -21,6 +21,8 @@ from priced_profiles import FINGERPRINT
 
 from topo_gate.launchers import sglang, vllm
 
+pytestmark = pytest.mark.slow
+
 CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "captures"
 # Stands in for a launcher: reports its argv, the env topo-gate sets, and its PID.
 REPORTER = """import json, os, sys

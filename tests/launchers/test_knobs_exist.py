@@ -53,6 +53,7 @@ def test_forced_nccl_knobs_exist(launcher: str) -> None:
     assert_knobs_exist(nccl_plan(launcher, "test"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_each_knob_case_emits_known_knobs(case: KnobCase) -> None:
     plan = case.plan()

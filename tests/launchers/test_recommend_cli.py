@@ -21,6 +21,8 @@ from topo_gate.cli import main
 from topo_gate.launchers import sglang, vllm
 from topo_gate.profile import dump_profile
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED_H200 = ROOT / "profiles" / "h200-x2" / "h7168-run1.yaml"
 

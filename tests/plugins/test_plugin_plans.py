@@ -51,6 +51,8 @@ from topo_gate.plugins import (
 from topo_gate.plugins import vllm as vllm_plugin
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
+pytestmark = pytest.mark.slow
+
 OTHER_NODE = "sha256:" + "cd" * 32
 #: llama-3.1-70b, the knob cases' served model: what the launcher's model config says of it.
 LLAMA = Served(tp=2, hidden=8192, layers=80, architecture="LlamaForCausalLM", user_args=())

@@ -175,6 +175,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow
 class TestValidateSet:
     def test_a_good_set(self, capsys, fleet_set):
         code, out, err = run(capsys, "validate", str(fleet_set))

@@ -113,6 +113,7 @@ def _assert_one_answer(text: str, *, pure_too: bool = True) -> None:
         assert _same(pure, careful)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_profile_like_file_reads_the_same_every_way(path: Path) -> None:
     try:

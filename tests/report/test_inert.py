@@ -19,6 +19,8 @@ from topo_gate.cli import main
 from topo_gate.report.inert import figure_text, html_text, markdown_text
 from topo_gate.report.markdown import cell
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE = REPO / "tests" / "fixtures" / "hostile" / "evidence-markup.json"
 #: What a renderer or GitHub would act on, if any of it were live.
