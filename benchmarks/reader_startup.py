@@ -8,16 +8,24 @@ Runs, in fresh interpreters and interleaved (so machine drift hits all alike):
   (``dataclasses``, ``json``, ``hashlib``, ``typing``; torch alone imports them all), which is what a
   real launcher pays on top of what it already loaded.
 
-``--loader`` picks how the profile's YAML is read: ``fast`` (the default when PyYAML has libyaml:
-libyaml composes, ``profile/yaml_fast.py`` builds), ``careful`` (libyaml's events, composed in
-Python), ``pure`` (as without libyaml: PyYAML's own scanner).
+``--loader`` picks how the profile's YAML is read: ``fast`` (the default: the text topo-gate writes
+is read line by line without PyYAML, ``profile/yaml_lines.py``; other text as ``libyaml``),
+``libyaml`` (libyaml composes, ``profile/yaml_fast.py`` builds), ``careful`` (libyaml's events,
+composed in Python), ``pure`` (as without libyaml: PyYAML's own scanner).
 
-    python benchmarks/reader_startup.py --runs 20 --profile profiles/examples/synthetic-h200x2.yaml
+Each figure is the median wall time of fresh interpreters, and beside it the CPU time (user + system)
+they used, which a loaded machine inflates far less: on a shared machine, quote both with the load
+average. The children run with their ``.pyc`` files written (``PYTHONDONTWRITEBYTECODE`` is dropped
+for them), as an installed topo-gate has them: pip compiles a package when it installs it.
+
+    python benchmarks/reader_startup.py --runs 20 --profile profiles/h200-x2/h7168-run1.yaml
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,18 +38,29 @@ READER = (
     "import topo_gate; d = topo_gate.gate({path!r}, tp=2, trust_unverified_node=True); "
     "assert not d.fallback, d.reason"
 )
+# The loaders other than "fast" are forced by making the line reader refuse every text.
+_NO_LINES = (
+    "import topo_gate.profile.io as i, topo_gate.profile.yaml_format as f, topo_gate.profile.yaml_lines as l; "
+    "i.read_canonical = f.read_canonical = lambda text: l.UNSURE; "
+)
 LOADERS = {
     "fast": "",
-    "careful": "import topo_gate.profile.yaml_format as f; f._FAST = False; ",
-    "pure": "import yaml; yaml.__with_libyaml__ = False; ",  # before topo_gate reads it
+    "libyaml": _NO_LINES,
+    "careful": _NO_LINES + "import topo_gate.profile.yaml_format as f; f._FAST = False; ",
+    "pure": "import yaml; yaml.__with_libyaml__ = False; " + _NO_LINES,  # before topo_gate reads it
 }
+#: What a launcher's interpreter has: its packages' .pyc files (see the module docstring).
+CHILD_ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
 
 
-def time_run(code: str) -> float:
-    """Wall-clock seconds of one fresh interpreter running ``code``."""
+def time_run(code: str) -> tuple[float, float]:
+    """Wall-clock and CPU (user + system) seconds of one fresh interpreter running ``code``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True)
-    return time.perf_counter() - start
+    subprocess.run([sys.executable, "-c", code], check=True, env=CHILD_ENV)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -59,17 +78,30 @@ def main() -> None:
     }
     for code in commands.values():
         time_run(code)  # compile .pyc files and warm the page cache: "cold" = a fresh process
-    samples: dict[str, list[float]] = {name: [] for name in commands}
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    cpus: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(max(args.runs, 10)):
         for name, code in commands.items():
-            samples[name].append(time_run(code))
-    ms = {name: statistics.median(values) * 1000 for name, values in samples.items()}
-    runs = len(samples["bare"])
+            wall, cpu = time_run(code)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    ms = {name: statistics.median(values) * 1000 for name, values in walls.items()}
+    cpu_ms = {name: statistics.median(values) * 1000 for name, values in cpus.items()}
+
+    def added(of: str, over: str) -> str:
+        return f"{ms[of] - ms[over]:6.1f} ms wall, {cpu_ms[of] - cpu_ms[over]:6.1f} ms CPU"
+
+    runs = len(walls["bare"])
     print(f"medians of {runs} fresh interpreters each ({args.profile.name}, {args.loader} loader):")
-    print(f"  python -c pass                          {ms['bare']:6.1f} ms")
-    print(f"  import topo_gate + gate(tp=2)           {ms['reader']:6.1f} ms")
-    print(f"added by the reader:                      {ms['reader'] - ms['bare']:6.1f} ms  (target <= 25 ms)")
-    print(f"added after {SHARED!r}: {ms['shared+reader'] - ms['shared']:6.1f} ms  (what a launcher pays)")
+    print(
+        f"  python -c pass                          {ms['bare']:6.1f} ms wall, {cpu_ms['bare']:6.1f} ms CPU"
+    )
+    print(
+        f"  import topo_gate + gate(tp=2)           {ms['reader']:6.1f} ms wall, {cpu_ms['reader']:6.1f} ms CPU"
+    )
+    print(f"added by the reader:                      {added('reader', 'bare')}  (target <= 25 ms)")
+    print(f"ratio to a bare interpreter:              {ms['reader'] / ms['bare']:6.2f}x wall")
+    print(f"added after {SHARED!r}: {added('shared+reader', 'shared')}  (what a launcher pays)")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,15 @@ a weakened test lowers the kill rate of code that did not change). Within the ti
 scope run in a fixed pseudo-random order (``--seed``) until the cap's share for the module is spent;
 the rest are reported as left to the full run. Without the base commit in this clone's history (a
 shallow clone, a tarball) it says so loudly and mutates ``FALLBACK_MODULES`` whole instead.
+
+Why not cosmic-ray's own ``cr-filter-git`` (cosmic_ray/tools/filters/git.py in 8.7.0) for the lines:
+it can diff against the base commit (its ``filters.git-filter.branch`` goes to ``git diff`` as it
+is), but it does not select the same mutants. A hunk that only deletes lines (``+N,0``) marks no line
+there (``range(start, start + 0)``), so a change that deletes a guard puts nothing in scope; here the
+two lines around the gap are. It reads ``git diff`` alone, so an untracked new module is out. And it
+works by marking a session's work items skipped after ``git diff --relative BRANCH .`` in its working
+directory, whereas the sessions here live in scratch copies that are no git work tree, and the same
+lines also pick the knock-out mutants of ``mutation_data.py``, which are no cosmic-ray work items.
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ def no_bootstrap(monkeypatch):
     monkeypatch.setattr("topo_gate.report.series.bootstrap_speedups", refuse)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["decide", "report", "fleet merge"])
 def test_one_huge_cell_is_refused_before_any_bootstrap(command, tmp_path, capsys, no_bootstrap) -> None:
     path = huge_cell(tmp_path)

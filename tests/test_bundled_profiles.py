@@ -17,6 +17,8 @@ from topo_gate.probe import preview
 from topo_gate.profile import load_profile
 from topo_gate.profile.figures import speedup_text
 
+pytestmark = pytest.mark.slow
+
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
 BUNDLED = sorted(p for p in PROFILES.rglob("*.yaml") if p.parent.name != "examples")
 EXAMPLES = sorted((PROFILES / "examples").glob("*.yaml"))

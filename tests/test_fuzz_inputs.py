@@ -25,6 +25,8 @@ from topo_gate.cli import main
 from topo_gate.profile import Profile
 from topo_gate.profile.semantics import check_semantics
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 CAPTURE_FILE = REPO / "tests" / "fixtures" / "captures" / "h200-x2.real.json"
 CPU_EVIDENCE_FILE = REPO / "tests" / "probe" / "data" / "cpu-gloo-tp2-tp4.evidence.json"

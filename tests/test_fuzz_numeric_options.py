@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 
 from topo_gate.cli import cli, main
 
+pytestmark = pytest.mark.slow
+
 HOSTILE = [
     "nan", "NaN", "-nan", "inf", "-inf", "Infinity", "1e400", "-1e400", "1e-400", "-0", "0", "-1",
     "9" * 5000, "9" * 30, "\u0664", "\u0661\u0662", "\uff14", "\u00b2", "\u00bd", "1_000", " 7 ", "0x10",

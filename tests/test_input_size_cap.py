@@ -91,6 +91,7 @@ def _sparse(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_a_huge_input_is_refused_after_reading_at_most_its_cap(kind: str, tmp_path: Path) -> None:
     name, cap, words = CASES[kind]

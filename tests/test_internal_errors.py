@@ -19,6 +19,8 @@ from topo_gate.cli import main
 from topo_gate.profile import load_profile
 from topo_gate.profile.digest import compute_digest
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "profiles" / "examples" / "synthetic-h200x2.yaml"
 CPU_EVIDENCE = REPO / "tests" / "probe" / "data" / "cpu-gloo-tp2-tp4.evidence.json"

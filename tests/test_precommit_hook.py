@@ -18,6 +18,8 @@ import yaml
 
 from topo_gate.profile.yaml_format import parse_yaml, to_yaml
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 GOOD = REPO / "profiles" / "examples" / "synthetic-h200x2.yaml"
 

@@ -17,6 +17,8 @@ import pytest
 
 from topo_gate.cli import _hangup_and_terminate_interrupt, _interrupt
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("processes")]
+
 
 def processes_mentioning(text: str) -> list[int]:
     """Pids of live (non-zombie) processes whose command line contains ``text``."""

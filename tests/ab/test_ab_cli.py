@@ -17,6 +17,8 @@ from topo_gate.cli import main
 from topo_gate.launchers.trtllm import OPTIONS_FLAG
 from topo_gate.profile import load_profile
 
+pytestmark = pytest.mark.slow
+
 # Per arm, the value of each call: the warm-up first, then rounds 1-5.
 STEADY = [100.0, 100.0, 101.0, 102.0, 99.0, 100.0]
 

@@ -18,6 +18,8 @@ from ab_helpers import DATA, REPO
 
 from topo_gate.cli import main
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("processes")]
+
 STEADY = [100.0, 100.0, 101.0, 102.0, 99.0, 100.0]
 
 

@@ -14,6 +14,8 @@ from topo_gate.ab.record import load_record, write_record
 from topo_gate.cli import main
 from topo_gate.report.ab_report import AbSource, ab_figure_spec
 
+pytestmark = pytest.mark.slow
+
 STEADY = [100.0, 100.0, 101.0, 102.0, 99.0, 100.0]
 HOSTILE = ["<script>alert(1)</script>", "[red]loud[/red]", "bell\x1b[2J", "a|b"]
 CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")  # a CommonMark code span: equal fences, one line
@@ -63,6 +65,7 @@ def test_report_puts_the_record_next_to_the_profile_it_validated(
     capsys.readouterr()
 
 
+@pytest.mark.slow
 def test_report_draws_the_arms_reproducibly(record_path, capsys, tmp_path) -> None:
     pytest.importorskip("matplotlib")
     first, second = tmp_path / "a", tmp_path / "b"

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from topo_gate.decide import decide
+
+pytestmark = pytest.mark.slow
 
 HIDDEN = 4096
 ROUNDS = 15

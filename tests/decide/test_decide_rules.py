@@ -312,6 +312,7 @@ def test_speedups_and_intervals_are_rounded_to_three_places() -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_cli_and_the_library_decide_alike_by_default(capsys) -> None:
     # `topo-gate decide` (re-deriving) and `probe` (which calls decide() with its defaults) must agree
     # on the same evidence, down to the bootstrap's intervals.
@@ -420,6 +421,7 @@ def test_a_decision_result_cannot_be_changed_after_the_fact() -> None:
         result.decisions = []  # type: ignore[misc]
 
 
+@pytest.mark.slow
 def test_the_bundled_profile_is_exactly_what_decide_derives_from_its_evidence() -> None:
     # Deterministic by default (seed 0): re-deriving a committed profile gives the same rules.
     import json

@@ -15,6 +15,8 @@ from topo_gate.fleet.merge import merge_fleet
 from topo_gate.probe import DecideSettings, preview
 from topo_gate.profile import Fleet, Profile, ProfileInvalid, load_profile
 
+pytestmark = pytest.mark.slow
+
 FAST = DecideSettings(bootstrap=400)
 
 

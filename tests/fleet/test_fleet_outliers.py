@@ -11,6 +11,8 @@ from topo_gate.cli import main
 from topo_gate.fleet.evidence_set import load_fleet
 from topo_gate.fleet.outliers import VERDICTS, find_outliers
 
+pytestmark = pytest.mark.slow
+
 # Cells measured ok that did not stop early (those are not scored): the same cells in both runs.
 FULL_CELLS = sum(
     result["status"] == "ok" and not result.get("stopped_early")
@@ -33,6 +35,7 @@ def test_identical_twins_raise_no_alarm(write_fleet, first):
     assert report.warnings == ()
 
 
+@pytest.mark.slow
 def test_a_node_8_percent_slower_on_one_backend_at_large_sizes_is_named(write_fleet, capsys):
     paths = write_fleet([twin(0), twin(1), twin(2, slow_backend="nccl"), twin(3), twin(4)])
     report = find_outliers(load_fleet(paths))

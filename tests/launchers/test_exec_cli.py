@@ -21,6 +21,8 @@ from priced_profiles import FINGERPRINT
 
 from topo_gate.launchers import sglang, vllm
 
+pytestmark = pytest.mark.slow
+
 CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "captures"
 # Stands in for a launcher: reports its argv, the env topo-gate sets, and its PID.
 REPORTER = """import json, os, sys
@@ -145,6 +147,7 @@ def test_a_flag_in_cmd_is_priced_as_the_default_and_never_overridden(
     assert "topo-gate: no knobs: nothing measured beats the launcher's default" in err
 
 
+@pytest.mark.slow
 def test_a_users_fusion_switch_is_kept_and_the_plan_prices_around_it(reporter, case_profile) -> None:
     # The plan here turns FlashInfer fusion on; CMD enforce-disables it: the plan leaves fusion alone.
     child, out, err = exec_case(
@@ -193,6 +196,7 @@ def _nvidia_driver_present() -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_nvidia_driver_present(), reason="an NVIDIA driver is present here")
 def test_no_driver_still_starts_the_launcher_unchanged(reporter, case_profile) -> None:
     # NVML is read for real and is absent: the node cannot be verified, so the profile is not followed.

@@ -53,6 +53,7 @@ def test_forced_nccl_knobs_exist(launcher: str) -> None:
     assert_knobs_exist(nccl_plan(launcher, "test"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_each_knob_case_emits_known_knobs(case: KnobCase) -> None:
     plan = case.plan()
@@ -121,6 +122,7 @@ def priced_nodes(draw: st.DrawFn) -> KnobCase:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=priced_nodes())
 def test_generated_plans_emit_only_known_knobs(case: KnobCase) -> None:

@@ -191,6 +191,7 @@ workloads = st.dictionaries(
 ).map(lambda weights: Workload.from_weights("drawn", weights))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     read=price_tables(),

@@ -17,7 +17,7 @@ from knob_cases import CASES
 from topo_gate.launchers import PLANNERS, LaunchPlan, sglang, trtllm, vllm
 
 # Importing a real launcher sets variables of its own: put the environment back after each test.
-pytestmark = pytest.mark.usefixtures("restore_environment")
+pytestmark = [pytest.mark.usefixtures("restore_environment"), pytest.mark.slow]
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "launcher_parsers.py"
 

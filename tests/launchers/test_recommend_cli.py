@@ -21,6 +21,8 @@ from topo_gate.cli import main
 from topo_gate.launchers import sglang, vllm
 from topo_gate.profile import dump_profile
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED_H200 = ROOT / "profiles" / "h200-x2" / "h7168-run1.yaml"
 
@@ -147,6 +149,7 @@ def test_the_users_own_flag_is_priced_as_the_default_and_not_emitted(capsys, tmp
     assert "no knobs: nothing measured beats the launcher's default" in err
 
 
+@pytest.mark.slow
 def test_launcher_env_and_args_are_refused_when_malformed(capsys, tmp_path) -> None:
     case = BY_NAME["vllm-custom-off"]
     code, _, err = recommend(capsys, tmp_path, case, "--launcher-env", "NOEQUALS", user=False)
@@ -204,6 +207,7 @@ def test_an_unknown_workload_is_a_usage_error(capsys, tmp_path) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("content", "words"),
     [
@@ -336,6 +340,7 @@ def test_unknown_launcher_is_a_usage_error(capsys, tmp_path) -> None:
 # -- patterns ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("pattern", "fused"), [("all", True), ("allreduce_rmsnorm", True), ("allreduce", False)]
 )
@@ -348,6 +353,7 @@ def test_pattern_limits_which_paths_a_plan_may_change(capsys, tmp_path, pattern:
     assert any(f"{left_out} not requested" in note for note in data["notes"]) is (left_out is not None)
 
 
+@pytest.mark.slow
 def test_trtllms_one_strategy_serves_both_patterns_so_leaving_one_out_keeps_the_default(
     capsys, tmp_path
 ) -> None:

@@ -228,6 +228,7 @@ def _declared(backend: str | None) -> bool:
     return stem in trtllm.UNMEASURED.values() or stem in {f"trtllm_{c.lower()}" for c in choices}
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     tp=st.sampled_from([2, 3, 4, 6, 8, 16]),

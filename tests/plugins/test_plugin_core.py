@@ -94,6 +94,7 @@ def test_under_fallback_nccl_a_plugin_that_cannot_hook_forces_nccl_through_env(l
     assert "applied " + " ".join(f"{k}={v}" for k, v in forced.env.items()) + ";" in line  # the env only
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("launcher", ["sglang", "vllm"])
 def test_a_misspelt_fallback_changes_nothing_and_the_line_says_why(launcher: str) -> None:
     env, line = _cannot_hook(launcher, **{FALLBACK_ENV: "NCCL!"})
@@ -102,6 +103,7 @@ def test_a_misspelt_fallback_changes_nothing_and_the_line_says_why(launcher: str
     assert f"{FALLBACK_ENV}='NCCL!' is not one of launcher-default, nccl" in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("launcher", ["sglang", "vllm"])
 def test_a_process_the_launcher_started_inherits_instead_of_planning_again(launcher: str) -> None:
     code = f"from topo_gate.plugins import {launcher}\n{launcher}.register()\n"

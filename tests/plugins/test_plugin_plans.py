@@ -51,6 +51,8 @@ from topo_gate.plugins import (
 from topo_gate.plugins import vllm as vllm_plugin
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
+pytestmark = pytest.mark.slow
+
 OTHER_NODE = "sha256:" + "cd" * 32
 #: llama-3.1-70b, the knob cases' served model: what the launcher's model config says of it.
 LLAMA = Served(tp=2, hidden=8192, layers=80, architecture="LlamaForCausalLM", user_args=())
@@ -149,6 +151,7 @@ def test_sglang_applies_the_plan_and_logs_its_estimate(tmp_path, plugin_environm
     assert os.environ[APPLIED_ENV].endswith("profile sha256:test: following the profile")
 
 
+@pytest.mark.slow
 def test_vllm_applies_the_plan_to_the_pass_config_and_logs_its_estimate(
     tmp_path, plugin_environment, capsys
 ) -> None:
@@ -206,6 +209,7 @@ def test_a_field_the_user_set_is_read_back_as_their_flag() -> None:
     assert eager.user_args == ("--enforce-eager", "--optimization-level", "1")
 
 
+@pytest.mark.slow
 def test_vllm_a_users_eager_run_has_no_fusion_pass_to_plan(tmp_path, plugin_environment, capsys) -> None:
     # The fusion pass runs only when vLLM compiles: with the user's --enforce-eager the pass the plan
     # would switch on does nothing, so the plan is no knobs (and says so).

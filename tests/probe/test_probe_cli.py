@@ -137,6 +137,7 @@ def test_probe_without_a_driver_says_how_to_replay(capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_cpu_probe_runs_the_real_gloo_harness_end_to_end(tmp_path, capsys):
     out, evidence = tmp_path / "cpu.yaml", tmp_path / "evidence.json"
     args = [
@@ -165,6 +166,7 @@ def test_cpu_probe_runs_the_real_gloo_harness_end_to_end(tmp_path, capsys):
     assert (entry.tp, entry.group_class, entry.rules[-1].backend) == (2, "cpu-gloo", "nccl")
 
 
+@pytest.mark.slow
 def test_a_plan_that_fails_twice_writes_no_profile_and_a_replay_records_it_failed(
     tmp_path, capsys, monkeypatch
 ):
@@ -202,6 +204,7 @@ def test_an_option_that_would_be_ignored_is_a_usage_error(extra, message, tmp_pa
     assert message in err and not out.exists()
 
 
+@pytest.mark.slow
 def test_a_pattern_the_budget_left_no_time_for_is_dropped_and_the_measured_one_kept(tmp_path):
     """Mid-session: the clock says the budget ran out while the first pattern ran (whatever this
     machine's speed), so the workers start no second pattern; it is recorded as dropped, with the
@@ -228,6 +231,7 @@ def test_a_pattern_the_budget_left_no_time_for_is_dropped_and_the_measured_one_k
     assert any(n.startswith("--budget: the whole run") and "TP2 allreduce_rmsnorm" in n for n in result.notes)
 
 
+@pytest.mark.slow
 def test_a_session_the_budget_left_no_time_for_is_not_started(tmp_path):
     """Between sessions: the first always runs; when the clock says the budget is spent, the next
     group's workers never start, and each of its patterns is recorded as dropped."""

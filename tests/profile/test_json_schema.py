@@ -31,6 +31,7 @@ def test_schema_is_a_valid_draft_2020_12_schema() -> None:
     jsonschema.Draft202012Validator.check_schema(json.loads(PUBLISHED.read_text(encoding="utf-8")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "example", sorted((REPO / "profiles" / "examples").glob("*.yaml")), ids=lambda p: p.name
 )

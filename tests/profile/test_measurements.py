@@ -163,6 +163,7 @@ def measurements(draw: st.DrawFn) -> Measurement:
     return Measurement(2, (0, 1), "nvswitch", "allreduce", 1024, "bfloat16", sizes, backends)
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(table=measurements())
 def test_generated_tables_round_trip_through_plain_data_and_yaml(table: Measurement) -> None:
@@ -171,6 +172,7 @@ def test_generated_tables_round_trip_through_plain_data_and_yaml(table: Measurem
     assert Measurement.from_dict(parse_yaml(to_yaml(data))) == table
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(table=measurements())
 def test_a_profile_carrying_a_generated_table_is_sealed_and_read_back(

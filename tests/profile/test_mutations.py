@@ -33,6 +33,8 @@ from topo_gate.profile import (
 )
 from topo_gate.profile.yaml_format import parse_yaml, to_yaml
 
+pytestmark = pytest.mark.slow
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "profiles" / "examples" / "synthetic-h200x2.yaml"
 EXAMPLE_TEXT = EXAMPLE.read_text(encoding="utf-8")
 EXAMPLE_DATA = parse_yaml(EXAMPLE_TEXT)

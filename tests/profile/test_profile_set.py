@@ -175,6 +175,7 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow
 class TestValidateSet:
     def test_a_good_set(self, capsys, fleet_set):
         code, out, err = run(capsys, "validate", str(fleet_set))
@@ -252,6 +253,7 @@ REPORTER = (
 )
 
 
+@pytest.mark.slow
 def test_exec_reads_the_node_and_follows_its_member_of_the_set(fleet_set, tmp_path):
     """The real path: the node read from the 2x H200's own recorded NVML capture picks its member."""
     evidence = json.loads((PROFILES / "h200-x2" / "h7168-run1.evidence.json").read_text(encoding="utf-8"))

@@ -228,6 +228,7 @@ def _oneshot_rung(priced: dict[str, Any]) -> tuple[dict[str, Any], list[float], 
     return rule, isolated, in_context
 
 
+@pytest.mark.slow
 def test_a_speedup_at_the_price_tables_bound_is_read_and_one_past_its_slack_is_not(
     tmp_path: Path, priced: dict[str, Any]
 ) -> None:
@@ -247,6 +248,7 @@ def test_a_speedup_at_the_price_tables_bound_is_read_and_one_past_its_slack_is_n
     )
 
 
+@pytest.mark.slow
 def test_an_in_context_speedup_within_the_slack_of_the_tables_is_read_and_one_past_it_is_not(
     tmp_path: Path, priced: dict[str, Any]
 ) -> None:

@@ -113,6 +113,7 @@ def _assert_one_answer(text: str, *, pure_too: bool = True) -> None:
         assert _same(pure, careful)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_profile_like_file_reads_the_same_every_way(path: Path) -> None:
     try:
@@ -150,12 +151,14 @@ plain = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(document=st.dictionaries(st.text(min_size=1, max_size=6), plain, min_size=1, max_size=5))
 def test_generated_documents_read_the_same(document: dict) -> None:
     _assert_one_answer(to_yaml(document))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     document=st.dictionaries(st.text(min_size=1, max_size=6), plain, min_size=1, max_size=5),

@@ -17,6 +17,8 @@ from topo_gate.report.figures import CONTEXT, TRANSITION, figure_specs
 from topo_gate.report.render import render_png
 from topo_gate.report.sources import ReportInputError, load_sources
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def run1_specs(tmp_path_factory, run1_evidence):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from report_inputs import PROFILE1
@@ -17,6 +18,8 @@ from topo_gate.profile import BACKENDS, load_profile
 from topo_gate.report.changes import ranges
 from topo_gate.report.figures import LATENCY, SPEEDUP, figure_specs
 from topo_gate.report.render import backend_colour
+
+pytestmark = pytest.mark.slow
 
 KiB, MiB = 1024, 1024 * 1024
 SOURCES = ("h7168-run1", "h7168-run2")

@@ -18,6 +18,8 @@ from markdown_it import MarkdownIt
 from topo_gate.cli import main
 from topo_gate.report.inert import cell, figure_text, html_text, markdown_text
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE = REPO / "tests" / "fixtures" / "hostile" / "evidence-markup.json"
 #: What a renderer or GitHub would act on, if any of it were live.

@@ -23,6 +23,8 @@ from topo_gate.report.figures import figure_specs
 from topo_gate.report.render import render_png
 from topo_gate.report.sources import load_sources
 
+pytestmark = pytest.mark.slow
+
 # The bundled runs carry in-context graphs and transitions: four figures per pattern.
 FIGURES = sorted(
     f"{kind}-tp2-nvswitch-{pattern}.png"

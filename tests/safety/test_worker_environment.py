@@ -26,6 +26,8 @@ import pytest
 from topo_gate.trials.plan import SessionPlan, TrialPlan
 from topo_gate.trials.runner import run_session
 
+pytestmark = pytest.mark.slow
+
 SAFE = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 UNSAFE = {"NCCL_NVLS_ENABLE": "1", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "0", "NVSHMEM_DISABLE_NVLS": "0"}
 

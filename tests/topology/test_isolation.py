@@ -13,6 +13,8 @@ from test_nvml_replay import facts
 from topo_gate.topology.capture import collect_isolated, load_capture
 from topo_gate.topology.errors import NvmlCrash, NvmlUnavailable
 
+pytestmark = pytest.mark.xdist_group("processes")
+
 H100 = CAPTURES / "h100-sxm-nvswitch-x8.synthetic.json"
 
 
@@ -39,6 +41,7 @@ def test_a_segfault_names_the_query_in_flight_and_keeps_the_answers_before_it(bi
     assert "nvmlDeviceGetGpuFabricInfoV(gpu 1)" not in crash.value.partial
 
 
+@pytest.mark.slow
 def test_a_hang_is_a_crash_after_the_timeout(binding_dir: Path) -> None:
     (binding_dir / "hanging_binding.py").write_text(
         "import sys, time\n"

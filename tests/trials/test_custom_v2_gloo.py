@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from gloo_helpers import gloo_plan, run_one
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize(
     ("pattern", "v2", "others"),

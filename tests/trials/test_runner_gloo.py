@@ -15,6 +15,8 @@ from gloo_helpers import FAULTS_ON, gloo_plan, processes_mentioning, run_one
 from topo_gate.trials.protocol import heartbeat_path
 from topo_gate.trials.results import PlanResult
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("processes")]
+
 
 def run(plan, workdir: Path, *, timeout_s: float = 60.0, env=None) -> PlanResult:
     return run_one(plan, workdir, timeout_s=timeout_s, env=env)

@@ -7,10 +7,13 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from gloo_helpers import FAULTS_ON, gloo_plan, run_gloo
 
 from topo_gate.trials.plan import PATTERNS
 from topo_gate.trials.results import PlanResult, SessionResult
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("processes")]
 
 SMALL = {"tokens": (1, 2), "rounds": 2}
 

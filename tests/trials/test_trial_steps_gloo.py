@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+import pytest
 from gloo_helpers import FAULTS_ON, gloo_plan, run_one
 
 from topo_gate.decide import transition_us
@@ -19,6 +20,8 @@ from topo_gate.trials.plan import token_ladder
 from topo_gate.trials.results import PlanResult
 from topo_gate.trials.runner import free_port
 from topo_gate.trials.worker.faults import TRANSITION_S
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("processes")]
 
 
 def run(plan, workdir: Path, *, env=None, port_source=None) -> PlanResult:

@@ -15,12 +15,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from gloo_helpers import FAULTS_ON, gloo_plan, processes_mentioning, run_one
 
 from topo_gate.trials.plan import TrialPlan, token_ladder
 from topo_gate.trials.protocol import heartbeat_path
 from topo_gate.trials.results import PlanResult
 from topo_gate.trials.runner import Progress
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("processes")]
 
 STEP_BOUND_S = 2.0
 #: For a plan that must make steady progress past many step bounds: no healthy gloo step comes near it.

@@ -64,6 +64,7 @@ def test_worker_refuses_to_start_without_each_safety_setting(
     assert "torch" not in done.stderr  # refused before torch was imported
 
 
+@pytest.mark.slow
 def test_allow_multicast_lifts_the_safety_refusal_but_not_the_rendezvous(workdir: Path) -> None:
     env = {key: value for key, value in os.environ.items() if key not in SAFETY_ENV}
     spec = write_spec(workdir, gloo_plan(allow_multicast=True))
@@ -74,6 +75,7 @@ def test_allow_multicast_lifts_the_safety_refusal_but_not_the_rendezvous(workdir
     assert done.stderr.strip().splitlines()[-1] == "topo-gate worker: RANK is not set (env rendezvous)"
 
 
+@pytest.mark.slow
 def test_worker_runs_under_torchrun(workdir: Path) -> None:
     plan = gloo_plan(backends=("gloo",))
     spec = write_spec(workdir, plan)

@@ -29,6 +29,7 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from statistics import median  # the mean of the two middle values for an even count; ValueError on none
 
 
 @dataclass(frozen=True)
@@ -39,17 +40,6 @@ class Speedup:
     low: float
     high: float
     rounds: int  # samples the estimate rests on (the smaller of the two series)
-
-
-def median(values: Sequence[float]) -> float:
-    """The median; the mean of the two middle values for an even count. Raises on an empty series."""
-    if not values:
-        raise ValueError("median of no samples")
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    if len(ordered) % 2:
-        return ordered[mid]
-    return (ordered[mid - 1] + ordered[mid]) / 2.0
 
 
 def median_interval(samples: Sequence[float], level: float = 0.95) -> tuple[float, float]:

@@ -32,6 +32,7 @@ from yaml.resolver import Resolver
 from topo_gate._inputs import MAX_DEPTH, long_integer_words
 from topo_gate.profile.errors import ProfileUnreadable
 from topo_gate.profile.yaml_fast import UNSURE, plain_data
+from topo_gate.profile.yaml_lines import read_canonical
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
 if TYPE_CHECKING:
@@ -179,9 +180,14 @@ def parse_yaml(
     """YAML (or JSON) text -> plain data; a one-line ``ProfileUnreadable`` on any syntax problem.
 
     No document is an error, or None with ``allow_empty`` (a launcher's config file may be empty).
-    With libyaml (``loader`` the default) and ``fast``, a document of plain data takes the fast path
-    (``yaml_fast``), whose answer is the careful loader's; anything else, and every error, is the
-    careful loader's own."""
+    With ``loader`` the default and ``fast``, the text topo-gate writes is read without PyYAML
+    (``yaml_lines``), and with libyaml a document of plain data takes the fast path (``yaml_fast``):
+    both answer what the careful loader would; anything else, and every error, is the careful
+    loader's own."""
+    if fast and loader is ProfileLoader:
+        data = read_canonical(text)
+        if data is not UNSURE:
+            return data
     if fast and _FAST and loader is ProfileLoader:
         data = _fast(text)
         if data is not UNSURE and data is not None:
