@@ -57,7 +57,8 @@ def launch_options(command: Callable[..., Any], *, tp_required: bool = True) -> 
         click.option(
             "--strict",
             is_flag=True,
-            help="Exit non-zero (1 mismatch/unusable, 7 software drift) instead of forcing NCCL.",
+            help="No usable profile or software drift: exit non-zero (1 mismatch/unusable, 7 drift) "
+            "instead of falling back (the launcher's own default, or NCCL under --fallback nccl).",
         ),
         click.option(
             "--pattern",
