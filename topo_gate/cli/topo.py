@@ -47,7 +47,7 @@ def read_node_or_fail(from_path: str | None, timeout_s: float = 60) -> Node:
     epilog="""\b
 Examples:
   topo-gate topo                        # this node, through NVML
-  topo-gate topo --from profiles/h200-x2/h200-x2.capture.json   # a recorded node
+  topo-gate topo --from profiles/h200-x2/h200-x2.capture.json  # recorded
   topo-gate topo --json | jq .interconnect
 
 Exit codes: 0 ok, 3 unreadable capture, 4 no NVIDIA driver, 5 NVML crashed.""",
