@@ -747,25 +747,35 @@ def is_negative(action: argparse.Action, option: str) -> bool:
     return isinstance(action, argparse.BooleanOptionalAction) and option.startswith("--no-")
 
 
-def dump_manifest(document: dict) -> str:
-    """The manifest's JSON, one line per parser action (a table of hundreds stays reviewable)."""
+def dump_manifest(document: dict, *, one_line_actions: bool = False) -> str:
+    """The manifest's JSON: ``json.dumps(indent=1)``, keys in extraction order; with
+    ``one_line_actions``, the ``all_options`` table one line per parser action."""
     options = document.get("all_options")
-    if not options:
-        return json.dumps(document, indent=1, sort_keys=False) + "\n"
+    if not (one_line_actions and options):
+        return json.dumps(document, indent=1) + "\n"
     marker = "@@actions@@"
     text = json.dumps({**document, "all_options": {**options, "actions": marker}}, indent=1)
     rows = ",\n".join("   " + json.dumps(action) for action in options["actions"])
     return text.replace(json.dumps(marker), "[\n" + rows + "\n  ]") + "\n"
 
 
+def committed_layout(text: str) -> bool:
+    """Whether a manifest's text has its parser actions one per line (``one_line_actions``). The
+    committed manifests come in both layouts; a re-extraction writes each file's own, so an unchanged
+    release rewrites no line (tests/launchers/test_manifest_layout.py)."""
+    return '\n   {"dest": ' in text
+
+
 def write_manifest(out: Path, document: dict) -> None:
-    """Write ``document``, keeping the ``all_options`` table of the file it replaces (extracted by
-    ``options``, which runs the launcher's parser rather than reading its source)."""
-    if out.exists() and "all_options" not in document:
-        previous = json.loads(out.read_text(encoding="utf-8"))
-        if "all_options" in previous:
-            document = {**document, "all_options": previous["all_options"]}
-    out.write_text(dump_manifest(document), encoding="utf-8")
+    """Write ``document`` in the layout of the file it replaces, keeping that file's ``all_options``
+    table unless ``document`` has its own (extracted by ``options``, which runs the launcher's
+    parser rather than reading its source). A new file gets the plain layout."""
+    previous = out.read_text(encoding="utf-8") if out.exists() else ""
+    if previous and "all_options" not in document:
+        table = json.loads(previous).get("all_options")
+        if table is not None:
+            document = {**document, "all_options": table}
+    out.write_text(dump_manifest(document, one_line_actions=committed_layout(previous)), encoding="utf-8")
 
 
 def options_main(argv: list[str]) -> int:
@@ -782,7 +792,9 @@ def options_main(argv: list[str]) -> int:
     source = out if out.exists() else OUT_DIR / out.name
     document = json.loads(source.read_text(encoding="utf-8"))
     document["all_options"] = table
-    out.write_text(dump_manifest(document), encoding="utf-8")
+    if source != out:  # a new --out folder: the layout of the committed file it starts from
+        out.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    write_manifest(out, document)
     count = sum(len(a["options"]) + len(a["negative"]) for a in table["actions"])
     print(f"wrote {out} ({len(table['actions'])} parser actions, {count} option strings)")
     return 0

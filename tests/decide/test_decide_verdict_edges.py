@@ -192,3 +192,81 @@ def test_the_in_context_figure_leaves_out_sizes_without_the_gemm_or_the_baseline
     measured, notes = in_context(run, baseline="nccl")
     assert notes == []
     assert [(point.nbytes, dict(point.speedups)) for point in measured] == [(NBYTES, {"trtllm_oneshot": 1.5})]
+
+
+# -- rule 6 in words: the reason of a fused size left to the baseline says why first ----------------------
+
+
+def _sized(backend: str, tokens: int, us: float) -> dict:
+    return {**_result(backend, us), "tokens": tokens, "nbytes": tokens * NBYTES}
+
+
+def _fused_rule(cells: dict[int, dict[str, float]], layers: dict[str, float] | None = None):
+    """The first rule of the fused pattern over ``{tokens: {backend: us}}``; ``layers`` at 1 token."""
+    results = [_sized(name, tokens, us) for tokens, row in cells.items() for name, us in row.items()]
+    return _rule("allreduce_rmsnorm", results, layers)
+
+
+FUSED = "trtllm_fused_oneshot"
+PLAIN = "pcie_ipc+rmsnorm"
+
+
+def test_fusion_off_is_said_first_and_the_closest_backend_only_where_none_beat_the_baseline() -> None:
+    # 8 KiB: no fused kernel 5% faster than NCCL. 16-32 KiB: fused 1.25x, the plain path + norm faster
+    # still. 64 KiB: fused 2.5% faster than it; 128 KiB: exactly as fast -- both within the margin.
+    rule = _fused_rule({
+        1: {"nccl": 10.0, FUSED: 9.9, PLAIN: 9.8},
+        2: {"nccl": 10.0, FUSED: 8.0, PLAIN: 7.0},
+        4: {"nccl": 10.0, FUSED: 8.0, PLAIN: 7.0},
+        8: {"nccl": 10.0, FUSED: 8.0, PLAIN: 8.2},
+        16: {"nccl": 10.0, FUSED: 8.0, PLAIN: 8.0},
+    })  # fmt: skip
+    assert rule.backend == "nccl"
+    assert rule.reason.startswith(
+        "fusion off: pcie_ipc + norm is faster at 16 KiB-32 KiB (2 sizes), within 5% of fused at "
+        "64 KiB-128 KiB (2 sizes); no backend beat nccl by >= 5% with its 95% CI clear at 8 KiB; "
+        f"closest: {FUSED} 1.01x (CI 1.01-1.01) at 8 KiB; at 16 KiB fusion off: {FUSED} does not clear "
+        f"the bar over {PLAIN} ({FUSED} 0.88x (CI 0.88-0.88) over it)"
+    ), rule.reason
+
+
+def test_every_composite_that_kept_fusion_off_is_named_where_it_did() -> None:
+    rule = _fused_rule({
+        1: {"nccl": 10.0, FUSED: 8.0, PLAIN: 7.0},
+        2: {"nccl": 10.0, FUSED: 8.0, "vllm_custom+rmsnorm": 7.0},
+        4: {"nccl": 10.0, FUSED: 8.0, "vllm_custom+rmsnorm": 8.0},
+    })  # fmt: skip
+    assert rule.reason.startswith(
+        "fusion off: pcie_ipc + norm is faster at 8 KiB, vllm_custom + norm is faster at 16 KiB, "
+        "within 5% of fused at 32 KiB; at 8 KiB fusion off:"
+    ), rule.reason  # every size was beaten: no "no backend beat nccl" clause
+
+
+def test_the_composite_named_is_the_one_the_fastest_fused_kernel_lost_to() -> None:
+    # One-shot (1.25x over NCCL) clears the bar over custom_v2 + norm and loses to pcie_ipc + norm;
+    # two-shot (1.11x) loses to custom_v2 + norm, which it meets first (names sort "c" < "p").
+    rule = _fused_rule(
+        {
+            1: {
+                "nccl": 10.0,
+                FUSED: 8.0,
+                "trtllm_fused_twoshot": 9.0,
+                "custom_v2_sglang+rmsnorm": 8.7,
+                PLAIN: 7.5,
+            }
+        }
+    )
+    assert rule.reason.startswith("fusion off: pcie_ipc + norm is faster at 8 KiB;"), rule.reason
+    assert "trtllm_fused_twoshot does not clear the bar over custom_v2_sglang+rmsnorm" in rule.reason
+
+
+def test_a_fused_kernel_kept_by_rule_6_and_demoted_in_context_is_said_by_rule_7_alone() -> None:
+    # One-shot clears the bar over the composite (1.06x) and two-shot does not; one-shot then gains
+    # nothing in the layer graph: NCCL, and the reason is rule 7's, not "fusion off" or "no backend beat".
+    rule = _fused_rule(
+        {1: {"nccl": 10.0, FUSED: 8.0, "trtllm_fused_twoshot": 9.0, PLAIN: 8.5}},
+        {"gemm": 80.0, "nccl": 110.0, FUSED: 110.0},
+    )
+    assert rule.backend == "nccl"
+    assert rule.reason.startswith("at 8 KiB fusion off: trtllm_fused_twoshot does not clear"), rule.reason
+    assert f"{FUSED} only 1.00x in context" in rule.reason and "no backend beat" not in rule.reason

@@ -42,6 +42,15 @@ def test_wheel_manifest_is_current(launcher: str, tmp_path: Path) -> None:
     assert _extract(tmp_path, launcher, str(wheel)) == committed
 
 
+@pytest.mark.parametrize("launcher", ["sglang", "vllm"])
+def test_re_extracting_over_the_committed_manifest_rewrites_no_byte(launcher: str, tmp_path: Path) -> None:
+    (wheel,) = Path(SOURCES).glob(f"{launcher}-{PINNED[launcher]}-*.whl")
+    committed = DATA / f"knobs-{launcher}-{PINNED[launcher]}.json"
+    (tmp_path / committed.name).write_bytes(committed.read_bytes())
+    _extract(tmp_path, launcher, str(wheel))
+    assert (tmp_path / committed.name).read_bytes() == committed.read_bytes()
+
+
 def test_flashinfer_manifest_is_current(tmp_path: Path) -> None:
     (source,) = [p for p in Path(SOURCES).rglob("trtllm_ar.py") if p.parent.name == "comm"]
     version = LIBRARIES["flashinfer"]

@@ -14,8 +14,8 @@ from rich.console import Console
 from test_preflight import _bundled_facts, _rows
 
 from topo_gate.cli import main
-from topo_gate.report.preflight import TITLE, preflight_view
 from topo_gate.evidence.document import load_evidence
+from topo_gate.report.preflight import TITLE, preflight_view
 
 REPO = Path(__file__).resolve().parents[2]
 CPU_EVIDENCE = Path(__file__).parent / "data" / "cpu-gloo-tp2-tp4.evidence.json"

@@ -1,33 +1,147 @@
-"""The probe's progress display: the overall bar, and a bar per worker phase against its estimate."""
+"""The probe's live progress: numbers first and of fixed width at any terminal width (bars only where
+they fit), the time left re-fitted from the rounds already timed, and a phase past twice its
+estimate flagged (on the line, and in a note after the run)."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from rich.console import Console
 
 from topo_gate.probe import PhaseProgress, ProbeProgress
-from topo_gate.report.progress import ProbeProgressDisplay
+from topo_gate.probe.budget import duration_words
+from topo_gate.probe.sessions import Pace, overrun_notes
+from topo_gate.report.progress import BARS_FROM, ProbeProgressDisplay, _Frame, clock_words
+
+PHASE_NUMBERS = re.compile(r"^  [> ] (\w+) +(\d+\.\d) s of +(\d+\.\d) s est\.")
 
 
-def event(phase: str, measured_s: float) -> ProbeProgress:
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def event(
+    measured_s: float, *, done_s: float = 30.0, pace: float | None = None, phase: str = "measure"
+) -> ProbeProgress:
     phases = (PhaseProgress("import", 4.0, 5.0), PhaseProgress("measure", measured_s, 8.0))
-    return ProbeProgress(
-        1, 2, "TP2 nvswitch", 30.0, 60.0, "allreduce: measure of nccl at 1 tokens", phase, phases
+    detail = "allreduce_rmsnorm: measure of trtllm_fused_oneshot_sglang at 8192 tokens (round 12)"
+    return ProbeProgress(1, 2, "TP2 nvswitch", done_s, 60.0, detail, phase, phases, pace)
+
+
+def frame(display: ProbeProgressDisplay, width: int) -> list[str]:
+    console = Console(record=True, width=width, force_terminal=False)
+    console.print(_Frame(display))
+    return console.export_text().splitlines()
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_numbers_are_whole_and_stay_in_place_between_frames(width: int) -> None:
+    clock = Clock()
+    display = ProbeProgressDisplay(Console(width=width), clock=clock)
+    frames = []
+    for measured, pace in ((3.0, None), (123.4, 12.5)):
+        display(event(measured, pace=pace))
+        clock.now += 61
+        frames.append(frame(display, width))
+    for lines in frames:
+        assert all(len(line) <= width for line in lines)
+        overall = lines[0]
+        assert re.match(
+            r"^ +50%  0:01:01 elapsed  0:00:30 left|^ +50%  0:02:02 elapsed  0:06:15 left", overall
+        ), overall
+        assert [PHASE_NUMBERS.match(line).group(1) for line in lines[2:]] == ["import", "measure"]
+    # The phases' numbers end at the same column in every frame, whatever their values.
+    ends = {line.index(" s est.") for lines in frames for line in lines[2:]}
+    assert len(ends) == 1
+    bars = [line for lines in frames for line in lines[2:] if "━" in line]
+    assert (len(bars) == 4) == (width >= BARS_FROM)
+
+
+def test_the_time_left_is_re_fitted_once_rounds_were_timed() -> None:
+    planned = event(3.0)
+    assert planned.remaining_s() == 30.0
+    refitted = event(3.0, pace=12.5)
+    assert refitted.remaining_s() == 375.0
+    clock = Clock()
+    display = ProbeProgressDisplay(Console(width=120), clock=clock)
+    display(refitted)
+    assert "(re-fitted: 12.5x the estimate)" in frame(display, 120)[0]
+    display(event(3.0, pace=1.2))  # close to the estimate: nothing to say
+    assert "re-fitted" not in frame(display, 120)[0]
+
+
+def test_the_pace_comes_from_the_timed_rounds_not_the_start_up() -> None:
+    clock = Clock()
+    pace = Pace(clock)
+    clock.now += 30  # a slow start-up: not what the rounds will take
+    assert pace.at("import", 2.0) is None
+    assert pace.at("measure", 4.0) is None  # the first timed round: the anchor
+    clock.now += 0.5
+    assert pace.at("measure", 4.1) is None  # under a second: too little to say
+    clock.now += 9.5
+    assert pace.at("measure", 5.0) == pytest.approx(10.0)  # 10 s of wall for 1 s of estimate
+    assert pace.at("measure", 4.0) is None  # no work done since the anchor: nothing to fit
+
+
+def test_a_phase_past_twice_its_estimate_is_flagged() -> None:
+    clock = Clock()
+    display = ProbeProgressDisplay(Console(width=80), clock=clock)
+    display(event(16.5))
+    flagged = [line for line in frame(display, 80) if "over 2x" in line]
+    assert len(flagged) == 1 and "measure" in flagged[0]
+    display(event(15.5))
+    assert not any("over 2x" in line for line in frame(display, 80))
+    assert PhaseProgress("check", 0.5, 0.1).overrun is False  # five times, but not a second over
+    assert PhaseProgress("check", 1.25, 0.2).overrun is True
+
+
+def test_the_phase_in_flight_keeps_counting_between_heartbeats() -> None:
+    clock = Clock()
+    display = ProbeProgressDisplay(Console(width=80), clock=clock)
+    display(event(3.0))
+    clock.now += 2.5
+    lines = frame(display, 80)
+    assert PHASE_NUMBERS.match(lines[3]).group(2) == "5.5"  # measure, in flight
+    assert PHASE_NUMBERS.match(lines[2]).group(2) == "4.0"
+    display(event(3.0, done_s=60.0))  # all done: nothing counts on
+    clock.now += 2.5
+    assert PHASE_NUMBERS.match(frame(display, 80)[3]).group(2) == "3.0"
+
+
+def test_after_the_run_a_note_names_the_phases_past_twice_their_estimate() -> None:
+    phases = (
+        PhaseProgress("import", 6.3, 2.4),
+        PhaseProgress("check", 0.2, 0.1),
+        PhaseProgress("measure", 1.0, 0.9),
     )
+    (note,) = overrun_notes(phases)
+    assert note.startswith("past 2x the planner's estimate: import 6.3 s (estimate 2.4 s) --")
+    assert overrun_notes(phases[1:]) == []
 
 
-def test_each_phase_shows_its_seconds_against_the_estimate() -> None:
-    console = Console(record=True, width=160, force_terminal=False)
-    with ProbeProgressDisplay(console) as show:
-        show(event("measure", 3.0))
-        show(event("measure", 9.5))  # past its estimate: the seconds say so, the bar is full
-    text = console.export_text()
-    assert "session 1/2: TP2 nvswitch" in text and " 50%" in text
-    assert "allreduce: measure of nccl at 1 tokens" in text
-    assert "4.0 / 5.0 s" in text and "9.5 / 8.0 s" in text
-    assert "> measure" in text and "  import" in text
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [(5.4, "5 s"), (119, "119 s"), (150, "2.5 min"), (7199, "120.0 min"), (9000, "2.5 h")],
+)
+def test_an_estimate_in_a_person_s_unit(seconds: float, words: str) -> None:
+    assert duration_words(seconds) == words
 
 
-def test_the_overall_bar_never_goes_back_when_the_next_pattern_starts(tmp_path) -> None:
+def test_clock_words_are_fixed_width() -> None:
+    assert [clock_words(s) for s in (0, 59.6, 3599, 36000 - 1)] == [
+        "0:00:00",
+        "0:01:00",
+        "0:59:59",
+        "9:59:59",
+    ]
+
+
+def test_the_overall_progress_never_goes_back_when_the_next_pattern_starts(tmp_path) -> None:
     """Workers count steps per pattern: the session's progress adds the patterns before the one in flight."""
     from topo_gate.probe import ProbeOptions, cpu_node, plan_trials
     from topo_gate.probe.sessions import _done_in_session
@@ -44,3 +158,20 @@ def test_the_overall_bar_never_goes_back_when_the_next_pattern_starts(tmp_path) 
     done = [_done_in_session(session, phases, beat, "cpu") for beat in beats]
     assert done == sorted(done) and done[0] == 0.0
     assert done[-1] == sum(phases.values()) - phases["close"]
+
+
+def test_a_probe_whose_phases_ran_long_says_so_in_its_notes(tmp_path) -> None:
+    """The real gloo harness, on a clock that moves 10 s between readings: every phase a heartbeat
+    named ran far past its estimate, and the probe's notes say which."""
+    import itertools
+
+    from topo_gate.probe import ProbeOptions, probe
+
+    options = ProbeOptions(
+        out=tmp_path / "p.yaml", hidden=64, device="cpu", tps=(2,), patterns=("allreduce",), max_tokens=1,
+        evidence_out=tmp_path / "e.json",
+    )  # fmt: skip
+    ticks = itertools.count(0.0, 10.0)
+    result = probe(options, on_progress=lambda event: None, clock=lambda: next(ticks))
+    (note,) = [note for note in result.notes if note.startswith("past 2x the planner's estimate: ")]
+    assert "measure " in note and "(estimate " in note

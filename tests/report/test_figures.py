@@ -14,10 +14,9 @@ from hypothesis import strategies as st
 from report_inputs import PROFILE1
 
 from topo_gate.evidence.stats import median_interval
-from topo_gate.profile import BACKENDS, load_profile
+from topo_gate.profile import load_profile
 from topo_gate.report.changes import ranges
 from topo_gate.report.figures import LATENCY, SPEEDUP, figure_specs
-from topo_gate.report.render import backend_colour
 
 pytestmark = pytest.mark.slow
 
@@ -162,8 +161,3 @@ def test_inputs_from_different_node_classes_are_called_out(both_runs) -> None:
     assert notes == [
         "the inputs come from 2 node classes (hardware fingerprints differ): overlaid lines compare different hardware"
     ]
-
-
-def test_every_known_backend_has_a_colour_of_its_own() -> None:
-    colours = [backend_colour(name) for name in BACKENDS]
-    assert len(set(colours)) == len(BACKENDS) - 1  # nccl and gloo share black: each is the baseline

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from evidence_example import BASE, written
 
-from topo_gate.evidence.document import EvidenceError, load_evidence
 from topo_gate.evidence.check import PREFLIGHT_KEYS, evidence_problem
+from topo_gate.evidence.document import EvidenceError, load_evidence
 
 ROW: dict[str, Any] = {
     "tp": 2, "group_class": "nvswitch", "launcher": "sglang", "release": "0.5.23",

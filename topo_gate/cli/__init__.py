@@ -90,7 +90,10 @@ def cli() -> None:
     """topo-gate: measure which all-reduce backend wins on this node, and gate launchers on it.
 
     A gating profile (YAML) records, per TP size and message-size range, the backend that was
-    measured faster than NCCL here. Launchers read it and fall back to NCCL everywhere else.
+    measured faster than NCCL here, and the price table behind it. A launcher changes a path only
+    where the profile measured the change no slower than what that launcher runs by default;
+    everywhere else, and without a usable profile, it keeps its own default (--fallback nccl forces
+    NCCL instead).
     """
 
 

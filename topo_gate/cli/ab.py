@@ -28,6 +28,7 @@ from topo_gate.ab.driver import (
 from topo_gate.ab.metrics import MetricSpec
 from topo_gate.ab.schedule import ORDERS
 from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.cli._node import given_fingerprint
 from topo_gate.cli.exec_ import _check_runnable
 from topo_gate.cli.recommend import parse_gpus, served_hidden
 from topo_gate.launchers import LAUNCHERS
@@ -121,7 +122,10 @@ not written, 126 CMD not executable, 127 CMD not found, 130 interrupted.""",
 @click.option("--json", "as_json", is_flag=True, help="Print the record as JSON instead of tables.")
 @click.option("--from", "from_capture", type=click.Path(), help="Read the node from a capture, not NVML.")
 @click.option(
-    "--node-fingerprint", metavar="sha256:...", help="Trust this node fingerprint (checked elsewhere)."
+    "--node-fingerprint",
+    metavar="sha256:...",
+    help="Trust this node fingerprint (checked elsewhere). Default: env TOPO_GATE_NODE_FINGERPRINT unless "
+    "--from is given, else the node is read.",
 )
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 def command(**options: Any) -> None:
@@ -173,8 +177,9 @@ def command(**options: Any) -> None:
 
 
 def _node(options: dict[str, Any], *, needed: bool) -> tuple[str | None, str]:
-    if options["node_fingerprint"]:
-        return options["node_fingerprint"], "--node-fingerprint"
+    given = given_fingerprint(options["node_fingerprint"], options["from_capture"])
+    if given is not None:
+        return given
     if not needed:
         return None, "not checked (no plan arm)"
     try:

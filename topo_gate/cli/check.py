@@ -22,7 +22,8 @@ MAX_SHOWN = 3  # hardware differences in the one-line error
 Examples:
   topo-gate check node.yaml             # before deploying a profile on a node
   topo-gate check node.yaml --strict    # startup gate: drift is an error too
-  topo-gate check node.yaml --from h200.json --json
+  topo-gate check profiles/h200-x2/h7168-run1.yaml \\
+    --from profiles/h200-x2/h200-x2.capture.json --json
 
 Exit codes: 0 the node matches (drift only warned), 1 hardware differs, 3 unreadable profile or
 capture, 4 no NVIDIA driver (use --from), 5 NVML crashed, 7 software drift under --strict.""",

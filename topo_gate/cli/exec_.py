@@ -10,6 +10,7 @@ import click
 
 from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.cli._node import given_fingerprint
 from topo_gate.cli.recommend import (
     ProfileReading,
     check_workload,
@@ -64,7 +65,8 @@ launcher would refuse), 3 unreadable --from, --workload or a config/options file
 @click.option(
     "--node-fingerprint",
     metavar="sha256:...",
-    help="Trust this fingerprint instead of reading the node (checked elsewhere, e.g. by an init container).",
+    help="Trust this fingerprint instead of reading the node (checked elsewhere, e.g. by an init container). "
+    "Default: env TOPO_GATE_NODE_FINGERPRINT unless --from is given, else the node is read.",
 )
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 def command(
@@ -92,7 +94,8 @@ def command(
     served_hidden(hidden, model)
     check_workload(workload)
     tp, tp_problem = _tp_size(tp, cmd, launcher)
-    fingerprint = node_fingerprint
+    given = given_fingerprint(node_fingerprint, from_capture)
+    fingerprint = given[0] if given else None
     if tp_problem is not None:
         fingerprint = None
         if strict:

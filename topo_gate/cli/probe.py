@@ -13,6 +13,7 @@ from rich.text import Text
 
 from topo_gate._atomic import refuse_clobbering
 from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.cli._hints import REPLAY_HINT
 from topo_gate.evidence.document import EvidenceError
 from topo_gate.launchers.routes.buffer_caps import buffer_caps
 from topo_gate.launchers.routes.defaults import default_paths, default_routes
@@ -36,7 +37,6 @@ from topo_gate.report.text import file_text
 from topo_gate.topology.errors import CaptureError, NvmlCrash, NvmlUnavailable
 
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
-BUNDLED_EVIDENCE = Path(__file__).resolve().parents[2] / "profiles"
 
 
 def _int_list(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
@@ -227,21 +227,25 @@ def _refuse_ignored_capture(capture: Path | None, device: str, replay_path: Path
     if capture is None:
         return
     if replay_path is not None:
-        raise click.UsageError("--from has no effect with --replay (the evidence carries its own capture)")
+        raise fail(
+            ExitCode.USAGE, "--from has no effect with --replay (the evidence carries its own capture)"
+        )
     if device == "cpu":
-        raise click.UsageError("--from has no effect with --device cpu (the gloo harness reads no GPU node)")
+        raise fail(
+            ExitCode.USAGE, "--from has no effect with --device cpu (the gloo harness reads no GPU node)"
+        )
 
 
 def _hidden(hidden: int | None, model: str | None) -> int:
     if (hidden is None) == (model is None):
-        raise click.UsageError("give exactly one of --hidden N or --model NAME (or --replay EVIDENCE)")
+        raise fail(ExitCode.USAGE, "give exactly one of --hidden N or --model NAME (or --replay EVIDENCE)")
     if hidden is not None:
         return hidden
     assert model is not None  # exactly one of the two was given
     try:
         return lookup_model(model).hidden
     except UnknownModel as error:
-        raise click.UsageError(str(error)) from None
+        raise fail(ExitCode.USAGE, str(error)) from None
 
 
 def _probe_or_fail(options: ProbeOptions, console: Console, *, show_progress: bool) -> ProbeResult:
@@ -256,9 +260,7 @@ def _probe_or_fail(options: ProbeOptions, console: Console, *, show_progress: bo
                 on_preflight=lambda rows: console.print(preflight_view([row.to_dict() for row in rows])),
             )
     except NvmlUnavailable:
-        raise fail(
-            ExitCode.NO_DRIVER, f"no NVIDIA GPU/driver found on this machine; {_replay_hint()}"
-        ) from None
+        raise fail(ExitCode.NO_DRIVER, f"no NVIDIA GPU/driver found on this machine; {REPLAY_HINT}") from None
     except NvmlCrash as error:
         raise fail(
             ExitCode.NVML_CRASH, f"{error} (`topo-gate capture FILE` records what it answered)"
@@ -289,21 +291,6 @@ def _replay_or_fail(evidence: Path, out: Path, settings: DecideSettings) -> Prob
         raise fail(ExitCode.UNREADABLE, str(error)) from None
     except ProfileError as error:  # evidence that parses but implies no valid profile
         raise fail(ExitCode.UNREADABLE, f"{evidence}: the profile it implies is invalid: {error}") from None
-
-
-def _replay_hint() -> str:
-    # probe names evidence "<profile>.evidence.json" beside --out, or "evidence-<UTC time>.json";
-    # the largest bundled file has the most measurements, so it makes the most instructive replay.
-    bundled = sorted(BUNDLED_EVIDENCE.glob("*/*evidence*.json"), key=lambda p: (-p.stat().st_size, p))
-    example = _shown_path(bundled[0]) if bundled else "profiles/<node>/<profile>.evidence.json"
-    return f"replay recorded evidence with `topo-gate probe --replay {example}`"
-
-
-def _shown_path(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 
 
 def _as_json(result: ProbeResult) -> dict[str, object]:

@@ -57,7 +57,8 @@ def launch_options(command: Callable[..., Any], *, tp_required: bool = True) -> 
         click.option(
             "--strict",
             is_flag=True,
-            help="Exit non-zero (1 mismatch/unusable, 7 software drift) instead of forcing NCCL.",
+            help="No usable profile or software drift: exit non-zero (1 mismatch/unusable, 7 drift) "
+            "instead of falling back (the launcher's own default, or NCCL under --fallback nccl).",
         ),
         click.option(
             "--pattern",
@@ -197,11 +198,27 @@ def render(
     if fmt == "json":
         data = {**plan.to_dict(), "price": dict(totals or {}), "explain": [r.to_dict() for r in rows]}
         return json.dumps(data, indent=2)
-    if plan.config:
-        header = [f"# extra LLM-API options for TensorRT-LLM {plan.launcher_version_pinned}, from topo-gate"]
-        header += [f"# {note}" for note in plan.notes]
-        return "\n".join(header) + "\n" + yaml.safe_dump(dict(plan.config), sort_keys=False).rstrip()
+    if plan.launcher == "trtllm":
+        return trtllm_options_file(plan)
     return yaml.safe_dump(plan.to_dict(), sort_keys=False).rstrip()
+
+
+def trtllm_options_file(plan: LaunchPlan) -> str:
+    """TensorRT-LLM's ``--extra_llm_api_options`` file: the LLM-API options only, whatever the plan.
+
+    The file is merged into the LLM-API arguments, which refuse unknown keys, so everything else the
+    plan says (why, the estimate, env a plan needs) goes in comments. No options: an empty mapping,
+    not an empty file (``yaml.safe_load`` of a file of comments is ``None``, not a mapping)."""
+    lines = [f"# extra LLM-API options for TensorRT-LLM {plan.launcher_version_pinned}, from topo-gate"]
+    status = f"FALLBACK: {plan.reason}" if plan.fallback else plan.reason
+    lines += [f"# {text}" for text in (status, plan.estimate, *plan.notes) if text]
+    lines += [
+        f"# set in the environment too (--format env): {key}={value}" for key, value in plan.env.items()
+    ]
+    if not plan.config:
+        lines.append("# no options: TensorRT-LLM runs as it would without this file")
+    commented = [" ".join(line.split()) for line in lines]  # one comment line each, whatever the text held
+    return "\n".join(commented) + "\n" + yaml.safe_dump(dict(plan.config), sort_keys=False).rstrip()
 
 
 def parse_launcher_env(

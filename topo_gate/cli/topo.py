@@ -7,6 +7,7 @@ import json
 import click
 
 from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.cli._hints import CAPTURE_HINT
 from topo_gate.cli._params import MAX_TIMEOUT_S, Finite
 from topo_gate.topology.capture import Capture, read_capture
 from topo_gate.topology.errors import CaptureError, NvmlCrash, NvmlUnavailable
@@ -24,7 +25,7 @@ def read_capture_or_fail(from_path: str | None, timeout_s: float = 60) -> Captur
     except CaptureError as error:
         raise fail(ExitCode.UNREADABLE, str(error)) from None
     except NvmlUnavailable as error:
-        raise fail(ExitCode.NO_DRIVER, f"{error} (use --from CAPTURE to read a recorded node)") from None
+        raise fail(ExitCode.NO_DRIVER, f"{error}; {CAPTURE_HINT}") from None
     except NvmlCrash as error:
         raise fail(
             ExitCode.NVML_CRASH,
@@ -46,7 +47,7 @@ def read_node_or_fail(from_path: str | None, timeout_s: float = 60) -> Node:
     epilog="""\b
 Examples:
   topo-gate topo                        # this node, through NVML
-  topo-gate topo --from h200-x2.json    # a recorded node, as on that machine
+  topo-gate topo --from profiles/h200-x2/h200-x2.capture.json  # recorded
   topo-gate topo --json | jq .interconnect
 
 Exit codes: 0 ok, 3 unreadable capture, 4 no NVIDIA driver, 5 NVML crashed.""",

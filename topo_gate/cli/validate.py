@@ -11,7 +11,7 @@ from topo_gate._terminal import shown
 from topo_gate.cli._errors import CliError, ExitCode, error_line, fail
 from topo_gate.cli._profile import load_or_fail
 from topo_gate.profile import ProfileError, dump_profile, load_profile
-from topo_gate.profile.set_check import check_set
+from topo_gate.profile.set_check import SetReport, check_set
 
 
 @click.command(
@@ -106,6 +106,32 @@ def _validate_set(directory: Path, as_json: bool) -> None:
             )
             click.echo(f"  {shown(member.name)}: {state}")
     if not report.ok:
-        raise fail(ExitCode.NOT_OK, f"{directory}: {'; '.join(report.problems)}")
+        problems = "; ".join(report.problems)
+        raise fail(ExitCode.NOT_OK, f"{directory}: {problems}{_flat_set_hint(directory, report)}")
     if not as_json:
         click.echo(f"OK {shown(directory)}: profile set of {len(report.members)}, one per fingerprint")
+
+
+#: Sub-folders named in the hint, at most.
+MAX_NESTED_SHOWN = 3
+
+
+def _flat_set_hint(directory: Path, report: SetReport) -> str:
+    """A set is the folder's own *.yaml / *.yml files (as the reader lists them): where it has none but
+    its sub-folders do, say so and how to check those instead."""
+    if report.members:
+        return ""
+    try:
+        nested = sorted(
+            {path.parent for pattern in ("*/*.yaml", "*/*.yml") for path in directory.glob(pattern)}
+        )
+    except OSError:
+        return ""
+    if not nested:
+        return ""
+    shown_folders = ", ".join(shown(str(folder)) + "/" for folder in nested[:MAX_NESTED_SHOWN])
+    more = f" and {len(nested) - MAX_NESTED_SHOWN} more" if len(nested) > MAX_NESTED_SHOWN else ""
+    return (
+        f" (a set is flat: only the folder's own files are members; profiles lie in {shown_folders}{more}: "
+        f"`topo-gate validate {shown(str(directory / '*' / '*.yaml'))}` checks each)"
+    )

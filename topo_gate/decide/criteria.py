@@ -42,6 +42,9 @@ class SizeVerdict:
     folded_from: str | None = None  # the choice before a lone bucket was folded into its neighbours
     transitions_us: Mapping[str, float] = field(default_factory=dict)  # rule 5: T per backend
     fusion_off: str | None = None  # rule 6: why no fused backend was taken here
+    # Rule 6, where it left no fused candidate: the composite the fastest of them lost to, and that
+    # candidate's speedup over it (below 1: the composite is faster).
+    fused_lost_to: tuple[str, Speedup] | None = None
     in_context: Mapping[str, float] = field(default_factory=dict)  # rule 7: speedup per backend
     demoted: str | None = None  # rule 7: what in context demoted, in words
     eligible: tuple[str, ...] = ()  # every backend that cleared rules 1, 5 and 6 here, fastest first

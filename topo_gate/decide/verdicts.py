@@ -24,7 +24,7 @@ from topo_gate.decide.criteria import (
 from topo_gate.decide.words import ratio_words, status_words
 from topo_gate.evidence.bar import DEFAULT_MARGIN, STEP_CALLS, transition_cost_us
 from topo_gate.evidence.names import GEMM
-from topo_gate.evidence.stats import bootstrap_speedups, median
+from topo_gate.evidence.stats import Speedup, bootstrap_speedups, median
 from topo_gate.profile.schema import BACKENDS
 
 
@@ -136,7 +136,11 @@ def _judge_size(
         baseline["samples_us"], candidates, level=criteria.level, resamples=criteria.resamples, rng=rng
     )
     clear = {name for name, s in speedups.items() if clears(s, criteria)}
-    clear, fusion_off = _beat_composites(clear, candidates, composites, baseline["samples_us"], criteria, rng)
+    clear, fusion_off, lost = _beat_composites(
+        clear, candidates, composites, baseline["samples_us"], criteria, rng
+    )
+    # The fastest fused candidate against nccl names the composite that kept fusion off (ties by name).
+    fastest_lost = max(lost, key=lambda name: (speedups[name].ratio, name)) if lost and not clear else None
     # Sorted over (ratio, name): the fastest first, and a deterministic pick between exact ties.
     ranked = sorted(((speedups[name].ratio, name) for name in clear), reverse=True)
     return SizeVerdict(
@@ -146,6 +150,7 @@ def _judge_size(
         excluded,
         transitions_us=transitions,
         fusion_off=fusion_off,
+        fused_lost_to=None if fastest_lost is None else lost[fastest_lost],
         eligible=tuple(name for _, name in ranked),
     )
 
@@ -157,14 +162,16 @@ def _beat_composites(
     baseline_samples: Sequence[float],
     criteria: Criteria,
     rng: random.Random,
-) -> tuple[set[str], str | None]:
+) -> tuple[set[str], str | None, dict[str, tuple[str, Speedup]]]:
     """Rule 6: keep the fused candidates that also clear the bar against every composite measured
-    faster than the baseline; return them and, when some were dropped, why (in words)."""
+    faster than the baseline; return them, why some were dropped (in words; None when none were),
+    and each dropped one's first loss: the composite and its speedup over it."""
     if not composites or not clear:
-        return clear, None
+        return clear, None, {}
     base = median(baseline_samples)
     faster = {name: samples for name, samples in composites.items() if median(samples) < base}
     kept, blocked = set(), []
+    lost: dict[str, tuple[str, Speedup]] = {}
     for name in sorted(clear):
         losses = []
         for composite, samples in sorted(faster.items()):
@@ -172,11 +179,12 @@ def _beat_composites(
                                       resamples=criteria.resamples, rng=rng)[name]  # fmt: skip
             if not clears(over, criteria):
                 losses.append(f"{composite} ({name} {ratio_words(over)} over it)")
+                lost.setdefault(name, (composite, over))
         if losses:
             blocked.append(f"{name} does not clear the bar over {losses[0]}")
         else:
             kept.add(name)
-    return kept, ("fusion off: " + "; ".join(blocked)) if blocked else None
+    return kept, ("fusion off: " + "; ".join(blocked)) if blocked else None, lost
 
 
 def _confirm_in_context(

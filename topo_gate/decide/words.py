@@ -62,15 +62,20 @@ def baseline_reason(members: list[SizeVerdict], criteria: Criteria) -> str:
     """Why a baseline rule's sizes stayed with the baseline, size by size where it matters."""
     parts = []
     compared = [v for v in members if v.baseline_problem is None and v.folded_from is None]
-    contenders = [(s.ratio, name, v.nbytes, s) for v in compared for name, s in sorted(v.speedups.items())]
+    fusion_off = [v for v in compared if v.fused_lost_to is not None]
+    if fusion_off:
+        parts.append(fusion_off_headline(fusion_off, criteria))
+    # Sizes where some backend did clear the bar but rule 6 or 7 kept it out are said by those rules.
+    unbeaten = [v for v in compared if v.fusion_off is None and v.demoted is None]
+    contenders = [(s.ratio, name, v.nbytes, s) for v in unbeaten for name, s in sorted(v.speedups.items())]
     if contenders:
         _, name, nbytes, speedup = max(contenders, key=lambda item: item[0])
         parts.append(
             f"no backend beat {criteria.baseline} by >= {criteria.margin:.0%} with its {criteria.level:.0%} "
-            f"CI clear at {span(compared)}; closest: {name} {ratio_words(speedup)} at {human_bytes(nbytes)}"
+            f"CI clear at {span(unbeaten)}; closest: {name} {ratio_words(speedup)} at {human_bytes(nbytes)}"
         )
-    elif compared:
-        parts.append(f"no other backend measured correctly at {span(compared)}{_exclusion_words(compared)}")
+    elif unbeaten:
+        parts.append(f"no other backend measured correctly at {span(unbeaten)}{_exclusion_words(unbeaten)}")
     for verdict in members:
         if verdict.fusion_off is not None:
             parts.append(f"at {human_bytes(verdict.nbytes)} {verdict.fusion_off}")
@@ -84,6 +89,31 @@ def baseline_reason(members: list[SizeVerdict], criteria: Criteria) -> str:
         elif verdict.folded_from is not None:
             parts.append(fold_words(verdict, criteria.baseline, criteria))
     return "; ".join(parts)
+
+
+def fusion_off_headline(verdicts: Sequence[SizeVerdict], criteria: Criteria) -> str:
+    """Rule 6 first, in a user's words: which plain path + norm kept fusion off, and where.
+
+    ``fusion off: pcie_ipc + norm is faster at 28 KiB-56 KiB (2 sizes), within 5% of fused at
+    112 KiB``: faster where the fastest fused candidate was slower than it, within the margin where
+    that one was faster by less. Consecutive sizes with the same composite and the same word share a
+    phrase; the composite is named once for its run of phrases."""
+    runs: list[tuple[str, bool, list[SizeVerdict]]] = []
+    for verdict in verdicts:
+        assert verdict.fused_lost_to is not None, "only sizes rule 6 kept fusion off at"
+        composite, over = verdict.fused_lost_to
+        key = (composite, over.ratio < 1)
+        if runs and runs[-1][:2] == key:
+            runs[-1][2].append(verdict)
+        else:
+            runs.append((*key, [verdict]))
+    phrases = []
+    for index, (composite, faster, sized) in enumerate(runs):
+        named = index == 0 or runs[index - 1][0] != composite
+        how = "faster" if faster else f"within {criteria.margin:.0%} of fused"
+        path = f"{composite.removesuffix(COMPOSITE_SUFFIX)} + norm is " if named else ""
+        phrases.append(f"{path}{how} at {span(sized)}")
+    return "fusion off: " + ", ".join(phrases)
 
 
 def _exclusion_words(verdicts: Sequence[SizeVerdict]) -> str:

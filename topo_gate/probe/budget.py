@@ -103,6 +103,15 @@ def fit_to_budget(
     return sessions, dropped
 
 
+def duration_words(seconds: float) -> str:
+    """``"8 s"``, ``"2.5 min"``, ``"1.2 h"``: an estimate in the unit a person reads it in."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def dropped_notes(dropped: Iterable[Dropped]) -> list[str]:
     """The summary's words for ``dropped``: one note per (what, reason), naming the runs."""
     grouped: dict[tuple[str, str], list[str]] = {}

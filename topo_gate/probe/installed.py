@@ -13,9 +13,9 @@ import importlib.util
 import os
 from collections.abc import Iterable, Mapping
 
-from topo_gate.trials.backends.names import COMPOSITE_SUFFIX
 from topo_gate.trials.backends._flashinfer import flashinfer_missing
 from topo_gate.trials.backends.custom_v2_bundle import kernels_missing
+from topo_gate.trials.backends.names import COMPOSITE_SUFFIX
 
 #: Trial backends that call FlashInfer's kernels (``trials/backends/trtllm.py``, ``pcie_ipc.py``,
 #: ``vllm_custom.py``: each admits itself only where ``flashinfer_missing`` says nothing).

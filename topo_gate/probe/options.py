@@ -87,6 +87,11 @@ class ProbeOptions:
     command: str | None = None  # recorded in provenance
 
 
+#: A phase this many times past its estimate is flagged (progress display, the probe's notes).
+OVERRUN = 2.0
+OVERRUN_FLOOR_S = 1.0
+
+
 @dataclass(frozen=True)
 class PhaseProgress:
     """One worker phase over the whole probe: seconds spent so far (wall clock, while the workers'
@@ -95,6 +100,12 @@ class PhaseProgress:
     name: str
     done_s: float
     estimate_s: float
+
+    @property
+    def overrun(self) -> bool:
+        """Past twice its estimate, and by a second at least (a 0.2 s check planned at 0.1 s is no
+        news): worth a person's attention -- a loaded or slower machine, or a hang."""
+        return self.done_s > OVERRUN * self.estimate_s and self.done_s - self.estimate_s >= OVERRUN_FLOOR_S
 
 
 @dataclass(frozen=True)
@@ -113,6 +124,13 @@ class ProbeProgress:
     detail: str  # the worker's place ("measure of trtllm_oneshot at 64 tokens (round 3)") or a fault
     phase: str = "import"  # the phase in flight
     phases: tuple[PhaseProgress, ...] = ()
+    #: Wall seconds per estimated second, re-fitted from the work since the first timed round (None
+    #: until there is some): what the planner's estimate is off by on this machine, now.
+    pace: float | None = None
+
+    def remaining_s(self) -> float:
+        """Seconds left: the estimated work left, re-fitted by ``pace`` once rounds were measured."""
+        return max(self.total_s - self.done_s, 0.0) * (1.0 if self.pace is None else self.pace)
 
 
 @dataclass(frozen=True)

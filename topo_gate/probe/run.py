@@ -14,7 +14,7 @@ from typing import Any
 
 from topo_gate._atomic import check_output_path, exclusive_output, new_unique_path
 from topo_gate.evidence.document import evidence_from_results, trials_meta, write_evidence
-from topo_gate.probe.budget import dropped_notes, fit_to_budget, total_seconds
+from topo_gate.probe.budget import dropped_notes, duration_words, fit_to_budget, total_seconds
 from topo_gate.probe.installed import unavailable_up_front
 from topo_gate.probe.jit import flashinfer_jit_note
 from topo_gate.probe.node import NodeFacts, cpu_node, gpu_node
@@ -28,7 +28,7 @@ from topo_gate.probe.options import (
 )
 from topo_gate.probe.preflight import PreflightRow, preflight
 from topo_gate.probe.replay import decide_and_write
-from topo_gate.probe.sessions import Deadline, run_sessions
+from topo_gate.probe.sessions import Deadline, overrun_notes, run_sessions
 from topo_gate.trials import plan as planning
 from topo_gate.trials.plan import DTYPE_BYTES
 from topo_gate.trials.results import PlanResult
@@ -75,8 +75,11 @@ def _probe_holding_out(
     jit_note = flashinfer_jit_note(facts.sms) if options.device == "cuda" else None
     notes = ([jit_note] if jit_note else []) + dropped_notes(fitted)
     if on_note is not None:
-        minutes = total_seconds(sessions, options.device) / 60
-        on_note(f"{len(sessions)} worker session(s), about {minutes:.1f} min by the planner's estimate")
+        estimate = duration_words(total_seconds(sessions, options.device))
+        on_note(
+            f"{len(sessions)} worker session(s), about {estimate} by the planner's estimate "
+            "(re-fitted on the progress line once rounds are timed)"
+        )
         for note in notes:
             on_note(note)
     started = clock()
@@ -90,7 +93,7 @@ def _probe_holding_out(
         on_progress=on_progress,
     )
     results = ran.results
-    notes += dropped_notes(ran.dropped)
+    notes += dropped_notes(ran.dropped) + overrun_notes(ran.phases)
     evidence_path = options.evidence_out or new_unique_path(options.out.parent, "evidence-", ".json")
     node_block = {**facts.block(), "software": _merged_software(facts.software, results)}
     budget = {"seconds": options.budget_s, "dropped": [item.to_dict() for item in [*fitted, *ran.dropped]]}

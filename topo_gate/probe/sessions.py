@@ -16,7 +16,7 @@ from pathlib import Path
 
 from topo_gate.probe.budget import WHOLE_RUN, Dropped
 from topo_gate.probe.node import NodeFacts
-from topo_gate.probe.options import PhaseProgress, ProbeOptions, ProbeProgress
+from topo_gate.probe.options import OVERRUN, PhaseProgress, ProbeOptions, ProbeProgress
 from topo_gate.trials.cost import COST_MODELS, PHASES, estimate_phases, plan_phases
 from topo_gate.trials.plan import SessionPlan
 from topo_gate.trials.protocol import Beat
@@ -51,6 +51,7 @@ class Deadline:
 class SessionsRun:
     results: list[PlanResult] = field(default_factory=list)
     dropped: list[Dropped] = field(default_factory=list)
+    phases: tuple[PhaseProgress, ...] = ()  # wall seconds per worker phase against the estimates
 
 
 def run_sessions(
@@ -67,6 +68,7 @@ def run_sessions(
     estimates = [estimate_phases(session, options.device) for session in sessions]
     totals = [sum(phases.values()) for phases in estimates]
     progress = _PhaseTimes(deadline.clock, [sum(e[p] for e in estimates) for p in PHASES])
+    pace = Pace(deadline.clock)
     with tempfile.TemporaryDirectory(prefix="topo-gate-probe-") as workdir:
         for index, session in enumerate(sessions):
             if index and deadline.spent():
@@ -97,6 +99,7 @@ def run_sessions(
                 done = done_before + _done_in_session(sessions[index], estimates[index], beat, options.device)
                 on_progress(ProbeProgress(
                     index + 1, len(sessions), label, done, sum(totals), detail, phase, progress.at(phase),
+                    pace.at(phase, done),
                 ))  # fmt: skip
 
             result = run_session(
@@ -116,9 +119,47 @@ def run_sessions(
             if on_progress is not None:
                 on_progress(ProbeProgress(
                     index + 1, len(sessions), label, done_before + totals[index], sum(totals), "done", "close",
-                    progress.at("close"),
+                    progress.at("close"), pace.at("close", done_before + totals[index]),
                 ))  # fmt: skip
+    run.phases = progress.totals()
     return run
+
+
+class Pace:
+    """The planner's estimate re-fitted from the rounds already measured: wall seconds per estimated
+    second of work since the first heartbeat of a timed round. Start-up (imports, rendezvous) is a
+    one-off the cost model prices well and is left out; the timed rounds are what a loaded or slower
+    machine stretches (a CPU probe on 2 shared cores: 20-30x the idle machine's estimate)."""
+
+    MIN_WALL_S = 1.0  # less than this after the anchor says nothing yet
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._anchor: tuple[float, float] | None = None
+
+    def at(self, phase: str, done_s: float) -> float | None:
+        """The pace now, or None while nothing was timed long enough to say."""
+        now = self._clock()
+        if self._anchor is None:
+            if phase == "measure":
+                self._anchor = (now, done_s)
+            return None
+        since, done_then = self._anchor
+        if done_s <= done_then or now - since < self.MIN_WALL_S:
+            return None
+        return (now - since) / (done_s - done_then)
+
+
+def overrun_notes(phases: Sequence[PhaseProgress]) -> list[str]:
+    """One note naming the phases that took more than OVERRUN times the planner's estimate."""
+    over = [phase for phase in phases if phase.overrun]
+    if not over:
+        return []
+    listed = ", ".join(f"{p.name} {p.done_s:.1f} s (estimate {p.estimate_s:.1f} s)" for p in over)
+    return [
+        f"past {OVERRUN:g}x the planner's estimate: {listed} -- a loaded or slower machine; "
+        "--budget stops the work at its deadline"
+    ]
 
 
 def _done_in_session(session: SessionPlan, phases: dict[str, float], beat: Beat | None, device: str) -> float:
@@ -153,6 +194,10 @@ class _PhaseTimes:
         if self._current is not None:
             self._spent[self._current] += now - self._since
         self._current, self._since = phase, now
+        return self.totals()
+
+    def totals(self) -> tuple[PhaseProgress, ...]:
+        """The seconds charged so far (up to the latest heartbeat), without reading the clock."""
         return tuple(
             PhaseProgress(name, self._spent[name], est)
             for name, est in zip(PHASES, self._estimates, strict=True)

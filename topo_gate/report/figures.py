@@ -22,6 +22,7 @@ from topo_gate.evidence.bar import STEP_CALLS
 from topo_gate.profile.schema import DecisionEntry, Rule
 from topo_gate.report import extensions
 from topo_gate.report.changes import ranges
+from topo_gate.report.rule_words import backend_words, cpu_harness, shows_speedup
 from topo_gate.report.series import Point, Unmeasured, latency_points, speedup_points, unmeasured_cells
 from topo_gate.report.sources import Source
 
@@ -289,12 +290,13 @@ def _shades(key: Key, sources: Sequence[Source]) -> tuple[str | None, tuple[Shad
     ]
     if len(decided) > 1 and not notes:
         notes.append(f"shaded ranges: {label}; {', '.join(o for o, _ in decided[1:])} decided the same")
-    return label, tuple(_shade_for(low, rule) for low, rule in ranges(entry)), notes
+    cpu = any(cpu_harness(source.profile) for source in sources)
+    return label, tuple(_shade_for(low, rule, cpu=cpu) for low, rule in ranges(entry)), notes
 
 
-def _shade_for(min_bytes: int, rule: Rule) -> Shade:
-    speedup = "" if rule.speedup is None else f" {rule.speedup:.2f}x"
-    return Shade(min_bytes, rule.max_bytes, rule.backend, f"{rule.backend}{speedup}")
+def _shade_for(min_bytes: int, rule: Rule, *, cpu: bool) -> Shade:
+    speedup = f" {rule.speedup:.2f}x" if shows_speedup(rule, cpu=cpu) and rule.speedup is not None else ""
+    return Shade(min_bytes, rule.max_bytes, rule.backend, f"{backend_words(rule.backend, cpu=cpu)}{speedup}")
 
 
 def _ladder(entry: DecisionEntry) -> list[tuple[int | None, str]]:

@@ -8,12 +8,19 @@ import base64
 from collections.abc import Mapping, Sequence
 
 from topo_gate._version import __version__
-from topo_gate.profile.schema import NCCL, DecisionEntry, Rule
+from topo_gate.profile.schema import DecisionEntry, Rule
 from topo_gate.report.ab_report import AbSource, ab_html
 from topo_gate.report.changes import Changes, ranges
 from topo_gate.report.figures import FigureSpec, Key
 from topo_gate.report.inert import html_text
 from topo_gate.report.markdown import node_words
+from topo_gate.report.rule_words import (
+    backend_words,
+    cpu_harness,
+    is_fast_path,
+    reason_parts,
+    shows_speedup,
+)
 from topo_gate.report.sources import Source
 from topo_gate.report.tables import alternatives_words, size_range
 
@@ -105,7 +112,8 @@ def _section(key: Key, sources: Sequence[Source], figures: Sequence[tuple[Figure
     for group in _same_ladders(decided):
         labels = ", ".join(label for label, _ in group)
         same = " (the same ranges and backends)" if len(group) > 1 else ""
-        parts.append(f"<h3>Decisions: {html_text(labels)}{same}</h3>{_decision_table(group)}")
+        cpu = any(cpu_harness(source.profile) for source in sources)
+        parts.append(f"<h3>Decisions: {html_text(labels)}{same}</h3>{_decision_table(group, cpu=cpu)}")
     for spec, png in figures:
         data = base64.b64encode(png).decode("ascii")
         parts.append(
@@ -123,28 +131,32 @@ def _same_ladders(decided: Sequence[tuple[str, DecisionEntry]]) -> list[list[tup
     return list(groups.values())
 
 
-def _decision_table(group: Sequence[tuple[str, DecisionEntry]]) -> str:
+def _decision_table(group: Sequence[tuple[str, DecisionEntry]], *, cpu: bool) -> str:
     """One row per rule; a speed-up column per input of the group; the first input's reasons."""
     rows = []
     several = len(group) > 1
     for index, (lower, rule) in enumerate(ranges(group[0][1])):
         speedups = "".join(
-            f'<td class="num">{html_text(_speedup_words(entry.rules[index]))}</td>' for _, entry in group
+            f'<td class="num">{html_text(_speedup_words(entry.rules[index], cpu=cpu))}</td>'
+            for _, entry in group
         )
-        why = "; ".join(part for part in (rule.reason, alternatives_words(rule)) if part)
-        css = "" if rule.backend == NCCL else ' class="fast"'
+        # The reason's first clause in bold (what decided the range), the detail after it.
+        headline, rest = reason_parts(rule.reason)
+        detail = "; ".join(part for part in (rest, alternatives_words(rule)) if part)
+        why = f"<strong>{html_text(headline)}</strong>" + (f"; {html_text(detail)}" if detail else "")
+        css = ' class="fast"' if is_fast_path(rule.backend) else ""
         rows.append(
             f'<tr{css}><td class="size">{html_text(size_range(lower, rule.max_bytes))}</td>'
-            f'<td class="backend">{html_text(rule.backend)}</td>{speedups}'
-            f'<td class="why">{html_text(why)}</td></tr>'
+            f'<td class="backend">{html_text(backend_words(rule.backend, cpu=cpu))}</td>{speedups}'
+            f'<td class="why">{why}</td></tr>'
         )
     speedup_heads = [f"speed-up, {label}" if several else "speed-up vs nccl (95% CI)" for label, _ in group]
     why_head = f"why ({group[0][0]})" if several else "why"
     return f"<table>{_head('message size', 'backend', *speedup_heads, why_head)}{''.join(rows)}</table>"
 
 
-def _speedup_words(rule: Rule) -> str:
-    if rule.speedup is None or rule.ci is None:
+def _speedup_words(rule: Rule, *, cpu: bool) -> str:
+    if not shows_speedup(rule, cpu=cpu) or rule.speedup is None or rule.ci is None:
         return ""
     return f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})"
 

@@ -9,8 +9,15 @@ from topo_gate.profile.schema import NCCL, Profile
 from topo_gate.report.ab_report import AbSource, ab_markdown
 from topo_gate.report.changes import Changes, ranges
 from topo_gate.report.inert import cell, markdown_text
+from topo_gate.report.rule_words import (
+    backend_words,
+    cpu_harness,
+    is_fast_path,
+    one_line_reason,
+    shows_speedup,
+)
 from topo_gate.report.sources import Source
-from topo_gate.report.tables import alternatives_words, size_range
+from topo_gate.report.tables import size_range
 
 
 def summary_markdown(
@@ -33,6 +40,7 @@ def summary_markdown(
             lines += _changes(source, found)
     lines += ["", "## Decisions", ""]
     lines += _decisions(sources)
+    lines += ["", "Each range's reason in full, size by size, is in `report.html` (and `topo-gate show`)."]
     all_notes = [*notes, *(f"{source.label}: {note}" for source in sources for note in source.notes)]
     if all_notes:
         lines += ["", "## Notes", ""]
@@ -77,15 +85,18 @@ def _decisions(sources: Sequence[Source]) -> list[str]:
     )
     rows = [head, "|" + " --- |" * (head.count("|") - 1)]
     for source in sources:
+        cpu = cpu_harness(source.profile)
         for entry in source.profile.decisions:
             for lower, rule in ranges(entry):
-                backend = f"`{rule.backend}`" if rule.backend != NCCL else rule.backend
+                words = backend_words(rule.backend, cpu=cpu)
+                backend = f"`{words}`" if is_fast_path(rule.backend) else words
                 speedup = (
-                    ""
-                    if rule.speedup is None or rule.ci is None
-                    else (f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})")
+                    f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})"
+                    if shows_speedup(rule, cpu=cpu) and rule.speedup is not None and rule.ci is not None
+                    else ""
                 )
-                why = "; ".join(part for part in (rule.reason, alternatives_words(rule)) if part)
+                # One line: what decided the range. Its detail, size by size, is in report.html.
+                why = one_line_reason(rule.reason)
                 first = [cell(source.label)] if several else []
                 row = [
                     *first,
@@ -106,7 +117,7 @@ def _decisions(sources: Sequence[Source]) -> list[str]:
                 "-",
                 "-",
                 "all sizes",
-                NCCL,
+                backend_words(NCCL, cpu=cpu_harness(source.profile)),
                 "",
                 f"not measured: {cell(skipped.reason)}",
             ]

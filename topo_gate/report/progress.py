@@ -1,94 +1,119 @@
-"""Progress bars for ``probe``: one bar over the whole probe with elapsed time and ETA and what the
-workers are doing, and one bar per worker phase showing where the time goes.
+"""The probe's live progress: how far the whole probe is, and where the time goes, phase by phase.
 
-The main bar advances in *estimated seconds of work* (``ProbeProgress.done_s`` / ``total_s``, from the
-planner's cost model), so its pace follows the work rather than the number of sessions (a TP8
-prefill session costs far more than a TP2 decode one); rich's ETA then corrects the estimate with
-real time. Each phase bar (import, rendezvous, setup, check, capture, measure, transition, context,
-recheck, ...) fills with the wall seconds spent in it so far against the planner's estimate for it,
-so a phase that takes longer than planned stands out (its bar full, its seconds past the estimate).
+One frame, redrawn in place (rich ``Live``) a few times a second and on every heartbeat:
+
+* the overall line, numbers first: percent of the estimated work, elapsed, time left (the planner's
+  estimate until rounds were timed, then re-fitted from them: ``ProbeProgress.pace``), then the
+  session; only the session's words are ever cut to fit;
+* what the workers are doing (cut at the terminal's edge);
+* one line per worker phase (import, rendezvous, setup, check, capture, measure, ...): wall seconds
+  spent in it against the planner's estimate, flagged ``over 2x`` past twice the estimate.
+
+Every number has a fixed width, so nothing moves between frames; the bars come only where the
+numbers already fit (>= ``BARS_FROM`` columns) and go after them. The overall bar of an earlier
+version vanished at 80 columns and its numbers were cut to "5..." -- never again: the numbers are
+laid out first and the words take what is left.
 """
 
 from __future__ import annotations
 
-from rich.console import Console, RenderableType
-from rich.progress import (
-    BarColumn,
-    Progress,
-    ProgressColumn,
-    SpinnerColumn,
-    Task,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.live import Live
 from rich.text import Text
 
-from topo_gate.probe import ProbeProgress
+from topo_gate.probe import PhaseProgress, ProbeProgress
+from topo_gate.probe.options import OVERRUN
+
+BARS_FROM = 100  # columns: below this the phase lines carry numbers only
+PHASE_NAME_WIDTH = 11
+#: A re-fitted pace this far from 1 is said on the overall line (the estimate is that far off here).
+PACE_SHOWN_FROM = 1.5
 
 
-class _OverallOnly(ProgressColumn):
-    """A column shown on the overall bar only (a phase row has no ETA of its own)."""
+def clock_words(seconds: float) -> str:
+    """``0:01:40``: hours, minutes, seconds, always 7 characters below 10 hours."""
+    whole = max(int(seconds + 0.5), 0)
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
 
-    def __init__(self, inner: ProgressColumn) -> None:
-        super().__init__()
-        self._inner = inner
 
-    def render(self, task: Task) -> RenderableType:
-        return Text("") if task.fields.get("phase") else self._inner.render(task)
+def overall_line(event: ProbeProgress, elapsed_s: float, width: int) -> Text:
+    percent = 100 * event.done_s / event.total_s if event.total_s else 0.0
+    numbers = f"{percent:3.0f}%  {clock_words(elapsed_s)} elapsed  {clock_words(event.remaining_s())} left"
+    line = Text(numbers, style="bold")
+    if event.pace is not None and not 1 / PACE_SHOWN_FROM < event.pace < PACE_SHOWN_FROM:
+        line.append(f" (re-fitted: {event.pace:.1f}x the estimate)", style="yellow")
+    line.append(f"  session {event.run}/{event.runs}: {event.label}")
+    line.truncate(width, overflow="ellipsis")
+    return line
+
+
+def phase_line(phase: PhaseProgress, current: bool, width: int) -> Text:
+    marker = ">" if current else " "
+    line = Text(f"  {marker} {phase.name:<{PHASE_NAME_WIDTH}}", style="bold" if current else "")
+    line.append(f"{phase.done_s:7.1f} s of {phase.estimate_s:6.1f} s est.")
+    line.append(
+        f"  over {OVERRUN:g}x" if phase.overrun else " " * (len(f"{OVERRUN:g}") + 8), style="bold yellow"
+    )
+    if width >= BARS_FROM:
+        bar_width = min(40, width - len(line) - 2)
+        filled = round(bar_width * min(phase.done_s / phase.estimate_s, 1.0)) if phase.estimate_s > 0 else 0
+        line.append("  " + "━" * filled, style="yellow" if phase.overrun else "green")
+        line.append("━" * (bar_width - filled), style="dim")
+    line.truncate(width, overflow="ellipsis")
+    return line
+
+
+class _Frame:
+    """What ``Live`` redraws: the latest event, laid out for the width of the terminal it lands on."""
+
+    def __init__(self, display: ProbeProgressDisplay) -> None:
+        self._display = display
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        event = self._display.latest
+        if event is None:
+            return
+        width = options.max_width
+        yield overall_line(event, self._display.elapsed_s(), width)
+        detail = Text(f"  {event.detail}", style="dim", no_wrap=True)
+        detail.truncate(width, overflow="ellipsis")
+        yield detail
+        # The phase in flight keeps counting between heartbeats (a long import, a slow round).
+        since = self._display.since_event_s() if event.done_s < event.total_s else 0.0
+        for phase in event.phases:
+            current = phase.name == event.phase
+            shown = replace(phase, done_s=phase.done_s + since) if current else phase
+            yield phase_line(shown, current, width)
 
 
 class ProbeProgressDisplay:
     """``with ProbeProgressDisplay(console) as show: probe(options, on_progress=show)``."""
 
-    def __init__(self, console: Console) -> None:
-        self._progress = Progress(
-            _OverallOnly(SpinnerColumn()),
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            TextColumn("{task.fields[amount]}"),
-            _OverallOnly(TimeElapsedColumn()),
-            _OverallOnly(TextColumn("ETA")),
-            _OverallOnly(TimeRemainingColumn()),
-            TextColumn("[dim]{task.fields[detail]}"),
-            console=console,
-        )
-        self._task: TaskID | None = None
-        self._phases: dict[str, TaskID] = {}
+    def __init__(self, console: Console, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._started = clock()
+        self.latest: ProbeProgress | None = None
+        self._latest_at = self._started
+        self._live = Live(_Frame(self), console=console, refresh_per_second=4, transient=False)
+
+    def elapsed_s(self) -> float:
+        return self._clock() - self._started
+
+    def since_event_s(self) -> float:
+        return self._clock() - self._latest_at
 
     def __enter__(self) -> ProbeProgressDisplay:
-        self._progress.start()
+        self._started = self._clock()
+        self._live.start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._progress.stop()
+        self._live.stop()
 
     def __call__(self, event: ProbeProgress) -> None:
-        description = f"session {event.run}/{event.runs}: {event.label}"
-        percent = f"{100 * event.done_s / event.total_s:>3.0f}%" if event.total_s else ""
-        if self._task is None:
-            self._task = self._progress.add_task(
-                description, total=event.total_s, detail=event.detail, amount=percent, phase=False
-            )
-        self._progress.update(
-            self._task,
-            description=description,
-            completed=event.done_s,
-            total=event.total_s,
-            detail=event.detail,
-            amount=percent,
-        )
-        for phase in event.phases:
-            amount = f"{phase.done_s:5.1f} / {phase.estimate_s:.1f} s"
-            marker = "[bold]>" if phase.name == event.phase else " "
-            if phase.name not in self._phases:
-                self._phases[phase.name] = self._progress.add_task(
-                    f"  {phase.name}", total=max(phase.estimate_s, 1e-3), detail="", amount=amount, phase=True
-                )
-            self._progress.update(
-                self._phases[phase.name],
-                description=f"{marker} {phase.name}",
-                completed=min(phase.done_s, phase.estimate_s),
-                amount=amount,
-            )
+        self.latest, self._latest_at = event, self._clock()
+        self._live.refresh()

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from topo_gate.decide import human_bytes
-from topo_gate.profile.schema import BACKENDS
+from topo_gate.profile.schema import BACKENDS, COMPOSITE_SUFFIX
 from topo_gate.report.ab_report import AbFigureSpec
 from topo_gate.report.figures import CONTEXT, FigureSpec, Line
 from topo_gate.report.inert import figure_text
@@ -30,33 +31,40 @@ WIDTH_IN = 11.0
 PLOT_HEIGHT_IN = 5.6
 NOTE_LINE_IN = 0.2
 
-# Fixed colours per backend ("tab10" without its grey, which marks NCCL's ranges, then tab20's light
-# shades), so a backend keeps its colour in every figure and every report and no two known backends
-# share one; NCCL is black and drawn heavier.
-_PALETTE = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#17becf",
-    "#bcbd22",
-    "#393b79",
-    "#aec7e8",
-    "#ffbb78",
-    "#98df8a",
-    "#ff9896",
-    "#c5b0d5",
-    "#c49c94",
-    "#f7b6d2",
-    "#9edae5",
-    "#dbdb8d",
+# One hue per backend *family*, a line style per variant in it (a launcher's own call sequence of the
+# same kernel), so a family reads as one at a glance and its variants apart: TRT-LLM one-shot blue
+# (TRT-LLM's own solid, vLLM's dashed, SGLang's dotted), two-shot orange, the fused one-shot purple,
+# the fused two-shot brown, symmetric memory green, the custom all-reduces red, PCIe IPC pink; NCCL
+# (gloo on the CPU harness) black and drawn heavier. A composite (``pcie_ipc+rmsnorm``: the plain
+# path + norm) is drawn as its plain path. Names the schema does not know get a hue of their own
+# from _SPARE, by a stable hash, solid.
+_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("#000000", ("nccl",)),
+    ("#000000", ("gloo",)),
+    ("#1f77b4", ("trtllm_oneshot", "trtllm_oneshot_vllm", "trtllm_oneshot_sglang")),
+    ("#ff7f0e", ("trtllm_twoshot", "trtllm_twoshot_vllm", "trtllm_twoshot_sglang")),
+    ("#9467bd", ("trtllm_fused_oneshot", "trtllm_fused_oneshot_vllm", "trtllm_fused_oneshot_sglang")),
+    ("#8c564b", ("trtllm_fused_twoshot", "trtllm_fused_twoshot_vllm", "trtllm_fused_twoshot_sglang")),
+    ("#2ca02c", ("symm_mem_oneshot", "symm_mem_twoshot", "symm_mem_twoshot_vllm")),
+    ("#d62728", ("vllm_custom", "custom_v2_sglang")),
+    ("#e377c2", ("pcie_ipc",)),
+    ("#17becf", ("gloo_ring",)),
 )
+_STYLE = {name: (hue, variant) for hue, names in _FAMILIES for variant, name in enumerate(names)}
+_SPARE = ("#bcbd22", "#7f7f7f", "#393b79", "#637939", "#843c39", "#7b4173")
 _FIXED = {"nccl": "#000000", "gloo": "#000000"}
 _LINESTYLES: tuple[Literal["-", "--", ":", "-."], ...] = ("-", "--", ":", "-.")
+#: Not measured: one grey cross, as the legend shows it, with the backend's name beside its row.
+_MARK_COLOUR = "#555555"
+#: Notes under a figure wrap at this many characters (8 pt DejaVu Sans across the 11-inch figure).
+NOTE_WRAP = 170
 _MARKERS = ("o", "s", "^", "D", "v", "P")
+_FILLS: tuple[Literal["full", "none", "bottom", "top"], ...] = (
+    "full",
+    "none",
+    "bottom",
+    "top",
+)  # the input, on points
 _RC: dict[RcKeyType, Any] = {
     "font.family": "DejaVu Sans",  # ships with matplotlib: the same glyphs on every machine
     "font.size": 9,
@@ -82,37 +90,52 @@ def require_matplotlib() -> None:
         raise MissingExtra(f"figures need matplotlib, the report extra: {INSTALL_HINT}") from None
 
 
+def backend_style(backend: str) -> tuple[str, int]:
+    """The backend's hue (its family's) and its variant's index in the family (its line style)."""
+    plain = backend.removesuffix(COMPOSITE_SUFFIX)
+    if plain in _STYLE:
+        return _STYLE[plain]
+    return _SPARE[zlib.crc32(plain.encode()) % len(_SPARE)], 0
+
+
 def backend_colour(backend: str) -> str:
-    """The backend's colour: fixed for known backends, a stable pick from the palette for others."""
-    if backend in _FIXED:
-        return _FIXED[backend]
-    known = [name for name in BACKENDS if name not in _FIXED]
-    index = known.index(backend) if backend in known else zlib.crc32(backend.encode()) + len(known)
-    return _PALETTE[index % len(_PALETTE)]
+    return backend_style(backend)[0]
+
+
+def wrapped_notes(notes: Sequence[str]) -> list[str]:
+    """Each note in lines of at most NOTE_WRAP characters, so none runs off the figure's edge."""
+    return [line for note in notes for line in textwrap.wrap(figure_text(note), NOTE_WRAP) or [""]]
 
 
 def render_png(spec: FigureSpec) -> bytes:
     """The figure as PNG bytes."""
     require_matplotlib()
     import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
     with matplotlib.rc_context(_RC):
-        notes = list(spec.notes)
-        height = PLOT_HEIGHT_IN + NOTE_LINE_IN * len(notes)
-        figure = Figure(figsize=(WIDTH_IN, height), dpi=DPI)
-        FigureCanvasAgg(figure)
-        bottom = (0.55 + NOTE_LINE_IN * len(notes)) / height
-        figure.subplots_adjust(left=0.07, right=0.74, top=1 - 0.45 / height, bottom=bottom)
-        axes = figure.add_subplot()
-        _draw(axes, spec)
-        for index, note in enumerate(notes):
-            y = (NOTE_LINE_IN * (len(notes) - index) - 0.05) / height
-            figure.text(0.01, y, figure_text(note), fontsize=8, color="#444444", va="bottom")
+        figure = build_figure(spec)
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()
+
+
+def build_figure(spec: FigureSpec) -> Any:
+    """The matplotlib ``Figure`` of ``spec`` on an Agg canvas (call under ``rc_context(_RC)``)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    notes = wrapped_notes(spec.notes)
+    height = PLOT_HEIGHT_IN + NOTE_LINE_IN * len(notes)
+    figure = Figure(figsize=(WIDTH_IN, height), dpi=DPI)
+    FigureCanvasAgg(figure)
+    bottom = (0.55 + NOTE_LINE_IN * len(notes)) / height
+    figure.subplots_adjust(left=0.07, right=0.74, top=1 - 0.45 / height, bottom=bottom)
+    axes = figure.add_subplot()
+    _draw(axes, spec)
+    for index, note in enumerate(notes):
+        y = (NOTE_LINE_IN * (len(notes) - index) - 0.05) / height
+        figure.text(0.01, y, note, fontsize=8, color="#444444", va="bottom")
+    return figure
 
 
 def _draw(axes: Any, spec: FigureSpec) -> None:
@@ -185,20 +208,29 @@ def _draw_shades(axes: Any, spec: FigureSpec, low: float, high: float) -> None:
 
 
 def _draw_line(axes: Any, line: Line, spec: FigureSpec) -> None:
-    colour = backend_colour(line.backend)
-    style_index = (1 if line.variant == "isolated" else 0) if spec.kind == CONTEXT else line.source_index
+    """Hue: the family; line style: the variant; marker: the input (several runs overlaid). Points
+    without a line (transitions) show the variant by marker and the input by its fill. In the
+    in-context figure, the isolated line is the faint, hollow one."""
+    colour, variant = backend_style(line.backend)
+    isolated = spec.kind == CONTEXT and line.variant == "isolated"
+    linestyle: str = _LINESTYLES[variant % len(_LINESTYLES)] if line.connect else "none"
+    if line.connect:
+        marker, fill = _MARKERS[line.source_index % len(_MARKERS)], "none" if isolated else "full"
+    else:
+        marker, fill = _MARKERS[variant % len(_MARKERS)], _FILLS[line.source_index % len(_FILLS)]
     xs = [p.nbytes for p in line.points]
     ys = [p.value for p in line.points]
     axes.plot(
         xs,
         ys,
         color=colour,
-        linestyle=_LINESTYLES[style_index % len(_LINESTYLES)] if line.connect else "none",
-        marker=_MARKERS[style_index % len(_MARKERS)],
+        linestyle=linestyle,
+        marker=marker,
+        fillstyle=fill,
         markersize=4.5 if line.emphasis or not line.connect else 3.5,
-        linewidth=2.6 if line.emphasis else 1.3,
+        linewidth=2.6 if line.emphasis else (1.0 if isolated else 1.4),
         zorder=4 if line.emphasis else 3,
-        alpha=0.55 if line.variant == "isolated" else 1.0,
+        alpha=0.55 if isolated else 1.0,
     )
     if line.connect and any(p.low != p.high for p in line.points):
         axes.fill_between(
@@ -212,6 +244,8 @@ def _draw_line(axes: Any, line: Line, spec: FigureSpec) -> None:
 
 
 def _draw_marks(axes: Any, spec: FigureSpec) -> None:
+    """Each cell with no value: a grey cross at its size in a row of its backend's, at the bottom,
+    the row named beside the axes (the legend's one "not measured" entry is the same grey cross)."""
     from matplotlib.transforms import blended_transform_factory
 
     transform = blended_transform_factory(axes.transData, axes.transAxes)
@@ -224,10 +258,23 @@ def _draw_marks(axes: Any, spec: FigureSpec) -> None:
             marker="x",
             markersize=7,
             markeredgewidth=1.8,
-            color=backend_colour(mark.backend),
+            color=_MARK_COLOUR,
             linestyle="none",
             zorder=6,
             clip_on=False,
+        )
+    for backend, row in rows.items():  # named in the right margin, below the legend, beside its row
+        axes.annotate(
+            figure_text(backend),
+            (1.0, 0.03 + 0.035 * row),
+            xycoords="axes fraction",
+            xytext=(5, 0),
+            textcoords="offset points",
+            ha="left",
+            va="center",
+            fontsize=7,
+            color=_MARK_COLOUR,
+            annotation_clip=False,
         )
 
 
@@ -235,40 +282,55 @@ def _legend(axes: Any, spec: FigureSpec) -> None:
     from matplotlib.lines import Line2D
 
     handles = []
-    for backend in _ordered(spec.backends or sorted({m.backend for m in spec.marks})):
+    points_only = bool(spec.lines) and not any(line.connect for line in spec.lines)
+    plotted = {line.backend for line in spec.lines}
+    for backend in _ordered([name for name in spec.backends if name in plotted] or sorted(plotted)):
+        colour, variant = backend_style(backend)
         emphasis = any(line.emphasis and line.backend == backend for line in spec.lines)
-        connected = any(line.connect and line.backend == backend for line in spec.lines)
         handles.append(
             Line2D(
                 [],
                 [],
-                color=backend_colour(backend),
-                linewidth=2.6 if emphasis else 1.3,
-                linestyle="-" if connected or not spec.lines else "none",
-                marker="" if connected or not spec.lines else "o",
+                color=colour,
+                linewidth=2.6 if emphasis else 1.4,
+                linestyle="none" if points_only else _LINESTYLES[variant % len(_LINESTYLES)],
+                marker=_MARKERS[variant % len(_MARKERS)] if points_only else "",
                 label=figure_text(backend),
             )
         )
-    if spec.kind == CONTEXT:
-        styles = [("in context", 0), ("isolated", 1)]
-    else:
-        styles = [(source, index) for index, source in _source_styles(spec)]
-    if len(styles) > 1:
-        for label, index in styles:
+    sources = _source_styles(spec)
+    if len(sources) > 1:
+        for index, source in sources:
             handles.append(
                 Line2D(
                     [],
                     [],
                     color="#555555",
-                    linestyle=_LINESTYLES[index % len(_LINESTYLES)],
-                    marker=_MARKERS[index % len(_MARKERS)],
-                    label=figure_text(label),
+                    linestyle="none",
+                    marker=_MARKERS[0] if points_only else _MARKERS[index % len(_MARKERS)],
+                    fillstyle=_FILLS[index % len(_FILLS)] if points_only else "full",
+                    label=figure_text(source),
                 )
             )
+    if spec.kind == CONTEXT:
+        handles.append(Line2D([], [], color="#555555", linewidth=1.4, marker="o", label="in context"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color="#555555",
+                linewidth=1.0,
+                alpha=0.55,
+                marker="o",
+                fillstyle="none",
+                label="isolated",
+            )
+        )
     if spec.marks:
         handles.append(
-            Line2D([], [], color="#555555", marker="x", linestyle="none", label="not measured (see notes)")
-        )
+            Line2D([], [], color=_MARK_COLOUR, marker="x", markeredgewidth=1.8, linestyle="none",
+                   label="not measured (see notes)")
+        )  # fmt: skip
     if any(line.points and line.connect and line.points[0].low != line.points[0].high for line in spec.lines):
         handles.append(_band_handle())
     axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -330,14 +392,15 @@ def render_ab_png(spec: AbFigureSpec) -> bytes:
     from matplotlib.transforms import blended_transform_factory
 
     with matplotlib.rc_context(_RC):
-        height = 4.6 + NOTE_LINE_IN * len(spec.notes)
+        notes = wrapped_notes(spec.notes)
+        height = 4.6 + NOTE_LINE_IN * len(notes)
         figure = Figure(figsize=(8.0, height), dpi=DPI)
         FigureCanvasAgg(figure)
         figure.subplots_adjust(
             left=0.12,
             right=0.97,
             top=1 - 0.45 / height,
-            bottom=(0.6 + NOTE_LINE_IN * len(spec.notes)) / height,
+            bottom=(0.6 + NOTE_LINE_IN * len(notes)) / height,
         )
         axes = figure.add_subplot()
         rounds = sorted({r for arm in spec.arms for r, _ in (*arm.points, *arm.failed)})
@@ -386,9 +449,9 @@ def render_ab_png(spec: AbFigureSpec) -> bytes:
         axes.set_xlim(-0.6, len(spec.arms) - 0.4)
         axes.set_title(figure_text(spec.title), loc="left")
         axes.set_ylabel(figure_text(spec.ylabel))
-        for index, note in enumerate(spec.notes):
-            y = (NOTE_LINE_IN * (len(spec.notes) - index) - 0.05) / height
-            figure.text(0.01, y, figure_text(note), fontsize=8, color="#444444", va="bottom")
+        for index, note in enumerate(notes):
+            y = (NOTE_LINE_IN * (len(notes) - index) - 0.05) / height
+            figure.text(0.01, y, note, fontsize=8, color="#444444", va="bottom")
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()

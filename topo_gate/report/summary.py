@@ -16,10 +16,10 @@ from rich.text import Text
 
 from topo_gate._terminal import shown
 from topo_gate.decide import human_bytes
-from topo_gate.evidence.names import BASELINE_BACKEND
 from topo_gate.profile.figures import ci_text, speedup_text
 from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
 from topo_gate.report.preflight import preflight_view
+from topo_gate.report.rule_words import CPU_BASELINE, backend_words, cpu_harness, is_fast_path, shows_speedup
 from topo_gate.report.tables import alternatives_words
 from topo_gate.report.text import file_text
 
@@ -49,23 +49,26 @@ def decisions_table(profile: Profile, *, with_reasons: bool = True) -> Table:
     table.add_column("speedup (CI)", justify="right", no_wrap=True)
     if with_reasons:
         table.add_column("why", overflow="fold", ratio=1)
+    cpu = cpu_harness(profile)
     for entry in profile.decisions:
-        _add_entry(table, entry, with_reasons)
+        _add_entry(table, entry, with_reasons, cpu=cpu)
         table.add_section()
     for skipped in profile.skipped:
-        row = [f"TP {skipped.tp}", "all sizes", NCCL, ""]
+        row = [f"TP {skipped.tp}", "all sizes", backend_words(NCCL, cpu=cpu), ""]
         table.add_row(*row, *([Text(f"skipped: {shown(skipped.reason)}")] if with_reasons else []))
     return table
 
 
-def _add_entry(table: Table, entry: DecisionEntry, with_reasons: bool) -> None:
+def _add_entry(table: Table, entry: DecisionEntry, with_reasons: bool, *, cpu: bool) -> None:
     lower = 0
     for index, rule in enumerate(entry.rules):
         where = file_text(f"TP {entry.tp} {entry.group_class}").append(
             f"\nGPUs {list(entry.group)}\n{entry.pattern}"
         )
-        backend = Text(rule.backend, style="bold green" if rule.backend != NCCL else "")
-        speedup = _speedup_cell(rule)
+        backend = Text(
+            backend_words(rule.backend, cpu=cpu), style="bold green" if is_fast_path(rule.backend) else ""
+        )
+        speedup = _speedup_cell(rule) if shows_speedup(rule, cpu=cpu) else ""
         table.add_row(
             where if index == 0 else "",
             size_range(lower, rule),
@@ -128,12 +131,12 @@ def summary(
 def _footer(summary: Summary, wide: bool) -> list[RenderableType]:
     profile = summary.profile
     parts: list[RenderableType] = []
-    baselines = set(BASELINE_BACKEND.values())
-    opted_in = sum(rule.backend not in baselines for entry in profile.decisions for rule in entry.rules)
+    opted_in = sum(is_fast_path(rule.backend) for entry in profile.decisions for rule in entry.rules)
+    baseline = CPU_BASELINE if cpu_harness(profile) else "NCCL"
     headline = (
-        f"{opted_in} size range(s) opt into a faster backend; NCCL everywhere else."
+        f"{opted_in} size range(s) opt into a backend measured faster than {baseline}; {baseline} everywhere else."
         if opted_in
-        else "No backend beat NCCL by the margin anywhere: the profile keeps NCCL everywhere."
+        else f"No backend beat {baseline} by the margin anywhere: the profile keeps {baseline} everywhere."
     )
     parts.append(Text(headline, style="bold"))
     for entry in profile.decisions:

@@ -16,6 +16,7 @@ from topo_gate._terminal import shown
 from topo_gate.profile.compare import BackendChange, PriceChange
 from topo_gate.profile.figures import speedup_ci_text, speedup_text
 from topo_gate.profile.schema import NCCL, DecisionEntry, Measurement, Profile, Rule
+from topo_gate.report.rule_words import backend_words, cpu_harness, is_fast_path, shows_speedup
 from topo_gate.report.text import file_text
 
 _UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
@@ -60,12 +61,13 @@ def profile_header(profile: Profile, *, path: str, digest_problem: str | None = 
     trials = profile.trials
     trials_words = f"{trials.dtype}, hidden {trials.hidden}, TP {', '.join(map(str, trials.tp))}"
     grid.add_row("Trials", file_text(trials_words))
+    fallback = "" if cpu_harness(profile) else " (NCCL)"
     for skipped in profile.skipped:
-        grid.add_row("Not measured", Text(f"TP {skipped.tp}: {shown(skipped.reason)} (NCCL)"))
+        grid.add_row("Not measured", Text(f"TP {skipped.tp}: {shown(skipped.reason)}{fallback}"))
     return grid
 
 
-def decision_table(entry: DecisionEntry) -> Table:
+def decision_table(entry: DecisionEntry, *, cpu: bool = False) -> Table:
     """One (tp, pattern, group class): size range | speedup (CI), in context | backend and its reason."""
     title = file_text(
         f"TP {entry.tp} / {entry.pattern} / {entry.group_class} (measured on GPUs {list(entry.group)})"
@@ -80,16 +82,18 @@ def decision_table(entry: DecisionEntry) -> Table:
     table.add_column("Speedup (CI)\nIn context" if with_context else "Speedup (CI)", no_wrap=True)
     # The reason shares the backend's cell: a column of its own is unreadably narrow in 80 columns.
     # The column is never narrower than the longest backend name: a name folded mid-word is lost.
-    widest_backend = max(len(rule.backend) for rule in entry.rules)
+    widest_backend = max(len(backend_words(rule.backend, cpu=cpu)) for rule in entry.rules)
     table.add_column("Backend and why", ratio=1, overflow="fold", min_width=widest_backend)
     lower = 0
     for rule in entry.rules:
-        cell = Text(rule.backend, style="dim" if rule.backend == NCCL else "bold green")
+        fast = is_fast_path(rule.backend)
+        cell = Text(backend_words(rule.backend, cpu=cpu), style="bold green" if fast else "dim")
         if rule.alternatives:
             cell.append(f"\n{alternatives_words(rule)}", style="green")
         if rule.reason:
             cell.append(f"\n{shown(rule.reason)}", style="default")
-        table.add_row(size_range(lower, rule.max_bytes), _speedup_words(rule), cell)
+        speedup = _speedup_words(rule) if shows_speedup(rule, cpu=cpu) else ""
+        table.add_row(size_range(lower, rule.max_bytes), speedup, cell)
         lower = rule.max_bytes or lower
     return table
 
@@ -115,7 +119,7 @@ def profile_view(profile: Profile, *, path: str, digest_problem: str | None = No
     if not profile.decisions:
         parts.append(Text("\nNo decisions: NCCL for every TP size and message size.", style="yellow"))
     for entry in profile.decisions:
-        parts.append(decision_table(entry))
+        parts.append(decision_table(entry, cpu=cpu_harness(profile)))
         table = profile.measurement(entry.tp, entry.group_class, entry.pattern)
         if table is not None:
             parts.append(Text(price_line(table), style="dim"))
@@ -187,6 +191,8 @@ def price_changes_lines(changes: Sequence[PriceChange]) -> list[str]:
 
 
 def _node_words(hardware: Mapping[str, object]) -> str:
+    if hardware.get("device") == "cpu":
+        return "CPU harness (gloo processes, no GPU)"
     gpus = hardware.get("gpus")
     # topology.model writes "model" (and the SM as "sm"); see Node.to_hardware_dict.
     names = [g.get("model") for g in gpus if isinstance(g, Mapping)] if isinstance(gpus, list) else []
