@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from topo_gate._atomic import check_output_path
+from topo_gate._atomic import check_output_path, refuse_clobbering
 from topo_gate._terminal import shown
 from topo_gate.ab import verdict as verdicts
 from topo_gate.ab.arms import Arm, PlanUnavailable, build_arms, make_plan, remove_temp_dirs
@@ -19,6 +19,7 @@ from topo_gate.ab.driver import (
     Request,
     arm_names,
     choose_metric,
+    command_inputs,
     logs_folder,
     resolve_benchmark,
     resolve_tp,
@@ -116,7 +117,10 @@ not written, 126 CMD not executable, 127 CMD not found, 130 interrupted.""",
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), help="Seconds per run.")
 @click.option("--logs", type=click.Path(file_okay=False, path_type=Path), help="Folder for the runs' output.")
 @click.option(
-    "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the sealed A/B record here."
+    # No dir_okay=False: a folder is the writer's refusal (exit 8, like every --out), not a usage error.
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Write the sealed A/B record here.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the record as JSON instead of tables.")
 @click.option("--from", "from_capture", type=click.Path(), help="Read the node from a capture, not NVML.")
@@ -142,6 +146,9 @@ def command(**options: Any) -> None:
         click.echo(f"topo-gate: warning: {warning}", err=True)
     if options["out"] is not None:
         check_output_path(options["out"])
+        refuse_clobbering(
+            [("--out", options["out"])], command_inputs(options["profile"], options["from_capture"], cmd)
+        )
     fingerprint, checked_by = _node(options, needed="plan" in names)
     plan = None
     if "plan" in names:
