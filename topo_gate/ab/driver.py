@@ -22,6 +22,7 @@ from topo_gate.ab.benchmarks import BENCHMARKS, RESULT_ENV, Benchmark, recognize
 from topo_gate.ab.metrics import MetricSpec, file_metric, regex_metric
 from topo_gate.ab.schedule import schedule
 from topo_gate.ab.session import Progress
+from topo_gate.launchers.cmdline import tp_disagreement
 from topo_gate.launchers.planning import NO_KNOBS
 
 
@@ -107,8 +108,9 @@ def resolve_tp(
         return named, None
     if named is None:
         return tp, f"CMD names no TP size; planning for --tp {tp}"
-    if named != tp:
-        raise Refused("no-plan", f"no plan: --tp {tp} disagrees with the command's TP size {named}")
+    problem = tp_disagreement(tp, named)
+    if problem:
+        raise Refused("no-plan", f"no plan: {problem}")
     return tp, None
 
 

@@ -19,7 +19,7 @@ from topo_gate.cli.recommend import (
     strict_failure,
 )
 from topo_gate.launchers import LAUNCHERS, PINNED, nccl_plan
-from topo_gate.launchers.cmdline import CmdlineError, CmdlineFileError, find_entry, parse
+from topo_gate.launchers.cmdline import CmdlineError, CmdlineFileError, find_entry, parse, tp_disagreement
 from topo_gate.launchers.detect import detect_launcher, tp_from_command
 from topo_gate.launchers.exec import exec_merged, prepare
 from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
@@ -173,12 +173,7 @@ def _tp_size(tp: int | None, cmd: tuple[str, ...], launcher: str) -> tuple[int, 
             f"sets it); planning for --tp {tp}",
             err=True,
         )
-    elif tp != named:
-        return (
-            tp,
-            f"--tp {tp} disagrees with the command's TP size {named}: the profile's TP {tp} decisions do not apply",
-        )
-    return tp, None
+    return tp, tp_disagreement(tp, named)
 
 
 def _check_runnable(program: str) -> None:

@@ -13,8 +13,10 @@ import yaml
 
 from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail
-from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan
+from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan, nccl_plan
+from topo_gate.launchers.cmdline import CmdlineError, tp_disagreement
 from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS, PATTERNS
+from topo_gate.launchers.detect import tp_from_command
 from topo_gate.launchers.workload import DEFAULT_WORKLOAD, WorkloadError, lookup_workload
 from topo_gate.launchers.workload import PRESETS as WORKLOADS
 from topo_gate.models import UnknownModel, lookup_model
@@ -137,7 +139,10 @@ class ProfileReading:
     ) -> LaunchPlan:
         """``launcher``'s plan for ``profile`` at ``tp`` for the served model (``hidden`` or ``model``),
         priced against the launcher's default with the user's own args and env; exit 2 or 3 for an
-        unusable ``--workload``."""
+        unusable ``--workload``; the launcher's own TP size in ``user_args`` must agree with ``tp``."""
+        problem = _tp_problem(launcher, tp, user_args)
+        if problem:
+            return nccl_plan(launcher, problem, fallback=fallback)
         try:
             return PLANNERS[launcher](
                 profile,
@@ -157,6 +162,13 @@ class ProfileReading:
         except WorkloadError as error:
             code = ExitCode.USAGE if str(error).startswith("unknown workload") else ExitCode.UNREADABLE
             raise fail(code, f"--workload: {error}") from None
+
+
+def _tp_problem(launcher: str, tp: int, user_args: Sequence[str]) -> str | None:
+    try:
+        return tp_disagreement(tp, tp_from_command(user_args, launcher))
+    except CmdlineError:  # a line the launcher refuses: the planner falls back, saying why
+        return None
 
 
 def check_workload(value: str | None) -> None:
