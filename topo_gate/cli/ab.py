@@ -10,7 +10,6 @@ from typing import Any
 import click
 
 from topo_gate._atomic import check_output_path, refuse_clobbering
-from topo_gate._terminal import shown
 from topo_gate.ab import verdict as verdicts
 from topo_gate.ab.arms import Arm, PlanUnavailable, build_arms, make_plan, remove_temp_dirs
 from topo_gate.ab.benchmarks import BENCHMARKS
@@ -28,7 +27,7 @@ from topo_gate.ab.driver import (
 )
 from topo_gate.ab.metrics import MetricSpec
 from topo_gate.ab.schedule import ORDERS
-from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.cli._errors import ExitCode, fail, inert
 from topo_gate.cli.exec_ import _check_runnable
 from topo_gate.cli.recommend import parse_gpus, served_hidden
 from topo_gate.launchers import LAUNCHERS
@@ -143,7 +142,7 @@ def command(**options: Any) -> None:
     except Refused as refused:
         raise fail(ExitCode.USAGE if refused.kind == "usage" else ExitCode.NOT_OK, str(refused)) from None
     if warning:
-        click.echo(f"topo-gate: warning: {warning}", err=True)
+        click.echo(f"topo-gate: warning: {inert(warning)}", err=True)
     if options["out"] is not None:
         check_output_path(options["out"])
         refuse_clobbering(
@@ -227,7 +226,7 @@ def _run(
         notes=tuple(session_notes(arms, os.environ)),
     )
     for note in request.notes:
-        click.echo(f"topo-gate: ab: {shown(note)}", err=True)
+        click.echo(f"topo-gate: ab: {inert(note)}", err=True)
     if options["as_json"]:
         return run_ab(request)
     with AbProgressDisplay(Console(stderr=True), metric.unit) as display:

@@ -9,7 +9,7 @@ import os
 import click
 
 from topo_gate._terminal import shown
-from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.cli._errors import ExitCode, fail, inert
 from topo_gate.cli.recommend import (
     ProfileReading,
     check_workload,
@@ -159,7 +159,7 @@ def _tp_size(tp: int | None, cmd: tuple[str, ...], launcher: str) -> tuple[int, 
         raise fail(ExitCode.USAGE, f"{launcher} would refuse CMD: {error}") from None
     if unknown:
         click.echo(
-            f"topo-gate: warning: {launcher} {PINNED[launcher]} does not recognize {shown(' '.join(unknown))} "
+            f"topo-gate: warning: {launcher} {PINNED[launcher]} does not recognize {inert(' '.join(unknown))} "
             "(that release refuses the command)",
             err=True,
         )

@@ -12,7 +12,7 @@ import click
 import yaml
 
 from topo_gate._terminal import shown
-from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.cli._errors import ExitCode, fail, inert
 from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan, nccl_plan
 from topo_gate.launchers.cmdline import CmdlineError, tp_disagreement
 from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS, PATTERNS
@@ -353,7 +353,7 @@ def command(
         strict_failure(plan)
     fmt = "json" if as_json else fmt
     status = f"FALLBACK ({fallback}): {plan.reason}" if plan.fallback else plan.reason
-    click.echo(f"topo-gate: {launcher} {plan.launcher_version_pinned}: {shown(status)}", err=True)
+    click.echo(f"topo-gate: {launcher} {plan.launcher_version_pinned}: {inert(status)}", err=True)
     if plan.estimate:
         click.echo(f"topo-gate: {shown(plan.estimate)}", err=True)
     if fmt == "args" and plan.config:
