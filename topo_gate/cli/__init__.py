@@ -7,8 +7,8 @@ command needs (``probe`` must not pay for the launcher tables, ``validate`` must
 from __future__ import annotations
 
 import importlib
-import io
 import importlib.util
+import io
 import os
 import signal
 import sys

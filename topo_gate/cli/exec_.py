@@ -138,7 +138,7 @@ def command(
     except (ValueError, OSError) as error:
         raise fail(ExitCode.USAGE, f"cannot merge into your command: {error}") from None
     if plan.estimate:
-        click.echo(f"topo-gate: {plan.estimate}", err=True)
+        click.echo(f"topo-gate: {shown(plan.estimate)}", err=True)
     try:
         exec_merged(merged, plan)
     except OSError as error:

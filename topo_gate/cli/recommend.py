@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import yaml
 
-from topo_gate._terminal import shown
+from topo_gate._terminal import shown, shown_lines
 from topo_gate.cli._errors import ExitCode, fail, inert
 from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan, nccl_plan
 from topo_gate.launchers.cmdline import CmdlineError, tp_disagreement
@@ -210,7 +210,7 @@ def render(
         return json.dumps(data, indent=2)
     if plan.config:
         header = [f"# extra LLM-API options for TensorRT-LLM {plan.launcher_version_pinned}, from topo-gate"]
-        header += [f"# {note}" for note in plan.notes]
+        header += [f"# {shown(note)}" for note in plan.notes]
         return "\n".join(header) + "\n" + yaml.safe_dump(dict(plan.config), sort_keys=False).rstrip()
     return yaml.safe_dump(plan.to_dict(), sort_keys=False).rstrip()
 
@@ -365,6 +365,9 @@ def command(
     rows, totals = explain_data(plan)
     click.echo(render(plan, fmt, rows, totals))
     if explain and fmt != "json":
+        # The workload's and the profile's names come from files: inert, like every text from a file.
         click.echo(
-            render_explain(rows, totals) if rows else "explain: nothing to explain (" + plan.reason + ")"
+            shown_lines(render_explain(rows, totals))
+            if rows
+            else shown(f"explain: nothing to explain ({plan.reason})")
         )
