@@ -1,10 +1,9 @@
 """Text from a file or a file name reaches the terminal inert in every output: a workload file's name
 in ``recommend --explain``'s total line and ``exec``'s estimate line, a profile set member's file name
-in the "nothing to explain" line, and the plugins' log line (``_terminal.shown``)."""
+in the "nothing to explain" line (``_terminal.shown``); the plugins' log line: tests/plugins/test_plugin_core.py."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -15,7 +14,6 @@ from knob_cases import BY_NAME
 from priced_profiles import FINGERPRINT
 
 from topo_gate.cli import main
-from topo_gate.plugins import say
 
 ESC = "\x1b]0;owned\x07\x1b[2J"  # retitles the window, clears the screen
 CASE = BY_NAME["sglang-custom-off"]  # its plan: --disable-custom-all-reduce, priced over a workload
@@ -85,11 +83,3 @@ def test_execs_estimate_line_shows_the_workload_files_name_inert(tmp_path) -> No
     assert "\x1b" not in child.stderr and child.stdout == "started\n"
     estimate = next(line for line in child.stderr.splitlines() if line.startswith("topo-gate: est."))
     assert "'w\\x1b]0;owned\\x07\\x1b[2J.yaml'" in estimate
-
-
-def test_the_plugins_log_line_is_inert(capsys) -> None:
-    say(f"topo-gate: vllm plugin: profile set /p: member {ESC}.yaml")
-    err = capsys.readouterr().err
-    assert err == "topo-gate: vllm plugin: profile set /p: member \\x1b]0;owned\\x07\\x1b[2J.yaml\n"
-    say(json.dumps("line\nbreak")[1:-1] + "\u202e")  # a bidi override and an escaped newline: one line
-    assert capsys.readouterr().err.count("\n") == 1
