@@ -28,6 +28,7 @@ from topo_gate.ab.driver import (
 from topo_gate.ab.metrics import MetricSpec
 from topo_gate.ab.schedule import ORDERS
 from topo_gate.cli._errors import ExitCode, fail, inert
+from topo_gate.cli._params import bounded
 from topo_gate.cli.exec_ import _check_runnable
 from topo_gate.cli.recommend import parse_gpus, served_hidden
 from topo_gate.launchers import LAUNCHERS
@@ -69,7 +70,7 @@ not written, 126 CMD not executable, 127 CMD not found, 130 interrupted.""",
 @click.option(
     "--profile", required=True, type=click.Path(dir_okay=True), help="Gating profile (or profile set)."
 )
-@click.option("--tp", type=click.IntRange(min=1), help="TP size (default: CMD's own TP flag; must agree).")
+@click.option("--tp", type=bounded("tp"), help="TP size (default: CMD's own TP flag; must agree).")
 @click.option("--gpus", callback=parse_gpus, metavar="0,1,...", help="NVML indices of the TP group.")
 @click.option("--model", help="The served model (a probe preset): its hidden size for the plan.")
 @click.option(
@@ -82,11 +83,9 @@ not written, 126 CMD not executable, 127 CMD not found, 130 interrupted.""",
     metavar="KIND",
     help=f"The benchmark whose result file to read (default: from CMD): {', '.join(BENCHMARKS)}.",
 )
+@click.option("--runs", type=bounded("ab-runs"), default=5, show_default=True, help="Rounds.")
 @click.option(
-    "--runs", type=click.IntRange(min=verdicts.MIN_SUCCESSES), default=5, show_default=True, help="Rounds."
-)
-@click.option(
-    "--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Warm-up runs per arm."
+    "--warmup", type=bounded("ab-warmup"), default=1, show_default=True, help="Warm-up runs per arm."
 )
 @click.option(
     "--arms",

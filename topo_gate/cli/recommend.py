@@ -13,6 +13,7 @@ import yaml
 
 from topo_gate._terminal import shown, shown_lines
 from topo_gate.cli._errors import ExitCode, fail, inert
+from topo_gate.cli._params import bounded
 from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan, nccl_plan
 from topo_gate.launchers.cmdline import CmdlineError, tp_disagreement
 from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS, PATTERNS
@@ -46,7 +47,7 @@ def launch_options(command: Callable[..., Any], *, tp_required: bool = True) -> 
     options = (
         click.option(
             "--tp",
-            type=click.IntRange(min=1),
+            type=bounded("tp"),
             required=tp_required,
             help=TP_HELP if tp_required else EXEC_TP_HELP,
         ),

@@ -127,14 +127,14 @@ def command(
 
 
 def _split_ab_records(inputs: tuple[Path, ...]) -> tuple[list[AbSource], list[Path]]:
-    """The A/B records among the inputs (loaded, checked, untampered: else exit 3) and the rest."""
-    from topo_gate.ab.record import RecordError, load_record, looks_like_record
+    """The A/B records among the inputs (loaded, checked, untampered: else exit 3 unreadable, 1
+    invalid or tampered, as for ``show``) and the rest."""
+    from topo_gate.ab.record import looks_like_record
+    from topo_gate.cli.ab import load_record_or_fail
 
     paths = [path for path in inputs if looks_like_record(path)]
-    records = []
-    for path, label in zip(paths, ab_labels(paths), strict=True):
-        try:
-            records.append(AbSource(label, path, load_record(path)))
-        except RecordError as error:
-            raise fail(ExitCode.UNREADABLE, str(error)) from None
+    records = [
+        AbSource(label, path, load_record_or_fail(path))
+        for path, label in zip(paths, ab_labels(paths), strict=True)
+    ]
     return records, [path for path in inputs if path not in paths]
