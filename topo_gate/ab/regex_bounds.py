@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -84,7 +85,9 @@ def search_all(regex: re.Pattern[str], text: str, *, seconds: float | None = Non
 @contextmanager
 def _deadline(seconds: float) -> Iterator[None]:
     """``MatchOvertime`` in this thread after ``seconds``, through ``SIGALRM`` (the main thread only:
-    elsewhere, and where there is no ``setitimer``, only the static rule bounds the match)."""
+    elsewhere, and where there is no ``setitimer``, only the static rule bounds the match). A timer
+    already pending (someone else's) is put back with the time it had left, and a sooner one shortens
+    ours (then fires at once after it)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
@@ -92,10 +95,14 @@ def _deadline(seconds: float) -> Iterator[None]:
     def overtime(signum: int, frame: object) -> None:
         raise MatchOvertime(f"matching took longer than {seconds:g} s")
 
+    pending, interval = signal.getitimer(signal.ITIMER_REAL)
+    started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, overtime)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, min(seconds, pending) if pending else seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if pending:
+            signal.setitimer(signal.ITIMER_REAL, max(pending - (time.monotonic() - started), 1e-6), interval)
