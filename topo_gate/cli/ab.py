@@ -63,9 +63,12 @@ arm/default has a paired bootstrap 95% CI: win if clear of --margin in the bette
 direction, regression if clear of it in the worse one, else no difference.
 Client benchmarks (vllm bench serve, sglang serving) need a script that starts the
 server with its arguments and writes the client's result to $TOPO_GATE_AB_RESULT.
-Exit codes: 0 win/no difference/identical (an arm that adds nothing is not run), 1 regression, no verdict (< 3 successful runs an
-arm) or no plan, 2 usage, 3 unreadable --from, 4 no driver, 5 NVML crashed, 8 --out
-not written, 126 CMD not executable, 127 CMD not found, 130 interrupted.""",
+Exit codes: 0 win/no difference/identical (an arm that adds nothing is not run), 1
+regression, no verdict (< 3 successful runs an arm) or no plan (a --tp that disagrees with
+CMD's), 2 usage (a number out of range, a --metric-regex that backtracks exponentially), 3
+unreadable --from, 4 no driver, 5 NVML crashed, 8 --out not written (a folder, or one of the
+session's inputs: the profile, the capture, the benchmark script, a file CMD names), 126 CMD
+not executable, 127 CMD not found, 130 interrupted.""",
 )
 @click.option(
     "--profile", required=True, type=click.Path(dir_okay=True), help="Gating profile (or profile set)."

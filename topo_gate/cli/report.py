@@ -41,8 +41,10 @@ pull request), figures/*.png (fixed names, reproducible bytes). Several inputs o
 overlaid in the same figures, one line style per input. html and png need matplotlib (the
 report extra, above); md does not.
 
-Exit codes: 0 written; 2 usage, or matplotlib missing for html/png; 3 an input is unreadable or
-invalid; 8 DIR cannot be written, or a file it would write is an input.""",
+Exit codes: 0 written; 1 an invalid or tampered profile or A/B record (one whose verdict,
+ratios or values do not follow from its runs); 2 usage, or matplotlib missing for html/png; 3
+an input is unreadable or malformed; 8 DIR cannot be written, or a file it would write is an
+input.""",
 )
 @click.argument(
     "inputs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="EVIDENCE_PROFILE_OR_AB..."
