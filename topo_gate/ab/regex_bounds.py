@@ -13,20 +13,21 @@ Two bounds, both needed:
 
 from __future__ import annotations
 
+import importlib
 import re
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-try:  # Python 3.11+
-    from re import _constants as sre_constants
-    from re import _parser as sre_parse
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+# The standard library's own regex parser: the pattern as ``re`` compiles it, not a reading of ours.
+# (``re._parser`` since Python 3.11, ``sre_parse`` before; neither is in the type stubs.)
+_PRIVATE = sys.version_info >= (3, 11)
+sre_parse: Any = importlib.import_module("re._parser" if _PRIVATE else "sre_parse")
+sre_constants: Any = importlib.import_module("re._constants" if _PRIVATE else "sre_constants")
 
 #: The longest a read of one run's stdout may take (a metric regex on a 16 MiB tail takes < 1 s).
 MATCH_SECONDS = 10.0
