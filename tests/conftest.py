@@ -47,3 +47,23 @@ def restore_environment():
     for name in set(os.environ) - set(before):
         del os.environ[name]
     os.environ.update(before)
+
+
+import signal  # noqa: E402
+
+#: The signals a command turns into an interrupt (exit 130); a test that leaves one ignored or caught
+#: makes every later in-process command, and every child a later test starts, handle it differently.
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@pytest.fixture(autouse=True)
+def _signals_left_as_found():
+    """Fail the test that leaves SIGINT, SIGTERM or SIGHUP handled otherwise than it found them (the
+    suite's full runs once saw a probe outlive SIGHUP), and put them back for the tests after it."""
+    before = {signum: signal.getsignal(signum) for signum in _INTERRUPTS}
+    yield
+    changed = [signum for signum in _INTERRUPTS if signal.getsignal(signum) is not before[signum]]
+    for signum in changed:
+        signal.signal(signum, before[signum])
+    if changed:
+        pytest.fail(f"the test left {', '.join(signal.Signals(s).name for s in changed)} handled differently")

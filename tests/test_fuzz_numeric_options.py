@@ -18,7 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from topo_gate.ab.verdict import MIN_SUCCESSES
 from topo_gate.cli import cli, main
+from topo_gate.cli._params import BOUNDS
+from topo_gate.evidence.limits import MAX_SERIES
+from topo_gate.profile.reader import MAX_TP
 
 pytestmark = pytest.mark.slow
 
@@ -26,6 +30,8 @@ HOSTILE = [
     "nan", "NaN", "-nan", "inf", "-inf", "Infinity", "1e400", "-1e400", "1e-400", "-0", "0", "-1",
     "9" * 5000, "9" * 30, "\u0664", "\u0661\u0662", "\uff14", "\u00b2", "\u00bd", "1_000", " 7 ", "0x10",
     "1e3", "+5", "", "\u0661e\u0663", "4.0", "2,4", "true",
+    # past the loaders' and the reader's ranges (BOUNDS): a series' 1000 samples, the reader's TP 65536
+    "1001", "1500", "65537", "100000000", "2," + "9" * 30,
 ]  # fmt: skip
 
 
@@ -102,7 +108,9 @@ def check(path: tuple[str, ...], command: click.Command, option: click.Option, t
         assert f"'{option.opts[0]}'" in error.format_message()
         return
     if not is_numeric(option):
-        return  # a callback took it: its own type (a tuple of ints, ...) is the command's business
+        if (path, option.opts[0]) == (("probe",), "--tp"):  # each TP size in the reader's range
+            assert all(BOUNDS["tp"].low <= size <= BOUNDS["tp"].high for size in value)  # type: ignore[attr-defined]
+        return  # another callback's type (a tuple of GPU indices, ...) is its command's business
     kind = option.type
     assert isinstance(value, int if isinstance(kind, click.types.IntParamType) else float)
     assert not isinstance(value, bool) and math.isfinite(value)
@@ -151,3 +159,48 @@ def test_the_issues_examples_are_usage_errors_naming_the_option(
     assert main(argv) == 2
     option = next(token for token in argv if token in ("--threshold", "--budget", "--margin", "--timeout"))
     assert f"Invalid value for '{option}'" in capsys.readouterr().err
+
+
+#: The options whose values a loader or the reader reads back, and their entry of the bounds table.
+BOUNDED = [
+    ("probe", "--rounds", "rounds"),
+    ("ab", "--runs", "ab-runs"),
+    ("ab", "--warmup", "ab-warmup"),
+    ("ab", "--tp", "tp"),
+    ("recommend", "--tp", "tp"),
+    ("exec", "--tp", "tp"),
+]
+
+
+def test_the_bounds_table_is_the_loaders_and_the_readers_range() -> None:
+    assert (BOUNDS["tp"].low, BOUNDS["tp"].high) == (1, MAX_TP) == (1, 65536)
+    assert (BOUNDS["rounds"].low, BOUNDS["rounds"].high) == (15, MAX_SERIES) == (15, 1000)
+    assert (BOUNDS["ab-runs"].low, BOUNDS["ab-runs"].high) == (MIN_SUCCESSES, MAX_SERIES)
+    assert (BOUNDS["ab-warmup"].low, BOUNDS["ab-warmup"].high) == (0, MAX_SERIES)
+
+
+@pytest.mark.parametrize(("name", "flag", "bound"), BOUNDED)
+def test_each_bounded_option_has_its_tables_range(name: str, flag: str, bound: str) -> None:
+    option = next(o for p, _, o in OPTIONS if p == (name,) and o.opts[0] == flag)
+    assert isinstance(option.type, click.IntRange)
+    assert (option.type.min, option.type.max) == (BOUNDS[bound].low, BOUNDS[bound].high)
+    assert not option.type.min_open and not option.type.max_open
+
+
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["ab", "--profile", "p.yaml", "--runs", "100000000", "--", "x"], "--runs"),
+        (["ab", "--profile", "p.yaml", "--warmup", "1001", "--", "x"], "--warmup"),
+        (["probe", "--device", "cpu", "--tp", "2", "--hidden", "64", "--rounds", "1500"], "--rounds"),
+        (["probe", "--device", "cpu", "--tp", "1" * 30, "--hidden", "64"], "--tp"),
+        (["recommend", "p.yaml", "--launcher", "vllm", "--tp", "65537"], "--tp"),
+    ],
+)
+def test_past_a_loaders_range_is_a_usage_error_before_any_work(
+    argv, option, tmp_path, capsys, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert f"Invalid value for '{option}'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # no evidence, profile, lock or run log written

@@ -23,6 +23,12 @@ def shown(value: object) -> str:
     return _CONTROL.sub(_visible, str(value))
 
 
+def shown_lines(text: str) -> str:
+    """A text of several lines (a table), each line through ``shown``: its newlines kept, every other
+    control character escaped."""
+    return "\n".join(shown(line) for line in text.split("\n"))
+
+
 def _visible(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"

@@ -364,7 +364,7 @@ def test_fewer_than_three_rounds_is_refused_before_anything_runs(bench, capsys, 
     code, _, err = ab(
         capsys, *vllm_node.args(), "--bench", "vllm-latency", "--runs", "2", "--", "x", "-tp", "2"
     )
-    assert code == 2 and "'--runs': 2 is not in the range x>=3" in err
+    assert code == 2 and "'--runs': 2 is not in the range 3<=x<=1000" in err
 
 
 def test_a_command_that_is_not_executable_exits_126(bench, capsys, vllm_node) -> None:
@@ -440,3 +440,34 @@ def test_the_plan_arm_is_the_exec_plan(bench, capsys, sglang_node) -> None:
     assert plan_call["argv"][:-2] == by_exec["argv"]  # ab appends only its result flag
     ours = {k: v for k, v in plan_call["env"].items() if k.startswith(("SGLANG_", "TOPO_GATE_NODE"))}
     assert ours == by_exec["env"]
+
+
+def test_a_failed_runs_output_tail_is_kept_redacted_in_the_record(
+    bench, capsys, tmp_path, sglang_node
+) -> None:
+    """A benchmark that crashes after printing a credential must not share it in the sealed record; a
+    passing run keeps no tail at all."""
+    lines = [
+        "connecting to https://bot:pa/ss@w0rd@hub:8000 with --api-key s3cretKEY1",
+        "header Authorization: token ghsTOKEN2value HF_TOKEN=hfvalue3",
+    ]
+    cmd = sglang_scenario(
+        bench,
+        sglang_node,
+        values={"default": STEADY, "plan": faster(1.1)},
+        exit={"plan": {"2": 3}},
+        stderr=lines,
+    )
+    out = tmp_path / "ab.json"
+    code, _, err = ab(capsys, *sglang_node.args(), "--out", str(out), "--", *cmd)
+    assert code == 0, err
+    text = out.read_text()
+    for secret in ("s3cretKEY1", "pa/ss", "w0rd", "ghsTOKEN2value", "hfvalue3"):
+        assert secret not in text
+    runs = {(r["arm"], r["round"]): r for r in load_record(out)["runs"]}
+    assert runs[("plan", 2)]["tail"] == [
+        "connecting to https://<redacted>@hub:8000 with --api-key <redacted>",
+        "header Authorization: token <redacted> HF_TOKEN=<redacted>",
+        "fake benchmark: plan call 2 fails with status 3",
+    ]
+    assert runs[("plan", 1)]["status"] == "ok" and runs[("plan", 1)]["tail"] == []

@@ -1,6 +1,8 @@
 """No run outlives ``topo-gate ab``: the time limit, a process a run left behind, Ctrl-C and SIGTERM.
 
-Each test waits for the stand-in to say it is running (its pid file), never for a length of time.
+Each test waits for the stand-in to say it is running (its pid file), never for a length of time, and
+ends every process group it started whatever the outcome (``_reaped``): a failing test must not leave
+a stand-in sleeping forever.
 """
 
 from __future__ import annotations
@@ -34,6 +36,31 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+@pytest.fixture(autouse=True)
+def _reaped(bench):
+    """After each test, end the process group of every stand-in it left (the hanging one's pid file,
+    a wrapper's background child): a test that fails midway still leaves nothing running."""
+    yield
+    for pidfile in (bench.pidfile, bench.root / "background.pid"):
+        try:
+            pid = int(pidfile.read_text())
+        except (FileNotFoundError, ValueError):
+            continue
+        if alive(pid):
+            try:
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def default_signals() -> None:
+    """In the child, before it runs: SIGINT, SIGTERM and SIGHUP at their defaults. A suite started as a
+    background job of a non-interactive shell inherits SIGINT ignored, and ``ab`` (rightly) keeps an
+    ignored signal ignored: Ctrl-C would then never reach it."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def read_pid(path: Path, *, deadline_s: float = 120.0) -> int:
@@ -120,6 +147,7 @@ def test_an_interrupt_ends_the_run_in_flight_and_exits_130(bench, signum, tmp_pa
         text=True,
         env=env,
         cwd=tmp_path,
+        preexec_fn=default_signals,  # noqa: PLW1509 -- a single-threaded test starting one child
     )
     try:
         child = read_pid(bench.pidfile)
@@ -128,6 +156,7 @@ def test_an_interrupt_ends_the_run_in_flight_and_exits_130(bench, signum, tmp_pa
     finally:
         if ab.poll() is None:
             ab.kill()
+            ab.communicate()
     assert ab.returncode == 130 and "interrupted" in err
     assert not alive(child)
     assert not out.exists()  # an interrupted session writes no record

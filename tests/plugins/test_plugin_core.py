@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from topo_gate.launchers import nccl_plan, sglang, vllm
-from topo_gate.plugins import APPLIED_ENV, FALLBACK_ENV, PROFILE_ENV, Outcome, export_env
+from topo_gate.plugins import APPLIED_ENV, FALLBACK_ENV, PROFILE_ENV, Outcome, export_env, say
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,3 +163,12 @@ def test_the_log_line_names_plugin_digest_and_what_was_done() -> None:
         "applied --enforce-disable-flashinfer-allreduce-fusion; --x not applied; "
         "yours kept: disable_custom_all_reduce=False, SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1"
     )
+
+
+def test_the_plugins_log_line_is_inert(capsys) -> None:
+    """It names files (a profile set's member, a workload): a terminal escape in one is shown inert."""
+    say("topo-gate: vllm plugin: profile set /p: member \x1b]0;owned\x07\x1b[2J.yaml")
+    err = capsys.readouterr().err
+    assert err == "topo-gate: vllm plugin: profile set /p: member \\x1b]0;owned\\x07\\x1b[2J.yaml\n"
+    say("line\nbreak\u202e")  # a newline and a bidi override: one line still
+    assert capsys.readouterr().err == "line\\x0abreak\\u202e\n"

@@ -298,3 +298,78 @@ def _scale_figures(figures: dict, factor: float) -> None:
             figures[key] = round(figures[key] * factor, 3)
     if figures.get("ci") is not None:
         figures["ci"] = [round(bound * factor, 3) for bound in figures["ci"]]
+
+
+def _mimic(member: Path, fingerprint: str) -> None:
+    """Rewrite ``member`` (sealed again) with a hand-written multi-line ``created`` whose lines read
+    ``node:`` / ``  fingerprint: <fingerprint>`` at the top of the file; its real field is unchanged."""
+    from topo_gate.profile.digest import DIGEST_KEY, compute_digest
+    from topo_gate.profile.yaml_format import parse_yaml
+
+    text = member.read_text()
+    created = next(line for line in text.splitlines() if line.startswith("created: "))
+    text = text.replace(created, f'created: "2026-11-30T08:00:00Z\nnode:\n  fingerprint: {fingerprint}\n"', 1)
+    data = parse_yaml(text)
+    old_digest = data[DIGEST_KEY]
+    new_digest = compute_digest({key: value for key, value in data.items() if key != DIGEST_KEY})
+    member.write_text(text.replace(f"digest: {old_digest}\n", f"digest: {new_digest}\n"))
+    assert load_profile(member).node.fingerprint != fingerprint  # valid, sealed, for its own node
+
+
+def test_text_that_only_looks_like_a_fingerprint_is_not_the_members(fleet_set, capsys) -> None:
+    """The index reads the parsed ``node.fingerprint`` field, as ``validate DIR`` does: a member for
+    another node class whose ``created`` mimics this node's fingerprint line does not make this
+    node's lookups ambiguous."""
+    mimic = fleet_set / "examples.yaml"
+    _mimic(mimic, fingerprint_of(H200_X2))
+    assert mimic.read_text().startswith(
+        'schema: topo-gate/profile/v1.3\ncreated: "2026-11-30T08:00:00Z\nnode:\n'
+    )
+    assert main(["validate", str(fleet_set)]) == 0
+    capsys.readouterr()
+    decision = topo_gate.gate(fleet_set, tp=2, fingerprint=fingerprint_of(H200_X2))
+    assert not decision.fallback and decision.profile_path == str(fleet_set / "h200-x2.yaml")
+    assert choose_member(fleet_set, fingerprint_of(EXAMPLE)).path == str(mimic)
+
+
+def test_validate_ok_means_every_members_lookup_finds_it(fleet_set) -> None:
+    _mimic(fleet_set / "examples.yaml", fingerprint_of(H200_X1))
+    report = check_set(fleet_set)
+    assert report.ok
+    for member in report.members:
+        assert choose_member(fleet_set, member.fingerprint).path == str(fleet_set / member.name)
+
+
+FP = "sha256:" + "ab" * 32
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            f"schema: x\nnode:\n  hardware: {{gpus: [1, 2]}}\n  fingerprint: {FP}\n",
+            FP,
+        ),  # after a nested value
+        (f'{{"schema": "x", "node": {{"fingerprint": "{FP}"}}}}', FP),  # JSON
+        (f"a: &n {{fingerprint: {FP}}}\nnode: *n\n", "full parse"),  # an alias: the full parse decides
+        (f"- node: {{fingerprint: {FP}}}\n", None),  # a top level that is no mapping
+        (f"node: {FP}\n", None),  # no mapping under node
+        (f"node:\n  fingerprint: [{FP}]\n", None),  # no scalar
+        ("node:\n  fingerprint: sha256:short\n", None),  # no fingerprint's shape
+        (f"other: {{node: {{fingerprint: {FP}}}}}\n", None),  # not at the top
+        (f"node:\n  fingerprint: {FP}\n  fingerprint: {FP}\n", FP),  # the loader refuses duplicates later
+    ],
+)
+def test_the_index_reads_the_field_as_the_parser_does(tmp_path, text, expected) -> None:
+    from topo_gate.profile.profile_set import _read_fingerprint
+    from topo_gate.profile.yaml_format import parse_yaml
+
+    member = tmp_path / "m.yaml"
+    member.write_text(text)
+    if expected == "full parse":
+        try:
+            data = parse_yaml(text)
+            expected = data["node"]["fingerprint"]
+        except Exception:  # noqa: BLE001 -- the profile loader refuses aliases: no fingerprint then
+            expected = None
+    assert _read_fingerprint(str(member)) == expected

@@ -8,19 +8,21 @@ do not say what to measure) or ``no-plan`` (exit 1: there is no plan to compare 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from topo_gate._atomic import OutputRefused
+from topo_gate._atomic import Labelled, OutputRefused
 from topo_gate.ab import verdict
 from topo_gate.ab.arms import ARMS, PLUGIN_ENV, Arm, command_tp
 from topo_gate.ab.benchmarks import BENCHMARKS, RESULT_ENV, Benchmark, recognize
 from topo_gate.ab.metrics import MetricSpec, file_metric, regex_metric
 from topo_gate.ab.schedule import schedule
 from topo_gate.ab.session import Progress
+from topo_gate.launchers.cmdline import tp_disagreement
 from topo_gate.launchers.planning import NO_KNOBS
 
 
@@ -106,9 +108,32 @@ def resolve_tp(
         return named, None
     if named is None:
         return tp, f"CMD names no TP size; planning for --tp {tp}"
-    if named != tp:
-        raise Refused("no-plan", f"no plan: --tp {tp} disagrees with the command's TP size {named}")
+    problem = tp_disagreement(tp, named)
+    if problem:
+        raise Refused("no-plan", f"no plan: {problem}")
     return tp, None
+
+
+def command_inputs(profile: str, capture: str | None, cmd: Sequence[str]) -> list[Labelled]:
+    """Every file the session reads, for the clobbering guard: ``--profile`` (each member of a profile
+    set), ``--from``, and every file CMD names -- the program as the shell finds it on ``PATH`` (the
+    benchmark script), and each argument or ``--opt=VALUE`` naming an existing file (a script after
+    ``python``, a dataset, a config)."""
+    from topo_gate.profile.profile_set import is_profile_set, member_names
+
+    inputs: list[Labelled] = [("--profile", profile), ("--from", capture)]
+    if is_profile_set(profile):
+        try:
+            inputs += [("--profile", os.path.join(profile, name)) for name in member_names(profile)]
+        except OSError:
+            pass  # an unlistable set is the planner's refusal, with its reason
+    program = shutil.which(cmd[0]) if cmd and os.sep not in cmd[0] else None
+    inputs.append(("CMD", program))
+    for token in cmd:
+        for candidate in (token, token.partition("=")[2]):
+            if candidate and os.path.isfile(candidate):
+                inputs.append(("CMD", candidate))
+    return inputs
 
 
 def logs_folder(logs: Path | None, out: Path | None) -> Path:

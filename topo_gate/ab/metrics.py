@@ -14,6 +14,7 @@ from typing import Any
 
 from topo_gate._inputs import InputError, parse_json, read_text
 from topo_gate.ab.benchmarks import HIGHER, LOWER, Benchmark, FileMetric
+from topo_gate.ab.regex_bounds import MatchOvertime, backtracking_problem, search_all
 
 #: A benchmark's result is a few KiB (vLLM serve with --save-detailed: per-request lists, still MiB).
 MAX_RESULT_BYTES = 64 * 1024 * 1024
@@ -73,6 +74,9 @@ def regex_metric(spec: str, *, higher_is_better: bool | None) -> MetricSpec:
         compiled = re.compile(pattern, re.MULTILINE)
     except re.error as error:
         raise ValueError(f"--metric-regex {name}: not a regular expression: {error}") from None
+    problem = backtracking_problem(pattern)
+    if problem:
+        raise ValueError(f"--metric-regex {name}: refused: {problem}; write it without (e.g. [0-9.]+)")
     return MetricSpec(name, HIGHER if higher_is_better else LOWER, "", regex=compiled)
 
 
@@ -110,7 +114,12 @@ def read_regex_metric(spec: MetricSpec, stdout_path: Path) -> float:
         data = stdout_path.read_bytes()[-MAX_STDOUT_BYTES:]
     except OSError as error:
         raise MetricMissing(f"cannot read the run's stdout: {error.strerror or error}") from None
-    matches = list(spec.regex.finditer(data.decode("utf-8", errors="replace")))
+    try:
+        matches = search_all(spec.regex, data.decode("utf-8", errors="replace"))
+    except MatchOvertime as overtime:
+        raise MetricMissing(
+            f"--metric-regex {spec.name} on stdout: {overtime}; simplify the pattern"
+        ) from None
     if not matches:
         raise MetricMissing(f"no match of --metric-regex {spec.name} on stdout")
     last = matches[-1]

@@ -18,6 +18,7 @@ from typing import Any
 from topo_gate._atomic import write_atomic
 from topo_gate._inputs import InputError, RegularFile, parse_json
 from topo_gate.ab.benchmarks import HIGHER, LOWER
+from topo_gate.ab.record_check import semantic_problem
 from topo_gate.ab.verdict import VERDICTS
 from topo_gate.profile.digest import DIGEST_KEY, compute_digest
 
@@ -75,6 +76,10 @@ def load_record(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise RecordError(
             "tampered", f"{path}: digest mismatch: the record was edited after it was written (or is damaged)"
         )
+    # After the digest, like a profile's semantic check: a tampered file is reported as tampered.
+    problem = semantic_problem(data)
+    if problem:
+        raise RecordError("invalid", f"{path}: {problem}")
     checked: dict[str, Any] = data  # record_problem: a JSON object with every field
     return checked
 
@@ -235,10 +240,3 @@ def _references(data: Mapping[str, Any]) -> str | None:
 def _short(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=True)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def arm_values(record: Mapping[str, Any], arm: str) -> dict[int, float | None]:
-    """The arm's measured rounds (warm-ups left out): round -> value, None where the run failed."""
-    return {
-        run["round"]: run["value"] for run in record["runs"] if run["arm"] == arm and run["round"] is not None
-    }

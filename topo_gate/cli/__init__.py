@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import io
 import os
 import signal
 import sys
@@ -18,9 +19,8 @@ from contextlib import contextmanager
 import click
 
 from topo_gate._atomic import OutputRefused
-from topo_gate._terminal import shown
 from topo_gate._version import __version__
-from topo_gate.cli._errors import CliError, ExitCode, error_line
+from topo_gate.cli._errors import CliError, ExitCode, error_line, inert
 from topo_gate.cli._params import harden
 from topo_gate.profile.errors import ProfileError
 
@@ -166,7 +166,7 @@ def _run(argv: list[str] | None) -> int:
         click.echo(error_line(error.message), err=True)
         return int(error.code)
     except OutputRefused as error:  # every writer's one failure: raised wherever a command writes
-        click.echo(f"topo-gate: error: {shown(error)}", err=True)
+        click.echo(error_line(error), err=True)
         return int(ExitCode.UNWRITABLE)
     except ProfileError as error:  # a profile built from the inputs fails its own checks
         click.echo(error_line(f"the profile the inputs imply is invalid: {error}"), err=True)
@@ -175,7 +175,11 @@ def _run(argv: list[str] | None) -> int:
         click.echo("topo-gate: interrupted", err=True)
         return int(ExitCode.INTERRUPTED)
     except click.ClickException as error:
-        error.show()
+        from topo_gate.ab.redact import redact_text
+
+        shown_error = io.StringIO()
+        error.show(file=shown_error)
+        click.echo(redact_text(shown_error.getvalue()), err=True, nl=False)  # "... --token=SECRET"
         return error.exit_code
     except KeyboardInterrupt:
         click.echo("topo-gate: interrupted", err=True)
@@ -183,7 +187,7 @@ def _run(argv: list[str] | None) -> int:
     except Exception as error:  # noqa: BLE001 -- the CLI promises one line, never a traceback
         if os.environ.get("TOPO_GATE_DEBUG"):
             raise
-        message = shown(" ".join(str(error).split()))
+        message = inert(" ".join(str(error).split()))
         click.echo(f"topo-gate: internal error: {type(error).__name__}: {message}", err=True)
         return int(ExitCode.NOT_OK)
     # click returns ctx.exit()'s code in non-standalone mode (e.g. --help, --version -> 0).

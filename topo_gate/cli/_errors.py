@@ -33,9 +33,17 @@ class CliError(Exception):
         self.message = message
 
 
-def error_line(message: str) -> str:
-    """How every error reaches stderr: ``topo-gate: error: <message>``, control characters escaped."""
-    return f"topo-gate: error: {shown(message)}"
+def error_line(message: object) -> str:
+    """How every error reaches stderr: ``topo-gate: error: <message>``, secrets redacted (a message
+    may quote CMD or an option as given: ``--token=SECRET``), control characters escaped."""
+    return f"topo-gate: error: {inert(message)}"
+
+
+def inert(text: object) -> str:
+    """User-supplied text made safe for stderr: secrets redacted (``ab.redact``), then ``shown``."""
+    from topo_gate.ab.redact import redact_text
+
+    return shown(redact_text(str(text)))
 
 
 def fail(code: ExitCode, message: str) -> CliError:

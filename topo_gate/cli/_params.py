@@ -7,14 +7,24 @@ file. ``Finite`` is the CLI's float type, and ``harden`` puts it on every float 
 command as the command is loaded (an option declared with click's own float types keeps its bounds
 and gains the check), so no float option -- a new one included -- fails open. Integers are click's
 ``IntRange``: Python's ``int()`` refuses NaN, infinities and what is no integer (``²``, 5000 digits).
+
+An integer option whose value ends up in a file or a reader's question has the range that file's
+loader and the reader accept (``BOUNDS``, the one table): a probe of ``--rounds 1500`` would write
+evidence its own ``decide`` refuses, ``--tp`` of 30 digits a profile no launcher can read. Checked
+when the command line is parsed, before any work.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import click
+
+from topo_gate.ab.verdict import MIN_SUCCESSES
+from topo_gate.evidence.limits import MAX_SERIES
+from topo_gate.profile.reader import MAX_TP
 
 #: Bootstrap resamples per (backend, size): decide's cost grows linearly with them; 50x the default
 #: 2000 is far past where the CI stops moving, and keeps a typo (``--bootstrap 20000000``) from
@@ -22,6 +32,43 @@ import click
 MAX_BOOTSTRAP = 100_000
 #: NVML collection of a whole node takes seconds; a day is no timeout.
 MAX_TIMEOUT_S = 86_400.0
+
+
+@dataclass(frozen=True)
+class Bound:
+    """An integer option's range, and where its upper end comes from."""
+
+    low: int
+    high: int
+    why: str
+
+
+#: The integer options whose values a loader or the reader reads back, with the loader's range.
+BOUNDS = {
+    "tp": Bound(1, MAX_TP, f"the reader answers TP sizes up to {MAX_TP}"),
+    "rounds": Bound(15, MAX_SERIES, f"the evidence loader reads {MAX_SERIES} samples a series"),
+    "ab-runs": Bound(MIN_SUCCESSES, MAX_SERIES, f"the A/B record's loader reads {MAX_SERIES} runs an arm"),
+    "ab-warmup": Bound(0, MAX_SERIES, f"the A/B record's loader reads {MAX_SERIES} warm-ups an arm"),
+}
+
+
+def bounded(name: str) -> click.IntRange:
+    """The click type of the integer option ``BOUNDS[name]``."""
+    bound = BOUNDS[name]
+    return click.IntRange(min=bound.low, max=bound.high)
+
+
+def int_list(name: str, text: str, example: str) -> tuple[int, ...]:
+    """``2,4,8``: comma-separated integers each in ``BOUNDS[name]``; ``click.BadParameter`` naming the
+    range otherwise (the option is named by click)."""
+    bound = BOUNDS[name]
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers like {example}, got {text!r}") from None
+    if not values or not all(bound.low <= value <= bound.high for value in values):
+        raise click.BadParameter(f"each must be an integer in {bound.low}..{bound.high} ({bound.why})")
+    return values
 
 
 class Finite(click.FloatRange):

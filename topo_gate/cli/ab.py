@@ -9,8 +9,7 @@ from typing import Any
 
 import click
 
-from topo_gate._atomic import check_output_path
-from topo_gate._terminal import shown
+from topo_gate._atomic import check_output_path, refuse_clobbering
 from topo_gate.ab import verdict as verdicts
 from topo_gate.ab.arms import Arm, PlanUnavailable, build_arms, make_plan, remove_temp_dirs
 from topo_gate.ab.benchmarks import BENCHMARKS
@@ -19,6 +18,7 @@ from topo_gate.ab.driver import (
     Request,
     arm_names,
     choose_metric,
+    command_inputs,
     logs_folder,
     resolve_benchmark,
     resolve_tp,
@@ -27,8 +27,9 @@ from topo_gate.ab.driver import (
 )
 from topo_gate.ab.metrics import MetricSpec
 from topo_gate.ab.schedule import ORDERS
-from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.cli._errors import ExitCode, fail, inert
 from topo_gate.cli._node import given_fingerprint
+from topo_gate.cli._params import bounded
 from topo_gate.cli.exec_ import _check_runnable
 from topo_gate.cli.recommend import parse_gpus, served_hidden
 from topo_gate.launchers import LAUNCHERS
@@ -63,14 +64,17 @@ arm/default has a paired bootstrap 95% CI: win if clear of --margin in the bette
 direction, regression if clear of it in the worse one, else no difference.
 Client benchmarks (vllm bench serve, sglang serving) need a script that starts the
 server with its arguments and writes the client's result to $TOPO_GATE_AB_RESULT.
-Exit codes: 0 win/no difference/identical (an arm that adds nothing is not run), 1 regression, no verdict (< 3 successful runs an
-arm) or no plan, 2 usage, 3 unreadable --from, 4 no driver, 5 NVML crashed, 8 --out
-not written, 126 CMD not executable, 127 CMD not found, 130 interrupted.""",
+Exit codes: 0 win/no difference/identical (an arm that adds nothing is not run), 1
+regression, no verdict (< 3 successful runs an arm) or no plan (a --tp that disagrees with
+CMD's), 2 usage (a number out of range, a --metric-regex that backtracks exponentially), 3
+unreadable --from, 4 no driver, 5 NVML crashed, 8 --out not written (a folder, or one of the
+session's inputs: the profile, the capture, the benchmark script, a file CMD names), 126 CMD
+not executable, 127 CMD not found, 130 interrupted.""",
 )
 @click.option(
     "--profile", required=True, type=click.Path(dir_okay=True), help="Gating profile (or profile set)."
 )
-@click.option("--tp", type=click.IntRange(min=1), help="TP size (default: CMD's own TP flag; must agree).")
+@click.option("--tp", type=bounded("tp"), help="TP size (default: CMD's own TP flag; must agree).")
 @click.option("--gpus", callback=parse_gpus, metavar="0,1,...", help="NVML indices of the TP group.")
 @click.option("--model", help="The served model (a probe preset): its hidden size for the plan.")
 @click.option(
@@ -83,11 +87,9 @@ not written, 126 CMD not executable, 127 CMD not found, 130 interrupted.""",
     metavar="KIND",
     help=f"The benchmark whose result file to read (default: from CMD): {', '.join(BENCHMARKS)}.",
 )
+@click.option("--runs", type=bounded("ab-runs"), default=5, show_default=True, help="Rounds.")
 @click.option(
-    "--runs", type=click.IntRange(min=verdicts.MIN_SUCCESSES), default=5, show_default=True, help="Rounds."
-)
-@click.option(
-    "--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Warm-up runs per arm."
+    "--warmup", type=bounded("ab-warmup"), default=1, show_default=True, help="Warm-up runs per arm."
 )
 @click.option(
     "--arms",
@@ -117,7 +119,10 @@ not written, 126 CMD not executable, 127 CMD not found, 130 interrupted.""",
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), help="Seconds per run.")
 @click.option("--logs", type=click.Path(file_okay=False, path_type=Path), help="Folder for the runs' output.")
 @click.option(
-    "--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the sealed A/B record here."
+    # No dir_okay=False: a folder is the writer's refusal (exit 8, like every --out), not a usage error.
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Write the sealed A/B record here.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the record as JSON instead of tables.")
 @click.option("--from", "from_capture", type=click.Path(), help="Read the node from a capture, not NVML.")
@@ -143,9 +148,12 @@ def command(**options: Any) -> None:
     except Refused as refused:
         raise fail(ExitCode.USAGE if refused.kind == "usage" else ExitCode.NOT_OK, str(refused)) from None
     if warning:
-        click.echo(f"topo-gate: warning: {warning}", err=True)
+        click.echo(f"topo-gate: warning: {inert(warning)}", err=True)
     if options["out"] is not None:
         check_output_path(options["out"])
+        refuse_clobbering(
+            [("--out", options["out"])], command_inputs(options["profile"], options["from_capture"], cmd)
+        )
     fingerprint, checked_by = _node(options, needed="plan" in names)
     plan = None
     if "plan" in names:
@@ -225,7 +233,7 @@ def _run(
         notes=tuple(session_notes(arms, os.environ)),
     )
     for note in request.notes:
-        click.echo(f"topo-gate: ab: {shown(note)}", err=True)
+        click.echo(f"topo-gate: ab: {inert(note)}", err=True)
     if options["as_json"]:
         return run_ab(request)
     with AbProgressDisplay(Console(stderr=True), metric.unit) as display:

@@ -9,7 +9,7 @@ import os
 import click
 
 from topo_gate._terminal import shown
-from topo_gate.cli._errors import ExitCode, fail
+from topo_gate.cli._errors import ExitCode, fail, inert
 from topo_gate.cli._node import given_fingerprint
 from topo_gate.cli.recommend import (
     ProfileReading,
@@ -20,7 +20,7 @@ from topo_gate.cli.recommend import (
     strict_failure,
 )
 from topo_gate.launchers import LAUNCHERS, PINNED, nccl_plan
-from topo_gate.launchers.cmdline import CmdlineError, CmdlineFileError, find_entry, parse
+from topo_gate.launchers.cmdline import CmdlineError, CmdlineFileError, find_entry, parse, tp_disagreement
 from topo_gate.launchers.detect import detect_launcher, tp_from_command
 from topo_gate.launchers.exec import exec_merged, prepare
 from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
@@ -141,7 +141,7 @@ def command(
     except (ValueError, OSError) as error:
         raise fail(ExitCode.USAGE, f"cannot merge into your command: {error}") from None
     if plan.estimate:
-        click.echo(f"topo-gate: {plan.estimate}", err=True)
+        click.echo(f"topo-gate: {shown(plan.estimate)}", err=True)
     try:
         exec_merged(merged, plan)
     except OSError as error:
@@ -162,7 +162,7 @@ def _tp_size(tp: int | None, cmd: tuple[str, ...], launcher: str) -> tuple[int, 
         raise fail(ExitCode.USAGE, f"{launcher} would refuse CMD: {error}") from None
     if unknown:
         click.echo(
-            f"topo-gate: warning: {launcher} {PINNED[launcher]} does not recognize {shown(' '.join(unknown))} "
+            f"topo-gate: warning: {launcher} {PINNED[launcher]} does not recognize {inert(' '.join(unknown))} "
             "(that release refuses the command)",
             err=True,
         )
@@ -176,12 +176,7 @@ def _tp_size(tp: int | None, cmd: tuple[str, ...], launcher: str) -> tuple[int, 
             f"sets it); planning for --tp {tp}",
             err=True,
         )
-    elif tp != named:
-        return (
-            tp,
-            f"--tp {tp} disagrees with the command's TP size {named}: the profile's TP {tp} decisions do not apply",
-        )
-    return tp, None
+    return tp, tp_disagreement(tp, named)
 
 
 def _check_runnable(program: str) -> None:

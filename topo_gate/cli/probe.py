@@ -14,6 +14,7 @@ from rich.text import Text
 from topo_gate._atomic import refuse_clobbering
 from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.cli._hints import REPLAY_HINT
+from topo_gate.cli._params import bounded, int_list
 from topo_gate.evidence.document import EvidenceError
 from topo_gate.launchers.routes.buffer_caps import buffer_caps
 from topo_gate.launchers.routes.defaults import default_paths, default_routes
@@ -40,13 +41,7 @@ DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
 def _int_list(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
-    try:
-        sizes = tuple(int(part) for part in value.split(",") if part.strip())
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers like 2,4,8, got {value!r}") from None
-    if not sizes or min(sizes) < 1:
-        raise click.BadParameter("TP sizes must be positive integers")
-    return sizes
+    return int_list("tp", value, "2,4,8")
 
 
 def _patterns(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
@@ -126,7 +121,7 @@ disk full, another probe writing the same --out), 130 interrupted.""",
     show_default=True,
     help="Largest message in tokens; sizes are powers of two up to it.",
 )
-@click.option("--rounds", type=click.IntRange(min=15), default=15, show_default=True)
+@click.option("--rounds", type=bounded("rounds"), default=15, show_default=True)
 @click.option(
     "--margin",
     type=click.FloatRange(min=0),

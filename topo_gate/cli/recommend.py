@@ -11,10 +11,13 @@ from typing import TYPE_CHECKING, Any
 import click
 import yaml
 
-from topo_gate._terminal import shown
-from topo_gate.cli._errors import ExitCode, fail
-from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan
+from topo_gate._terminal import shown, shown_lines
+from topo_gate.cli._errors import ExitCode, fail, inert
+from topo_gate.cli._params import bounded
+from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan, nccl_plan
+from topo_gate.launchers.cmdline import CmdlineError, tp_disagreement
 from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS, PATTERNS
+from topo_gate.launchers.detect import tp_from_command
 from topo_gate.launchers.workload import DEFAULT_WORKLOAD, WorkloadError, lookup_workload
 from topo_gate.launchers.workload import PRESETS as WORKLOADS
 from topo_gate.models import UnknownModel, lookup_model
@@ -44,7 +47,7 @@ def launch_options(command: Callable[..., Any], *, tp_required: bool = True) -> 
     options = (
         click.option(
             "--tp",
-            type=click.IntRange(min=1),
+            type=bounded("tp"),
             required=tp_required,
             help=TP_HELP if tp_required else EXEC_TP_HELP,
         ),
@@ -139,7 +142,10 @@ class ProfileReading:
     ) -> LaunchPlan:
         """``launcher``'s plan for ``profile`` at ``tp`` for the served model (``hidden`` or ``model``),
         priced against the launcher's default with the user's own args and env; exit 2 or 3 for an
-        unusable ``--workload``."""
+        unusable ``--workload``; the launcher's own TP size in ``user_args`` must agree with ``tp``."""
+        problem = _tp_problem(launcher, tp, user_args)
+        if problem:
+            return nccl_plan(launcher, problem, fallback=fallback)
         try:
             return PLANNERS[launcher](
                 profile,
@@ -159,6 +165,13 @@ class ProfileReading:
         except WorkloadError as error:
             code = ExitCode.USAGE if str(error).startswith("unknown workload") else ExitCode.UNREADABLE
             raise fail(code, f"--workload: {error}") from None
+
+
+def _tp_problem(launcher: str, tp: int, user_args: Sequence[str]) -> str | None:
+    try:
+        return tp_disagreement(tp, tp_from_command(user_args, launcher))
+    except CmdlineError:  # a line the launcher refuses: the planner falls back, saying why
+        return None
 
 
 def check_workload(value: str | None) -> None:
@@ -217,7 +230,9 @@ def trtllm_options_file(plan: LaunchPlan) -> str:
     ]
     if not plan.config:
         lines.append("# no options: TensorRT-LLM runs as it would without this file")
-    commented = [" ".join(line.split()) for line in lines]  # one comment line each, whatever the text held
+    commented = [
+        shown(" ".join(line.split())) for line in lines
+    ]  # one comment line each, whatever the text held
     return "\n".join(commented) + "\n" + yaml.safe_dump(dict(plan.config), sort_keys=False).rstrip()
 
 
@@ -364,7 +379,7 @@ def command(
         strict_failure(plan)
     fmt = "json" if as_json else fmt
     status = f"FALLBACK ({fallback}): {plan.reason}" if plan.fallback else plan.reason
-    click.echo(f"topo-gate: {launcher} {plan.launcher_version_pinned}: {shown(status)}", err=True)
+    click.echo(f"topo-gate: {launcher} {plan.launcher_version_pinned}: {inert(status)}", err=True)
     if plan.estimate:
         click.echo(f"topo-gate: {shown(plan.estimate)}", err=True)
     if fmt == "args" and plan.config:
@@ -376,6 +391,9 @@ def command(
     rows, totals = explain_data(plan)
     click.echo(render(plan, fmt, rows, totals))
     if explain and fmt != "json":
+        # The workload's and the profile's names come from files: inert, like every text from a file.
         click.echo(
-            render_explain(rows, totals) if rows else "explain: nothing to explain (" + plan.reason + ")"
+            shown_lines(render_explain(rows, totals))
+            if rows
+            else shown(f"explain: nothing to explain ({plan.reason})")
         )

@@ -41,8 +41,10 @@ pull request), figures/*.png (fixed names, reproducible bytes). Several inputs o
 overlaid in the same figures, one line style per input. html and png need matplotlib (the
 report extra, above); md does not.
 
-Exit codes: 0 written; 2 usage, or matplotlib missing for html/png; 3 an input is unreadable or
-invalid; 8 DIR cannot be written, or a file it would write is an input.""",
+Exit codes: 0 written; 1 an invalid or tampered profile or A/B record (one whose verdict,
+ratios or values do not follow from its runs); 2 usage, or matplotlib missing for html/png; 3
+an input is unreadable or malformed; 8 DIR cannot be written, or a file it would write is an
+input.""",
 )
 @click.argument(
     "inputs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="EVIDENCE_PROFILE_OR_AB..."
@@ -127,14 +129,14 @@ def command(
 
 
 def _split_ab_records(inputs: tuple[Path, ...]) -> tuple[list[AbSource], list[Path]]:
-    """The A/B records among the inputs (loaded, checked, untampered: else exit 3) and the rest."""
-    from topo_gate.ab.record import RecordError, load_record, looks_like_record
+    """The A/B records among the inputs (loaded, checked, untampered: else exit 3 unreadable, 1
+    invalid or tampered, as for ``show``) and the rest."""
+    from topo_gate.ab.record import looks_like_record
+    from topo_gate.cli.ab import load_record_or_fail
 
     paths = [path for path in inputs if looks_like_record(path)]
-    records = []
-    for path, label in zip(paths, ab_labels(paths), strict=True):
-        try:
-            records.append(AbSource(label, path, load_record(path)))
-        except RecordError as error:
-            raise fail(ExitCode.UNREADABLE, str(error)) from None
+    records = [
+        AbSource(label, path, load_record_or_fail(path))
+        for path, label in zip(paths, ab_labels(paths), strict=True)
+    ]
     return records, [path for path in inputs if path not in paths]

@@ -37,6 +37,7 @@ __all__ = [
     "find_entry",
     "options_file",
     "parse",
+    "tp_disagreement",
     "tp_size",
     "user_knobs",
 ]
@@ -182,6 +183,16 @@ def tp_size(launcher: str, argv: Sequence[str]) -> int | None:
     if size < 1:
         raise CmdlineError(f"{name} {value!r} is not a TP size")
     return size
+
+
+def tp_disagreement(tp: int, named: int | None) -> str | None:
+    """The one TP rule of ``recommend``, ``exec`` and ``ab``: the TP size that runs is the launcher's own
+    (``named``, read by ``tp_size``; the plugins read it from the launcher's parsed arguments), and a
+    ``--tp`` that disagrees with it means the profile is not followed. The reason, or None where they
+    agree or the command names no size (the launcher's default then; ``--tp`` is all there is)."""
+    if named is None or named == tp:
+        return None
+    return f"--tp {tp} disagrees with the command's TP size {named}: the profile's TP {tp} decisions do not apply"
 
 
 def user_knobs(launcher: str, argv: Sequence[str], environ: Mapping[str, str]) -> Knobs:

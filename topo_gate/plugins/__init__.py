@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 
+from topo_gate._terminal import shown
 from topo_gate.launchers import PLANNERS, LaunchPlan, nccl_plan
 from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS
 from topo_gate.profile.reader import FINGERPRINT_ENV
@@ -91,7 +92,7 @@ def profile_path(environ: Mapping[str, str] = os.environ) -> str | None:
 
 def say(line: str) -> None:
     """The plugin's one line, on stderr like ``topo-gate exec``'s (the launchers' loggers may be unset)."""
-    sys.stderr.write(line + "\n")
+    sys.stderr.write(shown(line) + "\n")  # it names files (the profile, a workload): inert text
     sys.stderr.flush()
 
 

@@ -11,12 +11,12 @@ unchanged, so a repeated call costs two ``stat`` calls. Adding, removing, renami
 replacing a member changes the directory's mtime (``dump_profile`` and Kubernetes' ConfigMap
 updates replace files that way); an in-place rewrite of a member other than the chosen one is seen
 when the directory next changes. Re-indexing lists the directory and reads each member's
-fingerprint once per (device, inode, size, mtime, ctime) from its first lines (the canonical writer
-puts ``node.fingerprint`` on line 7); only a member not in that form is parsed in full, once per
-change. That index is only a pointer: the chosen member is then loaded and verified in full
+fingerprint once per (device, inode, size, mtime, ctime): its ``node.fingerprint`` field as the
+YAML parser reads it (its events up to that field; within the reader's size cap), so the index and
+``validate DIR`` read the same field. That index is only a pointer: the chosen member is then loaded and verified in full
 (schema, digest) like a single profile file, and its verified fingerprint must be the one asked for.
 
-Standard library only, like the reader (DESIGN.md principle 6).
+Standard library and PyYAML only, like the reader (DESIGN.md principle 6).
 """
 
 from __future__ import annotations
@@ -24,14 +24,18 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+import yaml
+
 from topo_gate.profile.errors import ProfileError
-from topo_gate.profile.io import ProfileFile, profile_from_text
+from topo_gate.profile.io import ProfileFile
+from topo_gate.profile.yaml_format import parse_yaml
 
 MEMBER_SUFFIXES = (".yaml", ".yml")
-_HEAD_BYTES = 4096  # the canonical fingerprint line sits in the first ~200 bytes
-_CANONICAL_FINGERPRINT = re.compile(rb"^node:\r?\n  fingerprint: ['\"]?(sha256:[0-9a-f]{64})['\"]?\r?$", re.M)
+_FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
+_EVENT_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -153,16 +157,72 @@ def _path_identity(path: str | None) -> tuple[int, ...] | None:
 
 
 def _read_fingerprint(path: str) -> str | None:
+    """The member's ``node.fingerprint`` field as the YAML parser reads it (within the reader's size
+    cap), never text that only looks like it: a hand-written ``created`` holding ``node:\n
+    fingerprint: <this node>`` made this node's lookups "ambiguous" while ``validate DIR``, which
+    parses, said OK. The parser's events are read only up to the field (``_field``: a few
+    hundred bytes into a canonical profile); a document it cannot settle that way is parsed whole."""
     try:
         with ProfileFile(path) as member:
-            head = member.read_head(_HEAD_BYTES)
-            match = _CANONICAL_FINGERPRINT.search(head)
-            if match is not None:
-                return match.group(1).decode("ascii")
-        with ProfileFile(path) as member:  # not in the canonical layout: parse it, once per change
-            return profile_from_text(member.read_text(), verify_digest=False).node.fingerprint
-    except ProfileError:
+            text = member.read_text()
+        found = _field(text)
+        if found is _UNSURE:
+            data = parse_yaml(text)
+            node = data.get("node") if isinstance(data, dict) else None
+            found = node.get("fingerprint") if isinstance(node, dict) else None
+    except (ProfileError, yaml.YAMLError):
         return None
+    return found if isinstance(found, str) and _FINGERPRINT.fullmatch(found) else None
+
+
+_UNSURE = object()
+
+
+def _field(text: str) -> object:
+    """``node.fingerprint`` of the top-level mapping from the parser's events, stopping there: the
+    scalar's text, None when the document has no such field, ``_UNSURE`` for what only a full parse
+    settles (an alias, a complex key, a top level that is no mapping)."""
+    events = yaml.parse(text, Loader=_EVENT_LOADER)
+    for event in events:
+        if isinstance(event, (yaml.StreamStartEvent, yaml.DocumentStartEvent)):
+            continue
+        if not isinstance(event, yaml.MappingStartEvent):
+            return _UNSURE
+        break
+    return _in_mapping(events, ("node", "fingerprint"))
+
+
+def _in_mapping(events: Iterator[yaml.Event], keys: tuple[str, ...]) -> object:
+    for key in events:
+        if isinstance(key, yaml.MappingEndEvent):
+            return None
+        if not isinstance(key, yaml.ScalarEvent):
+            return _UNSURE
+        value = next(events)
+        if key.value != keys[0]:
+            if _skip(value, events) is _UNSURE:
+                return _UNSURE
+            continue
+        if isinstance(value, yaml.AliasEvent):
+            return _UNSURE
+        if len(keys) == 1:
+            return value.value if isinstance(value, yaml.ScalarEvent) else None
+        return _in_mapping(events, keys[1:]) if isinstance(value, yaml.MappingStartEvent) else None
+    return _UNSURE
+
+
+def _skip(first: yaml.Event, events: Iterator[yaml.Event]) -> object:
+    """Consume the rest of the node ``first`` starts."""
+    depth = 1 if isinstance(first, (yaml.MappingStartEvent, yaml.SequenceStartEvent)) else 0
+    while depth:
+        event = next(events, None)
+        if event is None:
+            return _UNSURE
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+    return None
 
 
 _INDEX = _SetIndex()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from topo_gate.ab.record import arm_values
+from topo_gate.ab.record_check import arm_values
 from topo_gate.report.inert import cell, html_text
 from topo_gate.report.sources import Source
 

@@ -14,7 +14,8 @@ Driven by the JSON scenario named by ``FAKE_BENCH_SCENARIO``:
 - ``exit`` / ``omit`` / ``hang``: per arm, calls that exit with a status, write the result without
   the metric, or sleep until killed (after writing ``pidfile``);
 - ``template``, ``set`` (the key path of the metric), ``result_flag`` (else ``TOPO_GATE_AB_RESULT``),
-  ``stdout`` (a line printed with ``{value}``), ``state`` (call counts and what each call saw).
+  ``stdout`` (a line printed with ``{value}``), ``stderr`` (lines printed on stderr by every call),
+  ``state`` (call counts and what each call saw).
 """
 
 import json
@@ -39,6 +40,8 @@ def main() -> int:
             handle.write(str(os.getpid()))
         while True:
             time.sleep(1)
+    for line in scenario.get("stderr", []):
+        print(line, file=sys.stderr)
     status = scenario.get("exit", {}).get(arm, {}).get(str(call))
     if status is not None:
         print(f"fake benchmark: {arm} call {call} fails with status {status}", file=sys.stderr)
