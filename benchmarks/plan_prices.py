@@ -43,17 +43,20 @@ def _step(variant, tokens: int) -> str:
 
 
 def _binds(data: dict) -> str:
-    if data["unmeasured"]:
-        entry = data["unmeasured"][0]
-        return f"default not measured: {entry['path']} at {entry['tokens'][0]}-{entry['tokens'][1]} tokens"
+    """What keeps a no-knobs plan at the default: unmeasured default paths, and a saving a missing
+    transition measurement could unlock."""
+    found = [
+        f"default not measured: {entry['path']} at {entry['tokens'][0]}-{entry['tokens'][1]} tokens"
+        for entry in data["unmeasured"]
+    ]
     unlock = data["unlock"]
     if unlock is not None:
-        return (
+        found.append(
             f"{' '.join(unlock['args']) or unlock['env']}: up to {-unlock['saving_us_per_step']:+.0f} us/step "
             f"if {unlock['kernel']} after {unlock['after_tokens']:g} tokens <= {unlock['at_most_us']:.0f} us "
             f"at {unlock['at_tokens']:g}"
         )
-    return ""
+    return "; ".join(found)
 
 
 def main() -> int:
