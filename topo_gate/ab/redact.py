@@ -69,9 +69,10 @@ _SCHEME = r"(?:(?:Bearer|Basic|Token|Digest|Bot|ApiKey|Key|Negotiate|AWS4-HMAC-S
 #: What a usage line writes for a value ("expected KEY=VALUE"): no secret to hide.
 _PLACEHOLDERS = frozenset({"VALUE", "V", "...", "VALUE..."})
 _HEADER_NAME = re.compile(r"[A-Za-z0-9_-]+:")
-# NAME=VALUE / NAME: VALUE anywhere in a text (a header, a JSON or YAML key, an assignment).
+# NAME=VALUE / NAME: VALUE anywhere in a text (a header, a JSON or YAML key, an assignment); not a
+# file's name in a path ("/etc/app/api-key.yaml: line 3" is where an error is, not a secret).
 _NAMED_VALUE = re.compile(
-    rf"""(?<![\w.-])(?P<name>[A-Za-z_][\w.-]*)(?P<sep>["']?\s*(?:=|:)\s*)(?P<scheme>{_SCHEME})(?P<value>{_VALUE})""",
+    rf"""(?<![\w./-])(?P<name>[A-Za-z_][\w.-]*)(?P<sep>["']?\s*(?:=|:)\s*)(?P<scheme>{_SCHEME})(?P<value>{_VALUE})""",
     re.IGNORECASE,
 )
 # An option and its value inside a text: "--api-key S", "--hf-tok=S", "-H Authorization: ...".

@@ -230,9 +230,7 @@ def trtllm_options_file(plan: LaunchPlan) -> str:
     ]
     if not plan.config:
         lines.append("# no options: TensorRT-LLM runs as it would without this file")
-    commented = [
-        shown(" ".join(line.split())) for line in lines
-    ]  # one comment line each, whatever the text held
+    commented = [shown(line) for line in lines]  # one comment line each: shown() escapes line breaks
     return "\n".join(commented) + "\n" + yaml.safe_dump(dict(plan.config), sort_keys=False).rstrip()
 
 

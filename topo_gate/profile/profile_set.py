@@ -22,20 +22,13 @@ Standard library and PyYAML only, like the reader (DESIGN.md principle 6).
 from __future__ import annotations
 
 import os
-import re
 import stat
-from collections.abc import Iterator
 from dataclasses import dataclass
-
-import yaml
 
 from topo_gate.profile.errors import ProfileError
 from topo_gate.profile.io import ProfileFile
-from topo_gate.profile.yaml_format import parse_yaml
 
 MEMBER_SUFFIXES = (".yaml", ".yml")
-_FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
-_EVENT_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -160,69 +153,15 @@ def _read_fingerprint(path: str) -> str | None:
     """The member's ``node.fingerprint`` field as the YAML parser reads it (within the reader's size
     cap), never text that only looks like it: a hand-written ``created`` holding ``node:\n
     fingerprint: <this node>`` made this node's lookups "ambiguous" while ``validate DIR``, which
-    parses, said OK. The parser's events are read only up to the field (``_field``: a few
-    hundred bytes into a canonical profile); a document it cannot settle that way is parsed whole."""
+    parses, said OK (``fingerprint_field``)."""
+    from topo_gate.profile.fingerprint_field import fingerprint_field
+
     try:
         with ProfileFile(path) as member:
             text = member.read_text()
-        found = _field(text)
-        if found is _UNSURE:
-            data = parse_yaml(text)
-            node = data.get("node") if isinstance(data, dict) else None
-            found = node.get("fingerprint") if isinstance(node, dict) else None
-    except (ProfileError, yaml.YAMLError):
+    except ProfileError:
         return None
-    return found if isinstance(found, str) and _FINGERPRINT.fullmatch(found) else None
-
-
-_UNSURE = object()
-
-
-def _field(text: str) -> object:
-    """``node.fingerprint`` of the top-level mapping from the parser's events, stopping there: the
-    scalar's text, None when the document has no such field, ``_UNSURE`` for what only a full parse
-    settles (an alias, a complex key, a top level that is no mapping)."""
-    events = yaml.parse(text, Loader=_EVENT_LOADER)
-    for event in events:
-        if isinstance(event, (yaml.StreamStartEvent, yaml.DocumentStartEvent)):
-            continue
-        if not isinstance(event, yaml.MappingStartEvent):
-            return _UNSURE
-        break
-    return _in_mapping(events, ("node", "fingerprint"))
-
-
-def _in_mapping(events: Iterator[yaml.Event], keys: tuple[str, ...]) -> object:
-    for key in events:
-        if isinstance(key, yaml.MappingEndEvent):
-            return None
-        if not isinstance(key, yaml.ScalarEvent):
-            return _UNSURE
-        value = next(events)
-        if key.value != keys[0]:
-            if _skip(value, events) is _UNSURE:
-                return _UNSURE
-            continue
-        if isinstance(value, yaml.AliasEvent):
-            return _UNSURE
-        if len(keys) == 1:
-            return value.value if isinstance(value, yaml.ScalarEvent) else None
-        return _in_mapping(events, keys[1:]) if isinstance(value, yaml.MappingStartEvent) else None
-    return _UNSURE
-
-
-def _skip(first: yaml.Event, events: Iterator[yaml.Event]) -> object:
-    """Consume the rest of the node ``first`` starts."""
-    depth = 1 if isinstance(first, (yaml.MappingStartEvent, yaml.SequenceStartEvent)) else 0
-    while depth:
-        event = next(events, None)
-        if event is None:
-            return _UNSURE
-        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            depth += 1
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            depth -= 1
-    return None
+    return fingerprint_field(text)
 
 
 _INDEX = _SetIndex()
