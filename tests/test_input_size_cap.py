@@ -33,6 +33,7 @@ from topo_gate import gate
 from topo_gate.profile.io import load_profile
 from topo_gate.evidence.document import load_evidence
 from topo_gate.topology.capture import load_capture
+import topo_gate.profile.fingerprint_field  # a set's index parser (and PyYAML), loaded before counting
 
 def rchar():
     with open("/proc/self/io", encoding="ascii") as counters:
