@@ -104,11 +104,12 @@ def test_the_charge_is_the_one_after_the_nearest_larger_measured_size() -> None:
     assert price.transition == pytest.approx(0.5 * 300.0)
 
 
-def test_plain_after_fused_in_a_shared_workspace_pays_the_fused_message() -> None:
-    """SGLang's FlashInfer workspace serves plain and fused one-shot alike: a 2048-token step whose
-    fused sites run the fused kernel (its plain site NCCL) leaves a 2048-token message there, which
-    the next 1-token step's plain one-shot pays for."""
-    workload = Workload.from_weights("mix", {1: 0.5, 2048: 0.5})
+#: Half the steps one token, half 2048 tokens, for the shared-workspace cases below.
+SHARED_MIX = Workload.from_weights("mix", {1: 0.5, 2048: 0.5})
+
+
+def shared_workspace_tables() -> dict:
+    """SGLang's plain and fused one-shot kernels (3 and 5 us), each 900 us after the largest size."""
     after = {SIZES[-1]: flat(900.0)}
     plain = {
         "nccl": {"median": flat(8.0)},
@@ -118,7 +119,14 @@ def test_plain_after_fused_in_a_shared_workspace_pays_the_fused_message() -> Non
         "nccl": {"median": flat(10.0)},
         "trtllm_fused_oneshot_sglang": {"median": flat(5.0), "transition": after},
     }
-    tabs = tables(plain, fused)
+    return tables(plain, fused)
+
+
+def test_plain_after_fused_in_a_shared_workspace_pays_the_fused_message() -> None:
+    """SGLang's FlashInfer workspace serves plain and fused one-shot alike: a 2048-token step whose
+    fused sites run the fused kernel (its plain site NCCL) leaves a 2048-token message there, which
+    the next 1-token step's plain one-shot pays for."""
+    workload, tabs = SHARED_MIX, shared_workspace_tables()
     plan = side(
         upto(1, "trtllm_oneshot_sglang"), upto(2048, "trtllm_fused_oneshot_sglang"), workload=workload
     )
@@ -131,17 +139,7 @@ def test_plain_after_fused_in_a_shared_workspace_pays_the_fused_message() -> Non
 
 
 def test_fused_after_plain_in_a_shared_workspace_pays_the_plain_message() -> None:
-    workload = Workload.from_weights("mix", {1: 0.5, 2048: 0.5})
-    after = {SIZES[-1]: flat(900.0)}
-    plain = {
-        "nccl": {"median": flat(8.0)},
-        "trtllm_oneshot_sglang": {"median": flat(3.0), "transition": after},
-    }
-    fused = {
-        "nccl": {"median": flat(10.0)},
-        "trtllm_fused_oneshot_sglang": {"median": flat(5.0), "transition": after},
-    }
-    tabs = tables(plain, fused)
+    workload, tabs = SHARED_MIX, shared_workspace_tables()
     plan = side(
         upto(2048, "trtllm_oneshot_sglang"), upto(1, "trtllm_fused_oneshot_sglang"), workload=workload
     )

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from topo_gate.launchers.pricing import (
     IN_CONTEXT,
@@ -410,7 +410,7 @@ def step_check(nbytes: int, plan: Side, default: Side, pricing: Pricing) -> Step
             f"step slower at {where}: {check.plan_us:.1f} us/step against the default's "
             f"{check.default_us:.1f} (CI up to {check.limit_us:.1f})"
         )
-        check = StepCheck(**{**check.__dict__, "why": why})
+        check = replace(check, why=why)
     return check
 
 

@@ -265,9 +265,8 @@ def unlock_data(unlock: Unlock | None, row_bytes: int) -> dict[str, Any] | None:
     }
 
 
-def totals(choice: Choice, workload: Workload, launcher: str = "") -> dict[str, Any]:
-    """The workload totals of the scored variant, its per-step rows, the size that binds, the default
-    paths not measured and what a missing measurement could unlock, as plain data."""
+def workload_totals(choice: Choice, workload: Workload) -> dict[str, Any]:
+    """The workload totals of the scored variant, as plain data (what ``estimate_line`` needs)."""
     variant = choice.worst
     total = variant.total
     step = variant.pricing.step
@@ -291,16 +290,24 @@ def totals(choice: Choice, workload: Workload, launcher: str = "") -> dict[str, 
             for pattern, count in step.sites.items()
             if count
         },
+    }
+
+
+def totals(choice: Choice, workload: Workload, launcher: str = "") -> dict[str, Any]:
+    """``workload_totals``, and the per-step rows, the size that binds, the default paths not
+    measured and what a missing measurement could unlock, as plain data (``--explain``, the JSON)."""
+    return {
+        **workload_totals(choice, workload),
         "steps": steps(choice, workload),
         "binding": binding_row(choice),
         "unmeasured": unmeasured(choice, launcher, workload),
-        "unlock": unlock_data(choice.unlock, variant.pricing.row_bytes),
+        "unlock": unlock_data(choice.unlock, choice.worst.pricing.row_bytes),
     }
 
 
 def estimate_line(choice: Choice, workload: Workload) -> str:
     """The one-line price ``exec`` and the plugins log."""
-    data = totals(choice, workload)
+    data = workload_totals(choice, workload)
     default_us, plan_us = data["default_us_per_step"], data["plan_us_per_step"]
     if default_us is None:
         return f"nothing measured at the workload '{workload.name}' sizes for the launcher's default paths: nothing changed"

@@ -15,8 +15,9 @@ be admissible in every variant the launcher's tables distinguish, and it is scor
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from topo_gate.launchers.common import Reading
 from topo_gate.launchers.costmodel import (
@@ -101,16 +102,26 @@ class Unlock:
         return self.room_us / self.chance
 
 
+def _nothing_to_unlock() -> Unlock | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Choice:
-    """The chosen candidate, priced on every variant; ``rejected`` says why others were refused, and
+    """The chosen candidate, priced on every variant; ``rejected`` says why others were refused.
+
     ``unlock`` is the refused candidate that a missing measurement could admit with the largest
-    saving (None: none could)."""
+    saving (None: none could). It re-prices every refused candidate, so it is searched only when
+    asked (``--explain``, the JSON), never for ``exec`` or a plugin at a launcher's start-up."""
 
     candidate: Candidate
     variants: tuple[Variant, ...]
     rejected: tuple[tuple[Candidate, str], ...] = ()
-    unlock: Unlock | None = None
+    unlock_search: Callable[[], Unlock | None] = field(default=_nothing_to_unlock, compare=False, repr=False)
+
+    @cached_property
+    def unlock(self) -> Unlock | None:
+        return self.unlock_search()
 
     @property
     def routes(self) -> Mapping[str, Route]:
@@ -210,9 +221,12 @@ def choose(
     priced = [(candidate, evaluate.price(routes)) for candidate, routes in survivors]
     best = _best(priced)
     best_us = _score(best[1])[0]
-    unlocks = [evaluate.unlock(candidate, routes, best_us) for candidate, routes in refused_routes]
-    found = [u for u in unlocks if u is not None]
-    return Choice(best[0], best[1], tuple(rejected), max(found, key=lambda u: u.saving_us, default=None))
+
+    def unlock_search() -> Unlock | None:
+        unlocks = [evaluate.unlock(candidate, routes, best_us) for candidate, routes in refused_routes]
+        return max((u for u in unlocks if u is not None), key=lambda u: u.saving_us, default=None)
+
+    return Choice(best[0], best[1], tuple(rejected), unlock_search)
 
 
 class _Evaluator:
@@ -349,7 +363,8 @@ def _bounded_priors(check: StepCheck, side: Side, pricing: Pricing) -> tuple[str
         table = pricing.tables[site.pattern]
         if not site.pays_transition or not table.lamport(site.name):
             continue
-        around = bracket(table.sizes, check.nbytes) or (len(table.sizes) - 1,) * 2
+        around = bracket(table.sizes, check.nbytes)
+        assert around is not None  # checked sizes lie within the table (``step_sizes``)
         chance, largest = 0.0, 0
         for prior, share in side.priors_of(site.name):
             if prior > check.nbytes and not all(
