@@ -19,9 +19,10 @@ from topo_gate.launchers.routes import route
 from topo_gate.launchers.routes.base import Context, Knobs
 from topo_gate.launchers.routes.defaults import default_routes
 from topo_gate.launchers.routes.nccl import nccl_path
+from topo_gate.launchers.unmeasured import SGLANG_INSTALL
 from topo_gate.probe.installed import unavailable_up_front
 from topo_gate.probe.node import cpu_node, facts_from_topology
-from topo_gate.probe.preflight import NO_SM_WHY, SGLANG_INSTALL, PreflightRow, preflight
+from topo_gate.probe.preflight import NO_SM_WHY, PreflightRow, preflight
 from topo_gate.topology.capture import capture_from_dict, load_capture
 from topo_gate.topology.model import build_node
 from topo_gate.trials.plan import PATTERNS, default_backends

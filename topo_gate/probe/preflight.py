@@ -20,64 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from topo_gate.launchers.unmeasured import INSTALL_ACTIONS, untimed
 from topo_gate.probe.node import NodeFacts
 from topo_gate.trials.plan import COMPOSITE_SUFFIX
 
 #: ``default_routes(tp=, capability=, group_class=, hidden=, itemsize=, model=)`` -> its entries.
 DefaultRoutes = Callable[..., Sequence[Mapping[str, Any]]]
 
-SGLANG_INSTALL = (
-    'pip install "sglang==0.5.23", or python scripts/sglang_v2_bundle.py build and '
-    "TOPO_GATE_SGLANG_BUNDLE=$PWD/build/sglang-v2 (README, Quickstart)"
-)
-TRIALS_INSTALL = 'pip install ".[trials]"'
-#: Up-front reasons (``installed``) -> what fixes them, by the backend they refuse.
-_INSTALL_ACTIONS = (("custom_v2_sglang", SGLANG_INSTALL), ("", TRIALS_INSTALL))
-
-_MULTICAST = "needs NVLink multicast: topo-gate never creates it on a shared node"
-#: Default paths no trial times: (part of the route's name, launcher or "" for any) -> (why, action).
-#: The actions were checked on the route models: each turns the sizes into a timed path.
-UNTIMED: tuple[tuple[str, str, str, str | None], ...] = (
-    (
-        "autotuned",
-        "trtllm",
-        "TensorRT-LLM's AUTO asks its AutoTuner at warm-up: the pick is known only at run time",
-        "TLLM_DISABLE_ALLREDUCE_AUTOTUNE=1 in TensorRT-LLM's env: AUTO then follows its table, whose "
-        "kernels (trtllm_oneshot, trtllm_fused_oneshot) are timed",
-    ),
-    (
-        "mnnvl",
-        "vllm",
-        f"vLLM's FlashInfer backend auto is MNNVL on one node, which {_MULTICAST}",
-        "VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm in vLLM's env: its default is then FlashInfer's TRT-LLM "
-        "kernels (trtllm_*_vllm), which are timed",
-    ),
-    (
-        "mnnvl",
-        "sglang",
-        f"SGLang's fusion backend auto is MNNVL on SM 10.x, which {_MULTICAST}",
-        "--flashinfer-allreduce-fusion-backend trtllm: FlashInfer's TRT-LLM kernels, which are timed",
-    ),
-    (
-        "multicast_sglang",
-        "sglang",
-        f"custom all-reduce v2 takes these sizes through multicast, which {_MULTICAST}",
-        "TORCH_SYMM_MEM_DISABLE_MULTICAST=1 in SGLang's env: v2 then takes these sizes without multicast "
-        "(custom_v2_sglang), which is timed",
-    ),
-    ("multimem", "", f"torch symmetric memory's multimem all-reduce {_MULTICAST}", None),
-    ("multicast", "", f"this path {_MULTICAST}", None),
-    (
-        "nccl_nvls",
-        "",
-        "NCCL with NVLink SHARP (multicast, TP > 2 on NVSwitch); the trials time NCCL with NVLS off",
-        "NCCL_NVLS_ENABLE=0 in the launcher's env: its NCCL is then the one timed",
-    ),
-    ("graph_only", "", "CUDA-graph and eager calls of these sizes take different paths", None),
-    ("eager_only", "", "CUDA-graph and eager calls of these sizes take different paths", None),
-    ("model_collectives", "", "the model runs collectives of its own here, not the all-reduce path", None),
-    ("model_dependent", "", "the path depends on the served architecture", "--model NAME"),
-)
 NO_TRIAL = "no trial backend times this path"
 ANY = "any launcher"  # the rows of a group no launcher route can be computed for
 CPU_WHY = "the CPU harness times gloo, which no launcher runs"
@@ -214,9 +163,7 @@ def _verdict(
             return False, f"above this run's largest size ({max_tokens} tokens)", f"--max-tokens {larger}"
         return True, None, None
     if path in backends:
-        install = next(fix for name, fix in _INSTALL_ACTIONS if path.startswith(name))
+        install = next(fix for name, fix in INSTALL_ACTIONS if path.startswith(name))
         return False, backends[path], install
-    for part, only, why, action in UNTIMED:
-        if part in path and only in ("", launcher):
-            return False, why, action
-    return False, NO_TRIAL, None
+    found = untimed(path, launcher)
+    return (False, *found) if found is not None else (False, NO_TRIAL, None)
