@@ -42,14 +42,16 @@ def test_the_explain_total_line_shows_the_workload_files_name_inert(capsys, tmp_
     assert len(out.splitlines()) > 2  # the table's own lines are kept, one per range
 
 
-def test_nothing_to_explain_shows_a_profile_set_members_name_inert(capsys, tmp_path) -> None:
+def test_a_fallbacks_reason_shows_a_profile_set_members_name_inert(capsys, tmp_path) -> None:
+    """A fallback explains nothing but its reason (no price), and the reason names the member inert."""
     folder = tmp_path / "set"
     folder.mkdir()
     (folder / f"bad{ESC}.yaml").write_text("not: a profile\n")
     code, out, err = _recommend(capsys, folder, "--explain")
     assert code == 0, err
     assert "\x1b" not in out + err
-    assert "explain: nothing to explain (" in out and "unusable members: bad\\x1b]0;owned" in out
+    assert out.strip() == ""  # no args to set, and no price of a fallback
+    assert "FALLBACK (launcher-default): " in err and "unusable members: bad\\x1b]0;owned" in err
 
 
 def test_the_trtllm_options_files_notes_are_inert_comments(capsys, tmp_path) -> None:

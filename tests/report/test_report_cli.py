@@ -66,8 +66,16 @@ def test_report_html_is_self_contained_and_embeds_every_figure(both_runs_report:
     assert "url(" not in page and "@import" not in page and "<script" not in page
     # The decision tables, with reasons; identical ladders of the two runs share one table (the fused
     # pattern), different ones get one each (allreduce: the runs differ at 224 KiB).
-    assert page.count("<h3>Decisions: h7168-run1, h7168-run2 (the same ranges and backends)</h3>") == 1
-    assert "<h3>Decisions: h7168-run1</h3>" in page and "<h3>Decisions: h7168-run2</h3>" in page
+    assert (
+        page.count(
+            "<h3>Decisions (each backend vs NCCL): h7168-run1, h7168-run2 (the same ranges and backends)</h3>"
+        )
+        == 1
+    )
+    assert (
+        "<h3>Decisions (each backend vs NCCL): h7168-run1</h3>" in page
+        and "<h3>Decisions (each backend vs NCCL): h7168-run2</h3>" in page
+    )
     assert f'&lt;= {human_bytes(FIRST_RULE.max_bytes)}</td><td class="backend">pcie_ipc</td>' in page
     assert "pcie_ipc beat nccl by &gt;= 5% with its 95% CI clear" in page
 

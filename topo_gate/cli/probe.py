@@ -16,6 +16,7 @@ from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.cli._hints import REPLAY_HINT
 from topo_gate.cli._params import bounded, int_list
 from topo_gate.evidence.document import EvidenceError
+from topo_gate.launchers.outlook import outlooks
 from topo_gate.launchers.routes.buffer_caps import buffer_caps
 from topo_gate.launchers.routes.defaults import default_paths, default_routes
 from topo_gate.models import UnknownModel, lookup_model
@@ -213,6 +214,7 @@ def command(
                 evidence_path=str(result.evidence_path),
                 notes=result.notes,
                 preflight=result.preflight,
+                outlook=outlooks(result.profile, model=model, hidden=None if model else hidden),
             )
         )
 

@@ -6,6 +6,7 @@ import json
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -14,10 +15,11 @@ import yaml
 from topo_gate._terminal import shown, shown_lines
 from topo_gate.cli._errors import ExitCode, fail, inert
 from topo_gate.cli._params import bounded
-from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan, nccl_plan
+from topo_gate.launchers import LAUNCHERS, PINNED, PLANNERS, LaunchPlan, nccl_plan
 from topo_gate.launchers.cmdline import CmdlineError, tp_disagreement
 from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS, PATTERNS
 from topo_gate.launchers.detect import tp_from_command
+from topo_gate.launchers.outlook import CPU_HARNESS, NO_TP_ALL_REDUCE
 from topo_gate.launchers.workload import DEFAULT_WORKLOAD, WorkloadError, lookup_workload
 from topo_gate.launchers.workload import PRESETS as WORKLOADS
 from topo_gate.models import UnknownModel, lookup_model
@@ -193,6 +195,29 @@ def explain_data(plan: LaunchPlan) -> tuple[list[Row], dict[str, Any]]:
     return rows(plan.choice), totals(plan.choice, plan.workload, plan.launcher)
 
 
+NO_MODEL_WARNING = (
+    "no --model/--hidden: the launchers' token limits are converted with the profile's hidden size, and "
+    "the plan can differ for the model you serve (pass --model NAME or --hidden N)"
+)
+
+
+def refuse_cpu_harness(profile: str, launcher: str) -> None:
+    """A CPU-harness (gloo) profile measured no GPU path: planning a GPU launcher from it is an
+    error (exit 1), not a plan. A file that cannot be read is left to the planner, which says why."""
+    from topo_gate.profile.errors import ProfileError
+    from topo_gate.profile.io import load_profile
+
+    path = Path(profile)
+    if not path.is_file():
+        return
+    try:
+        loaded = load_profile(path)
+    except (ProfileError, OSError, ValueError):
+        return
+    if loaded.node.hardware.get("device") == "cpu":
+        raise fail(ExitCode.NOT_OK, f"{launcher}: {inert(profile)} is {CPU_HARNESS}")
+
+
 def strict_failure(plan: LaunchPlan) -> None:
     """Under --strict a fallback is an error: drift exits 7, anything else 1."""
     code = ExitCode.DRIFT if "software changed" in plan.reason else ExitCode.NOT_OK
@@ -209,7 +234,9 @@ def render(
     if fmt == "env":
         return "\n".join(f"{key}={shlex.quote(value)}" for key, value in plan.env.items())
     if fmt == "json":
-        data = {**plan.to_dict(), "price": dict(totals or {}), "explain": [r.to_dict() for r in rows]}
+        data = plan.to_dict()
+        if not plan.fallback and totals:  # a fallback, or TP 1, has no price
+            data |= {"price": dict(totals), "explain": [r.to_dict() for r in rows]}
         return json.dumps(data, indent=2)
     if plan.launcher == "trtllm":
         return trtllm_options_file(plan)
@@ -352,6 +379,17 @@ def command(
 
     served_hidden(hidden, model)
     check_workload(workload)
+    refuse_cpu_harness(profile, launcher)
+    if hidden is None and model is None:
+        # Every launcher limit is counted in tokens of the served model: without it the sizes are
+        # the profile's, and the plan can differ for the model really served.
+        click.echo(f"topo-gate: warning: {NO_MODEL_WARNING}", err=True)
+    fmt = "json" if as_json else fmt
+    if tp == 1:
+        plan = LaunchPlan(launcher, PINNED[launcher], (), {}, (), False, f"TP 1: {NO_TP_ALL_REDUCE}")
+        click.echo(f"topo-gate: {launcher} {plan.launcher_version_pinned}: {plan.reason}", err=True)
+        click.echo(render(plan, fmt))
+        return
     # recommend plans for the profile's node class, not for this machine: the node is not read.
     # gate() takes --node-fingerprint, else TOPO_GATE_NODE_FINGERPRINT if set (still checked);
     # otherwise the node is trusted unverified and the plan says so (a profile set cannot pick a member).
@@ -375,7 +413,6 @@ def command(
     )
     if strict and plan.fallback:
         strict_failure(plan)
-    fmt = "json" if as_json else fmt
     status = f"FALLBACK ({fallback}): {plan.reason}" if plan.fallback else plan.reason
     click.echo(f"topo-gate: {launcher} {plan.launcher_version_pinned}: {inert(status)}", err=True)
     if plan.estimate:
@@ -388,10 +425,6 @@ def command(
         )
     rows, totals = explain_data(plan)
     click.echo(render(plan, fmt, rows, totals))
-    if explain and fmt != "json":
+    if explain and fmt != "json" and rows:  # a fallback has no price: its status line says why
         # The workload's and the profile's names come from files: inert, like every text from a file.
-        click.echo(
-            shown_lines(render_explain(rows, totals))
-            if rows
-            else shown(f"explain: nothing to explain ({plan.reason})")
-        )
+        click.echo(shown_lines(render_explain(rows, totals)))

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import click
 
 from topo_gate.ab.record import looks_like_record
-from topo_gate.cli._errors import ExitCode
+from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.cli._profile import load_for_reading, profile_argument
+from topo_gate.launchers.outlook import outlooks
+from topo_gate.models import UnknownModel
 
 
 @click.command(
@@ -26,18 +29,32 @@ record; 3 unreadable.""",
 )
 @profile_argument
 @click.option(
-    "--json", "as_json", is_flag=True, help="Print the decisions and price tables as JSON instead of tables."
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the decisions, price tables and what each launcher will do as JSON instead of tables.",
 )
-def command(profile: Path, as_json: bool) -> None:
+@click.option(
+    "--model",
+    help="The served model (a probe preset, e.g. llama-3-70b) for what each launcher will do. Default: "
+    "each preset of the profile's hidden size.",
+)
+def command(profile: Path, as_json: bool, model: str | None) -> None:
     """Render PROFILE: node, software, and per TP size and pattern which backend covers which sizes
-    (and, under each, a line on its price table: the sizes and backends measured). An A/B record is
-    shown as its arms, runs and verdict."""
+    vs NCCL (and, under each, a line on its price table: the sizes and backends measured); then what
+    each launcher will do with it on a node like the profiled one: its default path per size range,
+    the plan against that default, and what would give a plan where nothing changes. An A/B record
+    is shown as its arms, runs and verdict."""
     if looks_like_record(profile):
         from topo_gate.cli.ab import show_record
 
         show_record(profile, as_json=as_json)
         return
     loaded, digest_problem = load_for_reading(profile, invalid_code=ExitCode.NOT_OK)
+    try:
+        outlook = outlooks(loaded, model=model)
+    except UnknownModel as error:
+        raise fail(ExitCode.USAGE, str(error)) from None
     if as_json:
         document = {
             "path": str(profile),
@@ -46,11 +63,16 @@ def command(profile: Path, as_json: bool) -> None:
             "digest_ok": digest_problem is None,
             "decisions": [entry.to_dict() for entry in loaded.decisions],
             "measurements": [table.to_dict() for table in loaded.measurements],
+            "launchers": asdict(outlook),
         }
         click.echo(json.dumps(document, indent=2, ensure_ascii=False))
         return
     from rich.console import Console
+    from rich.text import Text
 
+    from topo_gate.report.outlook import render
     from topo_gate.report.tables import profile_view
 
-    Console().print(profile_view(loaded, path=str(profile), digest_problem=digest_problem))
+    console = Console()
+    console.print(profile_view(loaded, path=str(profile), digest_problem=digest_problem))
+    console.print(Text(render(outlook, "text", width=console.width)))

@@ -15,12 +15,13 @@ could save (``planning.Unlock``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from topo_gate.launchers.costmodel import Piece, Problem, StepCheck, binding, pieces, step_check, step_checks
 from topo_gate.launchers.planning import Choice, Unlock, Variant, size
 from topo_gate.launchers.pricing import PriceTable, bracket
+from topo_gate.launchers.routes import Knobs
 from topo_gate.launchers.unmeasured import unmeasured_words
 from topo_gate.launchers.workload import Workload
 
@@ -37,6 +38,15 @@ class Row:
     sites: int
     source: str
     note: str
+    row_bytes: int = 0  # bytes per token of the served model
+
+    @property
+    def size(self) -> str:
+        """The range's largest message: ``up to 14 MiB`` (``all larger`` for the open range)."""
+        if self.last_tokens is None:
+            return f"> {size((self.first_tokens - 1) * self.row_bytes)}"
+        largest = size(self.last_tokens * self.row_bytes)
+        return largest if self.first_tokens == self.last_tokens else f"up to {largest}"
 
     @property
     def saving_us(self) -> float | None:
@@ -59,6 +69,10 @@ class Row:
         return {
             "pattern": self.pattern,
             "tokens": [self.first_tokens, self.last_tokens],
+            "bytes": [
+                self.first_tokens * self.row_bytes,
+                None if self.last_tokens is None else self.last_tokens * self.row_bytes,
+            ],
             "default": self.default,
             "plan": self.plan,
             "default_us_per_call": _round(self.default_us),
@@ -75,7 +89,8 @@ def _round(value: float | None) -> float | None:
 
 
 def rows(choice: Choice) -> list[Row]:
-    """The rows for the variant the plan was scored by (its worst)."""
+    """The rows for the variant the plan was scored by (its worst), consecutive unpriced rows with
+    the same paths and status folded into one range."""
     variant = choice.worst
     out = []
     for pattern in sorted(variant.plan.routes):
@@ -84,7 +99,42 @@ def rows(choice: Choice) -> list[Row]:
         table = variant.pricing.tables[pattern]
         for piece in pieces(variant.plan, variant.default, pattern, variant.pricing.row_bytes):
             out += _piece_rows(piece, table, variant)
+    return fold(out)
+
+
+def fold(found: Sequence[Row]) -> list[Row]:
+    """Consecutive rows of one pattern with the same paths, neither priced, and the same status, as
+    one row: a range where nothing is measured reads once, not once per measured size."""
+    out: list[Row] = []
+    for row in found:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last.last_tokens is not None
+            and row.first_tokens == last.last_tokens + 1
+            and (last.pattern, last.default, last.plan) == (row.pattern, row.default, row.plan)
+            and None is last.default_us is row.default_us
+            and None is last.plan_us is row.plan_us
+            and last.note == _status(row.note)
+        ):
+            source = last.source if last.source == row.source else "-"
+            out[-1] = replace(last, last_tokens=row.last_tokens, source=source)
+        elif row.default_us is None and row.plan_us is None:
+            out.append(replace(row, note=_status(row.note)))
+        else:
+            out.append(row)
     return out
+
+
+def _status(note: str) -> str:
+    """An unpriced row's note without the size it names: ``default not measured (x not measured at
+    16384 bytes): left as it is`` reads ``default not measured: left as it is`` (the summary and the
+    lines above the table say why)."""
+    if note.startswith("default not measured ("):
+        return "default not measured: left as it is"
+    if note.startswith("plan path not measured ("):
+        return "plan path not measured"
+    return note
 
 
 def _piece_rows(piece: Piece, table: PriceTable, variant: Variant) -> list[Row]:
@@ -173,6 +223,7 @@ def _row(
         sites,
         source,
         note,
+        row_bytes,
     )
 
 
@@ -234,6 +285,7 @@ def unmeasured(choice: Choice, launcher: str, workload: Workload) -> list[dict[s
             entry["tokens"] = [min(entry["tokens"][0], tokens), max(entry["tokens"][1], tokens)]
             if pattern not in entry["patterns"]:
                 entry["patterns"].append(pattern)
+            entry["beyond"] = around is None
             words = unmeasured_words(name, launcher)
             entry["runs"], entry["why"], entry["action"] = words or (
                 f"the default runs {name}",
@@ -279,6 +331,8 @@ def workload_totals(choice: Choice, workload: Workload) -> dict[str, Any]:
         "calls_per_step": step.calls,
         "sites_per_step": dict(step.sites),
         "measured_share": round(total.measured_weight, 6),
+        "priced_tokens": [step.tokens for step in total.steps if step.default_us is not None],
+        "workload_steps": [[tokens, round(weight, 6)] for tokens, weight in workload.steps],
         "default_us_per_step": _round(default_us),
         "plan_us_per_step": _round(plan_us),
         "saving": None if not default_us or plan_us is None else round(1 - plan_us / default_us, 6),
@@ -296,13 +350,71 @@ def workload_totals(choice: Choice, workload: Workload) -> dict[str, Any]:
 def totals(choice: Choice, workload: Workload, launcher: str = "") -> dict[str, Any]:
     """``workload_totals``, and the per-step rows, the size that binds, the default paths not
     measured and what a missing measurement could unlock, as plain data (``--explain``, the JSON)."""
-    return {
+    data = {
         **workload_totals(choice, workload),
+        "knobs": knob_words(choice.candidate.knobs),
+        "refused": len(choice.rejected),
         "steps": steps(choice, workload),
         "binding": binding_row(choice),
         "unmeasured": unmeasured(choice, launcher, workload),
         "unlock": unlock_data(choice.unlock, choice.worst.pricing.row_bytes),
     }
+    return {"summary": summary_line(data), **data}
+
+
+def knob_words(knobs: Knobs) -> str:
+    """A knob set as a user sets it: flags, then ``KEY=VALUE``, then config keys (empty: no knobs)."""
+    config = ", ".join(f"{key}: {value}" for key, value in knobs.config.items())
+    return " ".join(
+        [*knobs.args, *(f"{k}={v}" for k, v in knobs.env.items()), *([f"{{{config}}}"] if config else [])]
+    )
+
+
+def summary_line(data: dict[str, Any]) -> str:
+    """``--explain``'s first line: what the plan is and the one cause that binds it, with the fix.
+
+    An unmeasured default path binds first (a plan never replaces one), then a saving refused only
+    for want of a measurement; a plan with knobs names the size where it comes closest to the
+    default's limit."""
+    found = [entry for entry in data.get("unmeasured") or [] if not entry.get("beyond")]
+    beyond = [entry for entry in data.get("unmeasured") or [] if entry.get("beyond")]
+    spans = [
+        f"{e['tokens'][0]}" if e["tokens"][0] == e["tokens"][1] else "{}-{}".format(*e["tokens"])
+        for e in beyond
+    ]
+    uncovered = (
+        f"; the steps at {' and '.join(spans)} tokens lie beyond the largest measured size and are left as they are"
+        if beyond
+        else ""
+    )
+    if not data["knobs"] and found:
+        first, last = found[0]["tokens"]
+        more = f" (and {len(found) - 1} more below)" if len(found) > 1 else ""
+        return (
+            f"no knobs, because {found[0]['runs']} at {first if first == last else f'{first}-{last}'} tokens of the "
+            f"workload, which is not measured: {found[0]['why']}{more}. Fix: {found[0]['action']}{uncovered}."
+        )
+    unlock = data.get("unlock")
+    if not data["knobs"] and unlock is not None:
+        knobs = " ".join([*unlock["args"], *(f"{k}={v}" for k, v in unlock["env"].items())])
+        return (
+            f"no knobs, because {knobs} is refused only for want of one measurement: {unlock['kernel']}'s "
+            f"size transition after {_tokens(unlock['after_tokens'])}. Fix: re-probe this node to measure "
+            f"it (see 'could unlock' below){uncovered}."
+        )
+    if not data["knobs"]:
+        return (
+            "no knobs: the launcher's default is the fastest measured choice over the workload; each of the "
+            f"{data['refused']} other knob sets is slower than it beyond noise at some step size{uncovered}."
+        )
+    found_binding = data.get("binding")
+    binds = (
+        ""
+        if found_binding is None
+        else f"; it comes closest to the default's limit at {_tokens(found_binding['tokens'])} ({found_binding['size']})"
+    )
+    saving = "" if data["saving"] is None else f" (est. {-data['saving']:+.1%} all-reduce time per step)"
+    return f"plan: {data['knobs']}{saving}{binds}{uncovered}."
 
 
 def estimate_line(choice: Choice, workload: Workload) -> str:
@@ -311,9 +423,7 @@ def estimate_line(choice: Choice, workload: Workload) -> str:
     default_us, plan_us = data["default_us_per_step"], data["plan_us_per_step"]
     if default_us is None:
         return f"nothing measured at the workload '{workload.name}' sizes for the launcher's default paths: nothing changed"
-    share = (
-        "" if data["measured_share"] >= 0.999 else f", over the {data['measured_share']:.0%} of it measured"
-    )
+    share = priced_share(data)
     layers = f"{data['layers']} layers" + ("" if data["layers_known"] else " assumed")
     if (
         not choice.candidate.knobs.args
@@ -330,12 +440,31 @@ def estimate_line(choice: Choice, workload: Workload) -> str:
     )
 
 
+def priced_share(data: dict[str, Any]) -> str:
+    """Which steps a per-step figure covers, when not all of the workload's could be priced: the
+    priced token counts when they are one or two (``, per 8192-token step only: the 5% of steps that
+    could be priced``), else the ones left out."""
+    share = data["measured_share"]
+    if share >= 0.999:
+        return ""
+    priced = data.get("priced_tokens") or []
+    if 0 < len(priced) <= 2:
+        which = " or ".join(map(str, priced))
+        return f", per {which}-token step only: the {share:.0%} of steps that could be priced"
+    left_out = [tokens for tokens, _ in data.get("workload_steps") or [] if tokens not in priced]
+    counts = "-, ".join(map(str, left_out[:-1])) + ("- and " if len(left_out) > 1 else "") + str(left_out[-1])
+    return (
+        f", per step without the {counts}-token steps ({1 - share:.0%} of steps), which could not be priced"
+    )
+
+
 def render(table_rows: Sequence[Row], data: dict[str, Any]) -> str:
     """Plain text: the headline (why the plan is what it is), one line per size range, the whole step
     at each workload token count, the size that binds, then the workload total."""
     head = (
         "pattern",
         "tokens",
+        "size",
         "default runs",
         "us/call",
         "plan runs",
@@ -352,6 +481,7 @@ def render(table_rows: Sequence[Row], data: dict[str, Any]) -> str:
             (
                 row.pattern,
                 row.tokens,
+                row.size,
                 row.default,
                 _us(row.default_us),
                 row.plan,
@@ -362,7 +492,7 @@ def render(table_rows: Sequence[Row], data: dict[str, Any]) -> str:
                 row.note,
             )
         )
-    text = [*headline(data), "", *_table(lines), "", *_step_lines(data), _total_words(data)]
+    text = [data["summary"], *headline(data), "", *_table(lines), "", *_step_lines(data), _total_words(data)]
     return "\n".join(text)
 
 
@@ -453,7 +583,7 @@ def _total_words(data: dict[str, Any]) -> str:
     )
     return (
         f"workload '{data['workload']}' ({data['workload_description']}; {data['layers']} layers"
-        f"{'' if data['layers_known'] else ' assumed'}, {data['calls_per_step']} all-reduces per step, "
-        f"{data['measured_share']:.0%} of it measured): default {default_us:.1f} -> plan {plan_us:.1f} us per step "
+        f"{'' if data['layers_known'] else ' assumed'}, {data['calls_per_step']} all-reduces per step"
+        f"{priced_share(data)}): default {default_us:.1f} -> plan {plan_us:.1f} us per step "
         f"({-data['saving']:+.1%}); {per_call}"
     )

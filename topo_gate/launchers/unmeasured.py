@@ -8,6 +8,8 @@ why does the profile have no price for it?), so both say the same thing.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from topo_gate.launchers import knobs
 
 SGLANG_INSTALL = (
@@ -19,73 +21,107 @@ TRIALS_INSTALL = 'pip install ".[trials]"'
 INSTALL_ACTIONS = (("custom_v2_sglang", SGLANG_INSTALL), ("", TRIALS_INSTALL))
 
 _MULTICAST = "needs NVLink multicast: topo-gate never creates it on a shared node"
-#: Default paths no trial times: (part of the route's name, launcher or "" for any) -> (why, action).
+
+
+class Untimed(NamedTuple):
+    """A default path no trial times: the part of its route name that marks it, the launcher it
+    concerns ("" for any), why no trial times it, the action that makes the sizes timed (None: none
+    does), and that action as launcher settings (args, env) when it is one, which ``outlook`` plans
+    with to say what the plan becomes once it is taken."""
+
+    part: str
+    launcher: str
+    why: str
+    action: str | None
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+
 #: The actions were checked on the route models: each turns the sizes into a timed path.
-UNTIMED: tuple[tuple[str, str, str, str | None], ...] = (
-    (
+UNTIMED: tuple[Untimed, ...] = (
+    Untimed(
         "autotuned",
         "trtllm",
         "TensorRT-LLM's AUTO asks its AutoTuner at warm-up: the pick is known only at run time",
         "TLLM_DISABLE_ALLREDUCE_AUTOTUNE=1 in TensorRT-LLM's env: AUTO then follows its table, whose "
         "kernels (trtllm_oneshot, trtllm_fused_oneshot) are timed",
+        env=(("TLLM_DISABLE_ALLREDUCE_AUTOTUNE", "1"),),
     ),
-    (
+    Untimed(
         "mnnvl",
         "vllm",
         f"vLLM's FlashInfer backend auto is MNNVL on one node, which {_MULTICAST}",
         "VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm in vLLM's env: its default is then FlashInfer's TRT-LLM "
         "kernels (trtllm_*_vllm), which are timed",
+        env=(("VLLM_FLASHINFER_ALLREDUCE_BACKEND", "trtllm"),),
     ),
-    (
+    Untimed(
         "mnnvl",
         "sglang",
         f"SGLang's fusion backend auto is MNNVL on SM 10.x, which {_MULTICAST}",
         "--flashinfer-allreduce-fusion-backend trtllm: FlashInfer's TRT-LLM kernels, which are timed",
+        args=("--flashinfer-allreduce-fusion-backend", "trtllm"),
     ),
-    (
+    Untimed(
         "multicast_sglang",
         "sglang",
         f"custom all-reduce v2 takes these sizes through multicast, which {_MULTICAST}",
         "TORCH_SYMM_MEM_DISABLE_MULTICAST=1 in SGLang's env: v2 then takes these sizes without multicast "
         "(custom_v2_sglang), which is timed",
+        env=(("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),),
     ),
-    ("multimem", "", f"torch symmetric memory's multimem all-reduce {_MULTICAST}", None),
-    ("multicast", "", f"this path {_MULTICAST}", None),
-    (
+    Untimed("multimem", "", f"torch symmetric memory's multimem all-reduce {_MULTICAST}", None),
+    Untimed("multicast", "", f"this path {_MULTICAST}", None),
+    Untimed(
         "nccl_nvls",
         "",
         "NCCL with NVLink SHARP (multicast, TP > 2 on NVSwitch); the trials time NCCL with NVLS off",
         "NCCL_NVLS_ENABLE=0 in the launcher's env: its NCCL is then the one timed",
+        env=(("NCCL_NVLS_ENABLE", "0"),),
     ),
-    ("graph_only", "", "CUDA-graph and eager calls of these sizes take different paths", None),
-    ("eager_only", "", "CUDA-graph and eager calls of these sizes take different paths", None),
-    ("model_collectives", "", "the model runs collectives of its own here, not the all-reduce path", None),
-    ("model_dependent", "", "the path depends on the served architecture", "--model NAME"),
+    Untimed("graph_only", "", "CUDA-graph and eager calls of these sizes take different paths", None),
+    Untimed("eager_only", "", "CUDA-graph and eager calls of these sizes take different paths", None),
+    Untimed(
+        "model_collectives", "", "the model runs collectives of its own here, not the all-reduce path", None
+    ),
+    Untimed("model_dependent", "", "the path depends on the served architecture", "--model NAME"),
 )
 RELEASE_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "trtllm": "TensorRT-LLM"}
 #: What a profile without a trial of SGLang's custom all-reduce v2 lacks (the probe times it only
 #: where the pinned release's kernels are importable), and the two ways to a plan.
 V2_NOT_TIMED = "this profile has no trial of SGLang's custom all-reduce v2 (its kernels were not importable)"
 V2_ACTION = f"re-probe with {SGLANG_INSTALL}, or plan against SGLang's legacy kernel with SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2=0"
+V2_LEGACY = Untimed(
+    "custom_v2_sglang", "sglang", V2_NOT_TIMED, V2_ACTION, env=(("SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2", "0"),)
+)
 
 
-def untimed(path: str, launcher: str) -> tuple[str, str | None] | None:
-    """(why no trial times ``path``, the action that makes it timed or None) from ``UNTIMED``;
-    None for a path the table does not know."""
-    for part, only, why, action in UNTIMED:
-        if part in path and only in ("", launcher):
-            return why, action
+def untimed(path: str, launcher: str) -> Untimed | None:
+    """The ``UNTIMED`` entry for the default path ``path`` of ``launcher``; None for a path the table
+    does not know."""
+    for entry in UNTIMED:
+        if entry.part in path and entry.launcher in ("", launcher):
+            return entry
     return None
+
+
+def cause(name: str, launcher: str) -> Untimed | None:
+    """Why a profile has no price for the default path ``name`` and what gives one: ``untimed``,
+    and SGLang's custom all-reduce v2, which is timed only where its kernels were importable."""
+    if name.startswith("custom_v2_sglang") and launcher == "sglang":
+        return V2_LEGACY
+    return untimed(name, launcher)
 
 
 def unmeasured_words(name: str, launcher: str) -> tuple[str, str, str] | None:
     """(what the launcher runs, why the profile has no price for it, the action) for a default path
     ``name`` of a measurement table; None for a path with no known cause."""
-    version = knobs.PINNED.get(launcher, "")
-    runs = f"{RELEASE_NAMES.get(launcher, launcher)} {version} runs {name} here by default"
-    if name.startswith("custom_v2_sglang"):
-        return runs, V2_NOT_TIMED, V2_ACTION
-    found = untimed(name, launcher)
-    if found is None or found[1] is None:
+    found = cause(name, launcher)
+    if found is None or found.action is None:
         return None
-    return runs, found[0], found[1]
+    return f"{release(launcher)} runs {name} here by default", found.why, found.action
+
+
+def release(launcher: str) -> str:
+    """The launcher's pinned release in its own name: ``vLLM 0.33.0``."""
+    return f"{RELEASE_NAMES.get(launcher, launcher)} {knobs.PINNED.get(launcher, '')}".rstrip()

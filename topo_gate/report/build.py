@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from topo_gate._atomic import Labelled, refuse_clobbering, write_atomic
+from topo_gate.launchers.outlook import outlooks
 from topo_gate.profile.schema import Profile
 from topo_gate.report.ab_report import AbSource, ab_figure_spec
 from topo_gate.report.changes import changes
@@ -61,6 +62,7 @@ def write_report(
         require_matplotlib()
         rendered = [(spec, render_png(spec)) for spec in specs]
         ab_pngs = {label: render_ab_png(spec) for label, spec in ab_specs}
+    launchers = [(source.label, outlooks(source.profile)) for source in sources]
     compared = None
     if baseline is not None:
         label, old = baseline
@@ -84,11 +86,18 @@ def write_report(
             written.append(write_atomic(out / FIGURES_DIR / f"{ab_spec.name}.png", ab_pngs[label]))
     ab_links = {label: f"{FIGURES_DIR}/{ab_spec.name}.png" for label, ab_spec in ab_specs if "png" in formats}
     if "html" in formats:
-        page = report_html(sources, rendered, notes=notes, baseline=compared, ab=(ab_records, ab_pngs))
+        page = report_html(
+            sources, rendered, notes=notes, baseline=compared, ab=(ab_records, ab_pngs), launchers=launchers
+        )
         written.append(write_atomic(out / HTML_NAME, page))
     if "md" in formats:
         text = summary_markdown(
-            sources, figures=figure_links, notes=notes, baseline=compared, ab=(ab_records, ab_links)
+            sources,
+            figures=figure_links,
+            notes=notes,
+            baseline=compared,
+            ab=(ab_records, ab_links),
+            launchers=launchers,
         )
         written.append(write_atomic(out / SUMMARY_NAME, text))
     return ReportResult(written, specs, notes)

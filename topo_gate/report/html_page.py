@@ -8,12 +8,14 @@ import base64
 from collections.abc import Mapping, Sequence
 
 from topo_gate._version import __version__
+from topo_gate.launchers.outlook import Outlooks
 from topo_gate.profile.schema import DecisionEntry, Rule
 from topo_gate.report.ab_report import AbSource, ab_html
 from topo_gate.report.changes import Changes, ranges
 from topo_gate.report.figures import FigureSpec, Key
 from topo_gate.report.inert import html_text
 from topo_gate.report.markdown import node_words
+from topo_gate.report.outlook import render as render_outlook
 from topo_gate.report.rule_words import (
     backend_words,
     cpu_harness,
@@ -45,7 +47,11 @@ def report_html(
     notes: Sequence[str] = (),
     baseline: tuple[str, Sequence[Changes]] | None = None,
     ab: tuple[Sequence[AbSource], Mapping[str, bytes]] = ((), {}),
+    launchers: Sequence[tuple[str, Outlooks]] = (),
 ) -> str:
+    """The whole page. ``launchers``: what each launcher will do with each input (label, outlook),
+    after the A/B verdicts and before the vs-NCCL decisions."""
+    several = len(launchers) > 1
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -59,6 +65,7 @@ def report_html(
         # What changed comes before the details: it is what a reviewer of a new profile reads first.
         "" if baseline is None else _baseline(baseline, sources),
         ab_html(ab[0], sources, ab[1]),  # the launcher's own benchmark: the verdict that matters most
+        *(render_outlook(found, "html", label=label if several else "") for label, found in launchers),
     ]
     for key in _keys(sources, figures):
         parts.append(_section(key, sources, [(spec, png) for spec, png in figures if spec.key == key]))
@@ -113,7 +120,9 @@ def _section(key: Key, sources: Sequence[Source], figures: Sequence[tuple[Figure
         labels = ", ".join(label for label, _ in group)
         same = " (the same ranges and backends)" if len(group) > 1 else ""
         cpu = any(cpu_harness(source.profile) for source in sources)
-        parts.append(f"<h3>Decisions: {html_text(labels)}{same}</h3>{_decision_table(group, cpu=cpu)}")
+        parts.append(
+            f"<h3>Decisions (each backend vs NCCL): {html_text(labels)}{same}</h3>{_decision_table(group, cpu=cpu)}"
+        )
     for spec, png in figures:
         data = base64.b64encode(png).decode("ascii")
         parts.append(

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from topo_gate.launchers.outlook import Outlooks
 from topo_gate.profile.schema import NCCL, Profile
 from topo_gate.report.ab_report import AbSource, ab_markdown
 from topo_gate.report.changes import Changes, ranges
 from topo_gate.report.inert import cell, markdown_text
+from topo_gate.report.outlook import render as render_outlook
 from topo_gate.report.rule_words import (
     backend_words,
     cpu_harness,
@@ -27,9 +29,11 @@ def summary_markdown(
     notes: Sequence[str] = (),
     baseline: tuple[str, Sequence[Changes]] | None = None,
     ab: tuple[Sequence[AbSource], Mapping[str, str]] = ((), {}),
+    launchers: Sequence[tuple[str, Outlooks]] = (),
 ) -> str:
     """The whole ``summary.md``. ``figures``: (title, relative PNG path) to link; ``baseline``: its
-    label and one ``Changes`` per source (same order); ``ab``: A/B records and their figure links."""
+    label and one ``Changes`` per source (same order); ``ab``: A/B records and their figure links;
+    ``launchers``: what each launcher will do with each input (label, outlook)."""
     lines = ["# topo-gate report", ""]
     lines += _inputs(sources)
     lines += ab_markdown(ab[0], sources, ab[1])
@@ -38,7 +42,9 @@ def summary_markdown(
         lines += ["", f"## Changes against the baseline {markdown_text(label)}", ""]
         for source, found in zip(sources, per_source, strict=True):
             lines += _changes(source, found)
-    lines += ["", "## Decisions", ""]
+    for name, outlook in launchers:
+        lines += ["", render_outlook(outlook, "markdown", label=name if len(launchers) > 1 else "")]
+    lines += ["", "## Decisions (each backend vs NCCL)", ""]
     lines += _decisions(sources)
     lines += ["", "Each range's reason in full, size by size, is in `report.html` (and `topo-gate show`)."]
     all_notes = [*notes, *(f"{source.label}: {note}" for source in sources for note in source.notes)]

@@ -16,8 +16,10 @@ from rich.text import Text
 
 from topo_gate._terminal import shown
 from topo_gate.decide import human_bytes
+from topo_gate.launchers.outlook import Outlooks
 from topo_gate.profile.figures import ci_text, speedup_text
 from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
+from topo_gate.report.outlook import render as render_outlook
 from topo_gate.report.preflight import preflight_view
 from topo_gate.report.rule_words import CPU_BASELINE, backend_words, cpu_harness, is_fast_path, shows_speedup
 from topo_gate.report.tables import alternatives_words
@@ -42,14 +44,15 @@ def decisions_table(profile: Profile, *, with_reasons: bool = True) -> Table:
     Without reasons it fits 80 columns: TP, group and pattern share one stacked cell, and the
     speed-up sits above its CI. No cell is ever cut short with an ellipsis; text folds instead.
     """
-    table = Table(title="Decisions", title_justify="left", show_lines=False, expand=False)
+    cpu = cpu_harness(profile)
+    title = f"Decisions (each backend vs {CPU_BASELINE if cpu else 'NCCL'})"
+    table = Table(title=title, title_justify="left", show_lines=False, expand=False)
     table.add_column("TP / group / pattern", overflow="fold")
     table.add_column("message size", no_wrap=True)
     table.add_column("backend", no_wrap=True)
     table.add_column("speedup (CI)", justify="right", no_wrap=True)
     if with_reasons:
         table.add_column("why", overflow="fold", ratio=1)
-    cpu = cpu_harness(profile)
     for entry in profile.decisions:
         _add_entry(table, entry, with_reasons, cpu=cpu)
         table.add_section()
@@ -108,6 +111,9 @@ class Summary:
     notes: Sequence[str] = ()
     #: The preflight rows the evidence records (``report.preflight``): shown after the decisions.
     preflight: Sequence[Mapping[str, Any]] = ()
+    #: What each launcher will do with the profile (``launchers.outlook``): shown last, after the
+    #: vs-NCCL decisions, because it is what a user acts on.
+    outlook: Outlooks | None = None
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         wide = options.max_width >= WIDE_ENOUGH_FOR_REASONS
@@ -115,6 +121,8 @@ class Summary:
         if self.preflight:
             yield preflight_view(self.preflight)
         yield from _footer(self, wide)
+        if self.outlook is not None:
+            yield Text(render_outlook(self.outlook, "text", width=options.max_width))
 
 
 def summary(
@@ -124,8 +132,9 @@ def summary(
     evidence_path: str | None,
     notes: Sequence[str] = (),
     preflight: Sequence[Mapping[str, Any]] = (),
+    outlook: Outlooks | None = None,
 ) -> Summary:
-    return Summary(profile, profile_path, evidence_path, tuple(notes), tuple(preflight))
+    return Summary(profile, profile_path, evidence_path, tuple(notes), tuple(preflight), outlook)
 
 
 def _footer(summary: Summary, wide: bool) -> list[RenderableType]:

@@ -69,8 +69,10 @@ def profile_header(profile: Profile, *, path: str, digest_problem: str | None = 
 
 def decision_table(entry: DecisionEntry, *, cpu: bool = False) -> Table:
     """One (tp, pattern, group class): size range | speedup (CI), in context | backend and its reason."""
+    baseline = "gloo" if cpu else "NCCL"
     title = file_text(
-        f"TP {entry.tp} / {entry.pattern} / {entry.group_class} (measured on GPUs {list(entry.group)})"
+        f"TP {entry.tp} / {entry.pattern} / {entry.group_class} (measured on GPUs {list(entry.group)}), "
+        f"each backend vs {baseline}"
     )
     if entry.failed is not None:
         title += file_text(f"\n  FAILED: {entry.failed} (NCCL here is not a measurement)")
