@@ -73,7 +73,12 @@ def topo_gate_exec(*argv: str, env: dict | None = None) -> tuple[subprocess.Pope
         text=True,
         env=clean_env() if env is None else env,
     )
-    out, err = child.communicate(timeout=120)
+    try:
+        out, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:  # past the guard, or interrupted: never left running
+            child.kill()
+            child.communicate()
     return child, out, err
 
 
