@@ -442,32 +442,55 @@ def test_the_plan_arm_is_the_exec_plan(bench, capsys, sglang_node) -> None:
     assert ours == by_exec["env"]
 
 
+#: What a benchmark prints before it crashes, and what the sealed record keeps of it.
+CREDENTIAL_LINES = {
+    "connecting to https://bot:pa/ss@w0rd@hub:8000 with --api-key s3cretKEY1": (
+        "connecting to https://<redacted>@hub:8000 with --api-key <redacted>"
+    ),
+    "header Authorization: token ghsTOKEN2value HF_TOKEN=hfvalue3": (
+        "header Authorization: token <redacted> HF_TOKEN=<redacted>"
+    ),
+    "HF_TOKEN=hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789": "HF_TOKEN=<redacted>",
+    "requests.get: Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.cGF5bG9hZA.c2lnbmF0dXJl": (
+        "requests.get: Authorization: Bearer <redacted>"
+    ),
+    "401 for token hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210": "401 for token <redacted>",
+}
+SECRETS = ("s3cretKEY1", "pa/ss", "w0rd", "ghsTOKEN2value", "hfvalue3", "hf_aBcDeF", "eyJhbGci", "hf_ZyXw")
+
+#: A failed run (non-zero exit, with the stand-in's own last line) and a run that exits 0 but writes
+#: no metric: both keep the tail of their output in the record.
+FAILURES = {
+    "exits 3": (
+        {"exit": {"plan": {"2": 3}}},
+        "failed",
+        ["fake benchmark: plan call 2 fails with status 3"],
+    ),
+    "no metric": ({"omit": {"plan": [2]}}, "no-metric", []),
+}
+
+
+@pytest.mark.parametrize(("failure", "status", "last"), FAILURES.values(), ids=FAILURES)
 def test_a_failed_runs_output_tail_is_kept_redacted_in_the_record(
-    bench, capsys, tmp_path, sglang_node
+    bench, capsys, tmp_path, sglang_node, failure, status, last
 ) -> None:
     """A benchmark that crashes after printing a credential must not share it in the sealed record; a
-    passing run keeps no tail at all."""
-    lines = [
-        "connecting to https://bot:pa/ss@w0rd@hub:8000 with --api-key s3cretKEY1",
-        "header Authorization: token ghsTOKEN2value HF_TOKEN=hfvalue3",
-    ]
+    passing run keeps no tail at all, and its metric as measured."""
     cmd = sglang_scenario(
         bench,
         sglang_node,
         values={"default": STEADY, "plan": faster(1.1)},
-        exit={"plan": {"2": 3}},
-        stderr=lines,
+        stderr=list(CREDENTIAL_LINES),
+        **failure,
     )
     out = tmp_path / "ab.json"
     code, _, err = ab(capsys, *sglang_node.args(), "--out", str(out), "--", *cmd)
     assert code == 0, err
     text = out.read_text()
-    for secret in ("s3cretKEY1", "pa/ss", "w0rd", "ghsTOKEN2value", "hfvalue3"):
+    for secret in SECRETS:
         assert secret not in text
     runs = {(r["arm"], r["round"]): r for r in load_record(out)["runs"]}
-    assert runs[("plan", 2)]["tail"] == [
-        "connecting to https://<redacted>@hub:8000 with --api-key <redacted>",
-        "header Authorization: token <redacted> HF_TOKEN=<redacted>",
-        "fake benchmark: plan call 2 fails with status 3",
-    ]
-    assert runs[("plan", 1)]["status"] == "ok" and runs[("plan", 1)]["tail"] == []
+    assert runs[("plan", 2)]["status"] == status
+    assert runs[("plan", 2)]["tail"] == [*CREDENTIAL_LINES.values(), *last]
+    passed = runs[("plan", 1)]
+    assert (passed["status"], passed["tail"], passed["value"]) == ("ok", [], faster(1.1)[1])

@@ -73,7 +73,12 @@ def topo_gate_exec(*argv: str, env: dict | None = None) -> tuple[subprocess.Pope
         text=True,
         env=clean_env() if env is None else env,
     )
-    out, err = child.communicate(timeout=120)
+    try:
+        out, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:  # past the guard, or interrupted: never left running
+            child.kill()
+            child.communicate()
     return child, out, err
 
 
@@ -350,13 +355,47 @@ def test_an_executable_the_kernel_cannot_run_exits_126_and_its_options_file_is_r
     assert list((tmp_path / "tmp").iterdir()) == []  # the options file was written, then removed
 
 
-@pytest.mark.parametrize("spelled", [("--tensor-parallel", "4"), ("--tensor_parallel_size", "4"), ("-tp=4",)])
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        ("--tensor-parallel", "4"),
+        ("--tensor_parallel_size", "4"),
+        ("-tp=4",),
+        ("--tensor_parallel_size=4",),
+        ("--tensor-parallel-size=4",),
+    ],
+)
 def test_a_tp4_launch_never_gets_the_tp2_plan(reporter, case_profile, spelled) -> None:
-    # The command's TP size as vLLM reads it (abbreviated, underscored, =): 4, so --tp 2 disagrees.
+    # The command's TP size as vLLM reads it (abbreviated, underscored, =, both): 4, so --tp 2 disagrees.
     child, out, err = _exec_vllm(case_profile("vllm-custom-off"), reporter, "--tp", "2", cmd=spelled)
     assert child.returncode == 0, err
     assert "FALLBACK" in err and "disagrees with the command's TP size 4" in err
     assert json.loads(out)["argv"] == list(spelled)
+
+
+#: The user's own fusion pass off, in the spellings vLLM reads: --name=value with _ or - in the name.
+FUSION_OFF = '{"pass_config": {"fuse_allreduce_rms": false}}'
+
+
+@pytest.mark.parametrize("dash", ["_", "-"], ids=["underscores", "dashes"])
+def test_the_tp_size_and_compilation_config_in_name_equals_value_form_are_the_users(
+    reporter, case_profile, dash: str
+) -> None:
+    """vLLM reads ``--tensor_parallel_size=2`` and ``--compilation_config={...}`` as their dashed
+    spellings: exec plans for TP 2 without --tp, and prices the default with the user's fusion pass
+    off, which is the plan here already: nothing added. Without the user's config the plan adds it."""
+    tp, config = f"--tensor{dash}parallel{dash}size=2", f"--compilation{dash}config={FUSION_OFF}"
+    case = BY_NAME["vllm-fusion-off"]
+    args = ("--profile", str(case_profile(case.name)), "--launcher", "vllm", "--model", case.model)
+    node = ("--node-fingerprint", FINGERPRINT)
+    env = clean_env(**case.user_env)
+    child, out, err = topo_gate_exec(*args, *node, "--", sys.executable, reporter, tp, config, env=env)
+    assert child.returncode == 0, err
+    assert json.loads(out)["argv"] == [tp, config] and added(err) == []
+    assert "following the profile" in err and "no knobs: nothing measured beats the launcher's default" in err
+    child, out, err = topo_gate_exec(*args, *node, "--", sys.executable, reporter, tp, env=env)
+    assert child.returncode == 0, err
+    assert json.loads(out)["argv"] == [tp, *case.args] and "topo-gate: est. -" in err
 
 
 def test_an_ambiguous_flag_in_cmd_is_a_usage_error(reporter, case_profile) -> None:

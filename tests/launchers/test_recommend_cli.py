@@ -198,6 +198,22 @@ def test_a_workload_file_weights_the_steps(capsys, tmp_path) -> None:
     )
 
 
+def test_a_workload_file_out_of_token_order_prices_each_step_at_its_own_weight(capsys, tmp_path) -> None:
+    """95% full prefill chunks, 5% one-token decode steps, listed largest first: the price weighs the
+    8192-token step at 95%, exactly as the same file listed smallest first."""
+    case = BY_NAME["sglang-custom-off"]
+    prices = {}
+    for order, steps in (("descending", "{8192: 95, 1: 5}"), ("ascending", "{1: 5, 8192: 95}")):
+        path = tmp_path / f"{order}.yaml"
+        path.write_text(f"name: prefill-heavy\nsteps: {steps}\n")
+        code, out, _ = recommend(capsys, tmp_path, case, "--workload", str(path), "--json")
+        assert code == 0
+        prices[order] = json.loads(out)["price"]
+    weights = {row["tokens"]: row["weight"] for row in prices["descending"]["steps"]}
+    assert weights == {1: pytest.approx(0.05), 8192: pytest.approx(0.95)}
+    assert prices["descending"] == prices["ascending"]
+
+
 def test_an_unknown_workload_is_a_usage_error(capsys, tmp_path) -> None:
     code, out, err = recommend(capsys, tmp_path, BY_NAME["vllm-custom-off"], "--workload", "chat")
     assert code == 2 and out == ""

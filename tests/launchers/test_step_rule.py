@@ -147,16 +147,31 @@ def test_fused_after_plain_in_a_shared_workspace_pays_the_plain_message() -> Non
     assert price.transition == pytest.approx(0.5 * 900.0)
 
 
-def test_stretching_a_lamport_default_is_checked_where_the_default_already_ran_it() -> None:
+#: The one-shot kernel's transition cost per size: the same 420 us at every size (measured after the
+#: largest message), or 420 us at 1 token only (measured after the 512-token message, nothing
+#: elsewhere), where the 2..512-token range the plan adds is faster than NCCL on its own.
+STRETCH_TRANSITIONS = {
+    "costly-at-every-size": {SIZES[-1]: flat(420.0)},
+    "costly-at-1-token-only": {512 * ROW: [420.0 if size == ROW else 0.0 for size in SIZES]},
+}
+
+
+@pytest.mark.parametrize("transition", STRETCH_TRANSITIONS.values(), ids=STRETCH_TRANSITIONS)
+def test_stretching_a_lamport_default_is_checked_where_the_default_already_ran_it(transition) -> None:
     """The default runs one-shot at 1 token only, the plan stretches it to 512: at 1 token the same
     kernel now pays the transition after the 512-token steps (4 + 0.5 x 420 us) and the step is
-    refused there; the same route on both sides is the same price."""
+    refused there, even where every size the plan newly sends to one-shot is faster than NCCL; the
+    same route on both sides is the same price."""
     workload = Workload.from_weights("mix", {1: 0.5, 512: 0.5})
-    lamport = {"median": flat(4.0), "transition": {SIZES[-1]: flat(420.0)}}
+    lamport = {"median": flat(4.0), "transition": transition}
     tabs = tables({"nccl": {"median": flat(8.0)}, "trtllm_oneshot": lamport})
     default = side(upto(1, "trtllm_oneshot"), workload=workload)
     [problem] = problems(side(upto(512, "trtllm_oneshot"), workload=workload), default, pricing(tabs))
-    assert problem.first == ROW and problem.why.startswith("step slower at 1 token (14336 B): 414.0 us/step")
+    assert (problem.first, problem.plan, problem.default) == (ROW, "trtllm_oneshot", "trtllm_oneshot")
+    # 4 + 0.5 x 420 + 20 x 10 = 414 against the default's 4 + 200, which never held a larger message.
+    assert problem.why == (
+        "step slower at 1 token (14336 B): 414.0 us/step against the default's 204.0 (CI up to 204.0)"
+    )
     assert problems(side(upto(1, "trtllm_oneshot"), workload=workload), default, pricing(tabs)) == []
 
 

@@ -38,6 +38,28 @@ def test_a_file_is_normalised(tmp_path: Path) -> None:
     assert workload.name == "mine" and workload.steps == ((1, 0.75), (64, 0.25))
 
 
+#: Workload files listing their token counts out of order, and the same steps in ascending order: each
+#: weight stays with its own token count, whatever order the file lists them in.
+OUT_OF_ORDER = {
+    "prefill-heavy, descending": ("steps: {8192: 95, 1: 5}\n", {1: 0.05, 8192: 0.95}),
+    "prefill-heavy, ascending": ("steps: {1: 5, 8192: 95}\n", {1: 0.05, 8192: 0.95}),
+    "block style, descending": ("steps:\n  8192: 95\n  1: 5\n", {1: 0.05, 8192: 0.95}),
+    "three sizes, shuffled": ("steps: {64: 1, 1: 2, 8: 1}\n", {1: 0.5, 8: 0.25, 64: 0.25}),
+    "three sizes, ascending": ("steps: {1: 2, 8: 1, 64: 1}\n", {1: 0.5, 8: 0.25, 64: 0.25}),
+}
+
+
+@pytest.mark.parametrize(("text", "shares"), OUT_OF_ORDER.values(), ids=OUT_OF_ORDER)
+def test_a_files_weights_stay_with_their_token_counts_in_any_order(
+    tmp_path: Path, text: str, shares: dict[int, float]
+) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    workload = lookup_workload(str(path))
+    assert [tokens for tokens, _ in workload.steps] == sorted(shares)
+    assert dict(workload.steps) == {tokens: pytest.approx(share) for tokens, share in shares.items()}
+
+
 @pytest.mark.parametrize(
     ("text", "words"),
     [

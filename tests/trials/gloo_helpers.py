@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -73,3 +74,16 @@ def processes_mentioning(text: str) -> list[int]:
         if text in cmdline and state != "Z":
             found.append(int(entry.name))
     return found
+
+
+def end_groups(pids: list[int]) -> None:
+    """SIGKILL each process's group where it leads one (the runner starts each worker in its own
+    session), else the process alone; never this process's own group."""
+    for pid in pids:
+        try:
+            if os.getpgid(pid) == pid != os.getpgrp():
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
