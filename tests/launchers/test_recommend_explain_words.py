@@ -19,6 +19,12 @@ PCIE = ROOT / "profiles/examples/synthetic-rtxpro6000-pcie-x4.yaml"
 CPU_HARNESS = ROOT / "tests/fixtures/profiles/cpu-harness-tp2.yaml"
 
 
+@pytest.fixture(autouse=True)
+def no_terminal(monkeypatch) -> None:
+    """Output to a pipe: each line whole (the width test below sets a terminal's width)."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 def run(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(["recommend", *argv])
     out, err = capsys.readouterr()
@@ -150,3 +156,15 @@ def test_a_cpu_harness_profile_is_refused_for_a_gpu_launcher_in_one_line(capsys,
     assert code == 1 and out == ""
     (line,) = err.strip().splitlines()
     assert line.startswith(f"topo-gate: error: {launcher}: ") and "is a CPU-harness (gloo) profile" in line
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_explain_keeps_within_the_terminals_width(capsys, monkeypatch, columns: int) -> None:
+    """Prose wraps; a range table wider than the terminal becomes one stacked entry per range. Only
+    a token that cannot be broken (the knobs' JSON) and the stderr status lines may run past it."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    _, out, _ = run(capsys, str(PCIE), "--launcher", "vllm", "--tp", "2", "--model", "qwen3-32b", "--explain")
+    long = [line for line in out.splitlines()[1:] if len(line) > columns]
+    assert all(" " not in line.strip() for line in long), long
+    stacked = "allreduce_rmsnorm 1 token (10 KiB): default vllm_custom+rmsnorm 13.03 us/call"
+    assert (stacked in out.replace("\n  ", " ")) == (columns == 80)

@@ -201,6 +201,19 @@ NO_MODEL_WARNING = (
 )
 
 
+def terminal_width() -> int | None:
+    """The width ``--explain`` wraps to: the terminal's (``COLUMNS`` as rich reads it) when stdout is
+    one or ``COLUMNS`` is set; None for a pipe or a file, which get each line whole (for grep)."""
+    import os
+    import sys
+
+    from rich.console import Console
+
+    if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
+        return None
+    return Console().width
+
+
 def refuse_cpu_harness(profile: str, launcher: str) -> None:
     """A CPU-harness (gloo) profile measured no GPU path: planning a GPU launcher from it is an
     error (exit 1), not a plan. A file that cannot be read is left to the planner, which says why."""
@@ -380,10 +393,6 @@ def command(
     served_hidden(hidden, model)
     check_workload(workload)
     refuse_cpu_harness(profile, launcher)
-    if hidden is None and model is None:
-        # Every launcher limit is counted in tokens of the served model: without it the sizes are
-        # the profile's, and the plan can differ for the model really served.
-        click.echo(f"topo-gate: warning: {NO_MODEL_WARNING}", err=True)
     fmt = "json" if as_json else fmt
     if tp == 1:
         plan = LaunchPlan(launcher, PINNED[launcher], (), {}, (), False, f"TP 1: {NO_TP_ALL_REDUCE}")
@@ -413,6 +422,10 @@ def command(
     )
     if strict and plan.fallback:
         strict_failure(plan)
+    if hidden is None and model is None and not plan.fallback:
+        # Every launcher limit is counted in tokens of the served model: without it the sizes are
+        # the profile's, and the plan can differ for the model really served.
+        click.echo(f"topo-gate: warning: {NO_MODEL_WARNING}", err=True)
     status = f"FALLBACK ({fallback}): {plan.reason}" if plan.fallback else plan.reason
     click.echo(f"topo-gate: {launcher} {plan.launcher_version_pinned}: {inert(status)}", err=True)
     if plan.estimate:
@@ -427,4 +440,4 @@ def command(
     click.echo(render(plan, fmt, rows, totals))
     if explain and fmt != "json" and rows:  # a fallback has no price: its status line says why
         # The workload's and the profile's names come from files: inert, like every text from a file.
-        click.echo(shown_lines(render_explain(rows, totals)))
+        click.echo(shown_lines(render_explain(rows, totals, width=terminal_width())))

@@ -68,11 +68,11 @@ def command(profile: Path, as_json: bool, model: str | None) -> None:
         click.echo(json.dumps(document, indent=2, ensure_ascii=False))
         return
     from rich.console import Console
-    from rich.text import Text
 
-    from topo_gate.report.outlook import render
+    from topo_gate.report.outlook import terminal
     from topo_gate.report.tables import profile_view
 
     console = Console()
     console.print(profile_view(loaded, path=str(profile), digest_problem=digest_problem))
-    console.print(Text(render(outlook, "text", width=console.width)))
+    console.print()
+    console.print(terminal(outlook, console.width))

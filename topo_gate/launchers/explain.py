@@ -14,6 +14,7 @@ could save (``planning.Unlock``).
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -458,9 +459,12 @@ def priced_share(data: dict[str, Any]) -> str:
     )
 
 
-def render(table_rows: Sequence[Row], data: dict[str, Any]) -> str:
-    """Plain text: the headline (why the plan is what it is), one line per size range, the whole step
-    at each workload token count, the size that binds, then the workload total."""
+def render(table_rows: Sequence[Row], data: dict[str, Any], width: int | None = None) -> str:
+    """Plain text: the summary line and the headline (why the plan is what it is), one line per size
+    range, the whole step at each workload token count, the size that binds, then the workload total.
+
+    ``width``: the terminal's. Prose wraps to it, and a range table wider than it is printed as one
+    stacked entry per range instead of cut columns; None: one line each, as wide as it comes."""
     head = (
         "pattern",
         "tokens",
@@ -492,8 +496,36 @@ def render(table_rows: Sequence[Row], data: dict[str, Any]) -> str:
                 row.note,
             )
         )
-    text = [data["summary"], *headline(data), "", *_table(lines), "", *_step_lines(data), _total_words(data)]
-    return "\n".join(text)
+    ranges = _table(lines)
+    if width is not None and max(map(len, ranges)) > width:
+        ranges = [line for row in table_rows for line in _wrapped(_stacked(row), width)]
+    steps_part = _step_lines(data)
+    prose = [data["summary"], *headline(data)]
+    if width is not None:
+        prose = [line for text in prose for line in _wrapped(text, width)]
+        steps_part = [
+            wrapped for line in steps_part for wrapped in ([line] if "  " in line else _wrapped(line, width))
+        ]
+    total = _total_words(data)
+    return "\n".join([*prose, "", *ranges, "", *steps_part, *(_wrapped(total, width) if width else [total])])
+
+
+def _stacked(row: Row) -> str:
+    """One range as one entry, for a terminal narrower than the table."""
+    saving = row.saving_us
+    per_step = "" if saving is None else f", saving {saving:+.2f} us/call, {saving * row.sites:+.2f} us/step"
+    return (
+        f"{row.pattern} {row.tokens} token{'' if row.tokens == '1' else 's'} ({row.size}): default {row.default} {_us(row.default_us)} us/call, "
+        f"plan {row.plan} {_us(row.plan_us)} us/call{per_step} [{row.source}]: {row.note}"
+    )
+
+
+def _wrapped(text: str, width: int | None) -> list[str]:
+    if width is None:
+        return [text]
+    return textwrap.wrap(
+        text, width=max(width, 40), subsequent_indent="  ", break_on_hyphens=False, break_long_words=False
+    ) or [""]
 
 
 def _table(lines: Sequence[Sequence[str]]) -> list[str]:

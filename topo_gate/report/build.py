@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from topo_gate._atomic import Labelled, refuse_clobbering, write_atomic
-from topo_gate.launchers.outlook import outlooks
+from topo_gate.launchers.outlook import Outlooks, outlooks
 from topo_gate.profile.schema import Profile
 from topo_gate.report.ab_report import AbSource, ab_figure_spec
 from topo_gate.report.changes import changes
@@ -62,7 +62,7 @@ def write_report(
         require_matplotlib()
         rendered = [(spec, render_png(spec)) for spec in specs]
         ab_pngs = {label: render_ab_png(spec) for label, spec in ab_specs}
-    launchers = [(source.label, outlooks(source.profile)) for source in sources]
+    launchers = _same_outlooks([(source.label, outlooks(source.profile)) for source in sources])
     compared = None
     if baseline is not None:
         label, old = baseline
@@ -101,6 +101,18 @@ def write_report(
         )
         written.append(write_atomic(out / SUMMARY_NAME, text))
     return ReportResult(written, specs, notes)
+
+
+def _same_outlooks(found: Sequence[tuple[str, Outlooks]]) -> list[tuple[str, Outlooks]]:
+    """Inputs whose launchers would all do the same (two runs of one node) share one outlook."""
+    merged: list[tuple[list[str], Outlooks]] = []
+    for label, outlook in found:
+        same = next((labels for labels, theirs in merged if theirs == outlook), None)
+        if same is None:
+            merged.append(([label], outlook))
+        else:
+            same.append(label)
+    return [(", ".join(labels), outlook) for labels, outlook in merged]
 
 
 def _read_files(sources: Sequence[Source]) -> list[Labelled]:

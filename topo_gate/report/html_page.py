@@ -51,7 +51,7 @@ def report_html(
 ) -> str:
     """The whole page. ``launchers``: what each launcher will do with each input (label, outlook),
     after the A/B verdicts and before the vs-NCCL decisions."""
-    several = len(launchers) > 1
+    several = len(sources) > 1
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

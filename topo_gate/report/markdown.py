@@ -43,7 +43,7 @@ def summary_markdown(
         for source, found in zip(sources, per_source, strict=True):
             lines += _changes(source, found)
     for name, outlook in launchers:
-        lines += ["", render_outlook(outlook, "markdown", label=name if len(launchers) > 1 else "")]
+        lines += ["", render_outlook(outlook, "markdown", label=name if len(sources) > 1 else "")]
     lines += ["", "## Decisions (each backend vs NCCL)", ""]
     lines += _decisions(sources)
     lines += ["", "Each range's reason in full, size by size, is in `report.html` (and `topo-gate show`)."]

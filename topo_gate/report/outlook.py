@@ -12,6 +12,8 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rich.text import Text
+
 from topo_gate._terminal import shown
 from topo_gate.launchers.outlook import Outlook, Outlooks
 from topo_gate.report.inert import html_text, markdown_text
@@ -23,8 +25,11 @@ _MARKDOWN_SPECIALS = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>#!|~&"})
 
 @dataclass(frozen=True)
 class Segment:
+    """Words of the outlook: plain, a name or knob (``code``), or the launcher's release (``strong``)."""
+
     text: str
     code: bool = False
+    strong: bool = False
 
 
 TITLE_KIND, HEADING, PARAGRAPH, LAUNCHER, DETAIL = "title", "heading", "paragraph", "launcher", "detail"
@@ -51,6 +56,15 @@ def render(found: Outlooks, style: str, *, width: int = 100, label: str = "") ->
     raise ValueError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
 
 
+def terminal(found: Outlooks, width: int) -> Text:
+    """The ``text`` style for a rich console: the title and headings bold."""
+    out = Text()
+    for i, block in enumerate(layout(found)):
+        line = _text(block, width)
+        out.append(("\n" if i else "") + line, style="bold" if block.kind in (TITLE_KIND, HEADING) else "")
+    return out
+
+
 def layout(found: Outlooks, label: str = "") -> list[Block]:
     """The blocks: the title and what the comparison is, then per TP size and served model a
     heading and each launcher's plan with its details."""
@@ -59,11 +73,12 @@ def layout(found: Outlooks, label: str = "") -> list[Block]:
         Block(
             PARAGRAPH,
             (
+                Segment("Each launcher's pinned release as "),
+                Segment("topo-gate recommend", code=True),
                 Segment(
-                    "Each launcher's pinned release as `topo-gate recommend` plans it on a node like this "
-                    "one: its default path per size range, the plan against that default, and what "
-                    "would give a plan where nothing changes. The decision tables compare backends "
-                    "with NCCL, not with a launcher's default."
+                    " plans it on a node like this one: its default path per size range, the plan "
+                    "against that default, and what would give a plan where nothing changes. The "
+                    "decision tables compare backends with NCCL, not with a launcher's default."
                 ),
             ),
         ),
@@ -88,7 +103,7 @@ def _launcher(entry: Outlook) -> list[Block]:
         if outcome.knobs
         else (Segment(outcome.estimate),)
     )
-    blocks = [Block(LAUNCHER, (Segment(f"{entry.release}: "), *plan))]
+    blocks = [Block(LAUNCHER, (Segment(entry.release, strong=True), Segment(": "), *plan))]
     patterns = list(dict.fromkeys(span.pattern for span in entry.defaults))
     for pattern in patterns:
         spans = [span for span in entry.defaults if span.pattern == pattern]
@@ -118,10 +133,14 @@ def _launcher(entry: Outlook) -> list[Block]:
 
 def _text(block: Block, width: int) -> str:
     words = "".join(shown(segment.text) for segment in block.segments)
-    if block.kind in (TITLE_KIND, HEADING):
-        return f"\n{words}" if block.kind == HEADING else words
-    first, rest = {PARAGRAPH: ("", ""), LAUNCHER: ("- ", "    "), DETAIL: ("    ", "      ")}[block.kind]
-    return textwrap.fill(
+    first, rest = {
+        TITLE_KIND: ("", ""),
+        HEADING: ("", ""),
+        PARAGRAPH: ("", ""),
+        LAUNCHER: ("- ", "    "),
+        DETAIL: ("    ", "      "),
+    }[block.kind]
+    return ("\n" if block.kind == HEADING else "") + textwrap.fill(
         words,
         width=max(width, 40),
         initial_indent=first,
@@ -133,12 +152,20 @@ def _text(block: Block, width: int) -> str:
 
 def _markdown(block: Block) -> str:
     words = "".join(
-        markdown_text(s.text) if s.code else shown(s.text).translate(_MARKDOWN_SPECIALS)
+        markdown_text(s.text)
+        if s.code
+        else f"**{_markdown_plain(s.text)}**"
+        if s.strong
+        else _markdown_plain(s.text)
         for s in block.segments
     )
     if block.kind in (TITLE_KIND, HEADING):
         return f"\n{'##' if block.kind == TITLE_KIND else '###'} {words}\n"
     return {PARAGRAPH: f"{words}\n", LAUNCHER: f"- {words}", DETAIL: f"  - {words}"}[block.kind]
+
+
+def _markdown_plain(text: str) -> str:
+    return shown(text).translate(_MARKDOWN_SPECIALS)
 
 
 def _html(blocks: Sequence[Block]) -> str:
@@ -147,7 +174,12 @@ def _html(blocks: Sequence[Block]) -> str:
     open_list = open_details = False
     for block in blocks:
         words = "".join(
-            f"<code>{html_text(s.text)}</code>" if s.code else html_text(s.text) for s in block.segments
+            f"<code>{html_text(s.text)}</code>"
+            if s.code
+            else f"<strong>{html_text(s.text)}</strong>"
+            if s.strong
+            else html_text(s.text)
+            for s in block.segments
         )
         if block.kind == TITLE_KIND:
             out.append(f'<h2 class="outlook">{words}</h2>')

@@ -19,7 +19,7 @@ from topo_gate.decide import human_bytes
 from topo_gate.launchers.outlook import Outlooks
 from topo_gate.profile.figures import ci_text, speedup_text
 from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
-from topo_gate.report.outlook import render as render_outlook
+from topo_gate.report.outlook import terminal as outlook_terminal
 from topo_gate.report.preflight import preflight_view
 from topo_gate.report.rule_words import CPU_BASELINE, backend_words, cpu_harness, is_fast_path, shows_speedup
 from topo_gate.report.tables import alternatives_words
@@ -122,7 +122,8 @@ class Summary:
             yield preflight_view(self.preflight)
         yield from _footer(self, wide)
         if self.outlook is not None:
-            yield Text(render_outlook(self.outlook, "text", width=options.max_width))
+            yield Text("")
+            yield outlook_terminal(self.outlook, options.max_width)
 
 
 def summary(
