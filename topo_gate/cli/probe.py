@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import click
@@ -204,8 +205,9 @@ def command(
             command=shlex.join(["topo-gate", *sys.argv[1:]]),
         )
         result = _probe_or_fail(options, console, show_progress=not as_json)
+    outlook = outlooks(result.profile, model=model, hidden=None if model else hidden)
     if as_json:
-        click.echo(json.dumps(_as_json(result), indent=1))
+        click.echo(json.dumps({**_as_json(result), "launchers": asdict(outlook)}, indent=1))
     else:
         console.print(
             summary(
@@ -214,7 +216,7 @@ def command(
                 evidence_path=str(result.evidence_path),
                 notes=result.notes,
                 preflight=result.preflight,
-                outlook=outlooks(result.profile, model=model, hidden=None if model else hidden),
+                outlook=outlook,
             )
         )
 
