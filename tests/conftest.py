@@ -84,6 +84,10 @@ LEFT_BEHIND_GRACE_S = 10.0
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ[SESSION_MARKER] = f"{os.getpid()}-{secrets.token_hex(8)}"
+    # pytest-xdist's workers inherit COLUMNS=80 from their start-up, which a plain run does not have:
+    # commands that wrap for a terminal would then wrap under -n 2 only. Output captured by a test
+    # is a pipe's; a test of a terminal's width sets COLUMNS itself.
+    os.environ.pop("COLUMNS", None)
 
 
 @pytest.fixture(scope="session", autouse=True)
