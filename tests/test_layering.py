@@ -31,11 +31,14 @@ def _modules_after(code: str) -> set[str]:
     return set(json.loads(result.stdout.splitlines()[-1]))
 
 
+_GATE = f"import topo_gate\nd = topo_gate.gate({str(EXAMPLE)!r}, tp=2, nbytes=4096, trust_unverified_node=True)\nassert not d.fallback, d.reason"
+
+
 @pytest.mark.parametrize(
     "code",
     [
         "import topo_gate",
-        f"import topo_gate\nd = topo_gate.gate({str(EXAMPLE)!r}, tp=2, nbytes=4096, trust_unverified_node=True)\nassert not d.fallback, d.reason",
+        _GATE,
         "import topo_gate\ntopo_gate.gate('/nonexistent.yaml', tp=2)",
     ],
     ids=["import", "gate", "gate-fallback"],
@@ -45,6 +48,24 @@ def test_reader_imports_nothing_heavy(code: str) -> None:
     heavy = sorted(name for name in loaded if name.split(".")[0] in HEAVY)
     assert heavy == []
     assert "topo_gate.cli" not in loaded and "topo_gate.report" not in loaded
+
+
+def _builtin_sha256() -> bool:
+    for name in ("_sha2", "_sha256"):
+        try:
+            __import__(name)
+        except ImportError:
+            continue
+        return True
+    return False
+
+
+@pytest.mark.parametrize("code", ["import topo_gate", _GATE], ids=["import", "gate"])
+def test_reader_start_leaves_out_the_slow_standard_modules(code: str) -> None:
+    # What a launcher's start paid most for (benchmarks/reader_startup.py): dataclasses with inspect
+    # and ast (profile/frozen.py makes the classes), typing, and hashlib's OpenSSL (profile/digest.py).
+    slow = {"dataclasses", "inspect", "ast", "typing"} | ({"hashlib"} if _builtin_sha256() else set())
+    assert sorted(slow & _modules_after(code)) == []
 
 
 def _imported_modules(source: Path) -> list[str]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.fields import BACKENDS, COMPOSITE_SUFFIX, PATTERNS, gpu_group, of_type, sub
@@ -32,7 +31,10 @@ from topo_gate.profile.validate import (
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
 if TYPE_CHECKING:
+    from dataclasses import dataclass
     from typing import Any
+else:  # the same classes, made without importing dataclasses at a launcher's start (frozen.py)
+    from topo_gate.profile.frozen import dataclass
 
 #: Per size: ``ok`` measured; ``stopped`` measured, then stopped early as a clear loser (fewer rounds,
 #: still a measurement); ``wrong`` a wrong answer (no price: it must not run there); ``unavailable``
