@@ -88,6 +88,18 @@ def _intervals(
         raise ProfileInvalid(f"must have one entry per size ({len(around)}), found {len(items)}", field)
     intervals: list[CI | None] = []
     for i, (item, centre) in enumerate(zip(items, around, strict=True)):
+        # The common case inline (two floats, in range, around a value): a table holds hundreds of
+        # them, and naming each one's field for an error that never comes was most of the cost.
+        if centre is not None and type(item) is list and len(item) == 2:
+            low, high = item
+            if (
+                type(low) is float
+                and type(high) is float
+                and (0 < low if positive else 0 <= low)
+                and low <= centre <= high < math.inf
+            ):
+                intervals.append((low, high))
+                continue
         where = f"{field}[{i}]"
         if centre is None or item is None:
             if centre is not item:
