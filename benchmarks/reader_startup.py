@@ -4,7 +4,7 @@ Runs, in fresh interpreters and interleaved (so machine drift hits all alike):
 
 - ``python -c pass``;
 - ``python -c "import topo_gate; topo_gate.gate(PROFILE, tp=2)"`` -- the figure with a target of 25 ms;
-- the same after importing the standard-library modules the reader shares with every launcher
+- the same after importing standard-library modules every launcher has loaded by then
   (``dataclasses``, ``json``, ``hashlib``, ``typing``; torch alone imports them all), which is what a
   real launcher pays on top of what it already loaded.
 
@@ -15,7 +15,7 @@ composed in Python), ``pure`` (as without libyaml: PyYAML's own scanner).
 
 Each figure is the median wall time of fresh interpreters, and beside it the CPU time (user + system)
 they used, which a loaded machine inflates far less: on a shared machine, quote both with the load
-average. The children run with their ``.pyc`` files written (``PYTHONDONTWRITEBYTECODE`` is dropped
+average, which the last line prints (before and after the runs). The children run with their ``.pyc`` files written (``PYTHONDONTWRITEBYTECODE`` is dropped
 for them), as an installed topo-gate has them: pip compiles a package when it installs it.
 
     python benchmarks/reader_startup.py --runs 20 --profile profiles/h200-x2/h7168-run1.yaml
@@ -76,6 +76,7 @@ def main() -> None:
         "shared": SHARED,
         "shared+reader": f"{SHARED}; {reader}",
     }
+    load_before = os.getloadavg()
     for code in commands.values():
         time_run(code)  # compile .pyc files and warm the page cache: "cold" = a fresh process
     walls: dict[str, list[float]] = {name: [] for name in commands}
@@ -102,6 +103,12 @@ def main() -> None:
     print(f"added by the reader:                      {added('reader', 'bare')}  (target <= 25 ms)")
     print(f"ratio to a bare interpreter:              {ms['reader'] / ms['bare']:6.2f}x wall")
     print(f"added after {SHARED!r}: {added('shared+reader', 'shared')}  (what a launcher pays)")
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"load average {_load(load_before)} before, {_load(os.getloadavg())} after; {cpus} CPUs")
+
+
+def _load(averages: tuple[float, float, float]) -> str:
+    return "/".join(f"{value:.2f}" for value in averages)
 
 
 if __name__ == "__main__":

@@ -31,11 +31,14 @@ def _modules_after(code: str) -> set[str]:
     return set(json.loads(result.stdout.splitlines()[-1]))
 
 
+_GATE = f"import topo_gate\nd = topo_gate.gate({str(EXAMPLE)!r}, tp=2, nbytes=4096, trust_unverified_node=True)\nassert not d.fallback, d.reason"
+
+
 @pytest.mark.parametrize(
     "code",
     [
         "import topo_gate",
-        f"import topo_gate\nd = topo_gate.gate({str(EXAMPLE)!r}, tp=2, nbytes=4096, trust_unverified_node=True)\nassert not d.fallback, d.reason",
+        _GATE,
         "import topo_gate\ntopo_gate.gate('/nonexistent.yaml', tp=2)",
     ],
     ids=["import", "gate", "gate-fallback"],
@@ -45,6 +48,24 @@ def test_reader_imports_nothing_heavy(code: str) -> None:
     heavy = sorted(name for name in loaded if name.split(".")[0] in HEAVY)
     assert heavy == []
     assert "topo_gate.cli" not in loaded and "topo_gate.report" not in loaded
+
+
+def _builtin_sha256() -> bool:
+    for name in ("_sha2", "_sha256"):
+        try:
+            __import__(name)
+        except ImportError:
+            continue
+        return True
+    return False
+
+
+@pytest.mark.parametrize("code", ["import topo_gate", _GATE], ids=["import", "gate"])
+def test_reader_start_leaves_out_the_slow_standard_modules(code: str) -> None:
+    # What a launcher's start paid most for (benchmarks/reader_startup.py): dataclasses with inspect
+    # and ast (profile/frozen.py makes the classes), typing, and hashlib's OpenSSL (profile/digest.py).
+    slow = {"dataclasses", "inspect", "ast", "typing"} | ({"hashlib"} if _builtin_sha256() else set())
+    assert sorted(slow & _modules_after(code)) == []
 
 
 def _imported_modules(source: Path) -> list[str]:
@@ -57,13 +78,18 @@ def _imported_modules(source: Path) -> list[str]:
     return names
 
 
+#: Standard-library modules of another Python version than this one: ``_sha2`` is 3.12's
+#: ``_sha256`` (profile/digest.py imports whichever the interpreter has).
+OTHER_PYTHONS_STDLIB = ("_sha2", "_sha256")
+
+
 def test_profile_package_uses_only_stdlib_and_pyyaml_from_outside() -> None:
     # An allow-list, which the contracts (deny-lists) cannot state; topo_gate's own modules below
     # the profile are the layers contract's.
     for source in sorted((REPO / "topo_gate" / "profile").glob("*.py")):
         for name in _imported_modules(source):
             top = name.split(".")[0]
-            ok = top in sys.stdlib_module_names or top in ("yaml", "topo_gate")
+            ok = top in sys.stdlib_module_names or top in ("yaml", "topo_gate", *OTHER_PYTHONS_STDLIB)
             assert ok, f"{source.name} imports {name}"
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.fields import BACKENDS, COMPOSITE_SUFFIX, PATTERNS, gpu_group, of_type, sub
@@ -32,7 +31,10 @@ from topo_gate.profile.validate import (
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
 if TYPE_CHECKING:
+    from dataclasses import dataclass
     from typing import Any
+else:  # the same classes, made without importing dataclasses at a launcher's start (frozen.py)
+    from topo_gate.profile.frozen import dataclass
 
 #: Per size: ``ok`` measured; ``stopped`` measured, then stopped early as a clear loser (fewer rounds,
 #: still a measurement); ``wrong`` a wrong answer (no price: it must not run there); ``unavailable``
@@ -86,6 +88,18 @@ def _intervals(
         raise ProfileInvalid(f"must have one entry per size ({len(around)}), found {len(items)}", field)
     intervals: list[CI | None] = []
     for i, (item, centre) in enumerate(zip(items, around, strict=True)):
+        # The common case inline (two floats, in range, around a value): a table holds hundreds of
+        # them, and naming each one's field for an error that never comes was most of the cost.
+        if centre is not None and type(item) is list and len(item) == 2:
+            low, high = item
+            if (
+                type(low) is float
+                and type(high) is float
+                and (0 < low if positive else 0 <= low)
+                and low <= centre <= high < math.inf
+            ):
+                intervals.append((low, high))
+                continue
         where = f"{field}[{i}]"
         if centre is None or item is None:
             if centre is not item:

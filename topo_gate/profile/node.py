@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.fields import (
@@ -36,7 +35,10 @@ from topo_gate.profile.validate import (
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
 if TYPE_CHECKING:
+    from dataclasses import dataclass, field
     from typing import Any
+else:  # the same classes, made without importing dataclasses at a launcher's start (frozen.py)
+    from topo_gate.profile.frozen import dataclass, field
 
 _TP_KEY_RE = re.compile(r"[1-9][0-9]*")
 

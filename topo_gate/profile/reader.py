@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from topo_gate.profile.digest import compute_digest
 from topo_gate.profile.drift import software_drift
@@ -25,7 +24,11 @@ from topo_gate.profile.semantics import check_semantics
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
 if TYPE_CHECKING:
+    from dataclasses import dataclass
+
     ProfileSource = str | os.PathLike[str] | Profile
+else:  # the same class, made without importing dataclasses at a launcher's start (frozen.py)
+    from topo_gate.profile.frozen import dataclass
 
 FINGERPRINT_ENV = "TOPO_GATE_NODE_FINGERPRINT"
 _UNVERIFIED = (

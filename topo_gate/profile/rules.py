@@ -7,8 +7,6 @@ may claim given the rest of the profile (the node, the measurements) is ``semant
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.fields import (
     BACKENDS,
@@ -33,7 +31,10 @@ from topo_gate.profile.validate import (
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
 if TYPE_CHECKING:
+    from dataclasses import dataclass
     from typing import Any
+else:  # the same classes, made without importing dataclasses at a launcher's start (frozen.py)
+    from topo_gate.profile.frozen import dataclass
 
 
 @dataclass(frozen=True)

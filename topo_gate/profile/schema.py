@@ -13,7 +13,6 @@ and are all importable from here, where callers have always found them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
 
 from topo_gate.profile.digest import compute_digest
 from topo_gate.profile.errors import ProfileInvalid
@@ -60,7 +59,10 @@ __all__ = [
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
 if TYPE_CHECKING:
+    from dataclasses import dataclass
     from typing import Any
+else:  # the same classes, made without importing dataclasses at a launcher's start (frozen.py)
+    from topo_gate.profile.frozen import dataclass
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,6 +123,8 @@ class Profile:
 
     def with_digest(self) -> Profile:
         """This profile sealed with the digest of its content."""
+        from dataclasses import replace  # here: a launcher only reads profiles, it never seals one
+
         return replace(self, digest=compute_digest(self.to_dict()))
 
     @classmethod

@@ -280,7 +280,7 @@ class _Reader:
             return []
         if "[" not in inner and (inner[0].isalpha() or inner[0] == "_"):
             return [_flow_word(word.strip(" ")) for word in inner.split(",")]
-        data = json.loads(raw, parse_constant=_refuse)  # numbers, null, true, false and lists of them
+        data = _FLOW_DECODER.decode(raw)  # numbers, null, true, false and lists of them
         for item in data:
             if type(item) is list and any(type(value) is list for value in item):
                 raise _NotCanonical  # deeper than a list of lists: never written
@@ -295,3 +295,8 @@ def _flow_word(word: str) -> Any:
 
 def _refuse(name: str) -> Any:
     raise _NotCanonical  # NaN, Infinity: JSON's words, YAML's strings
+
+
+#: ``json.loads(raw, parse_constant=_refuse)`` builds this decoder (and its scanner) anew per call,
+#: and a price table has a hundred flow lists: one for them all.
+_FLOW_DECODER = json.JSONDecoder(parse_constant=_refuse)
