@@ -105,6 +105,7 @@ MODULES = (
     Target("topo_gate/plugins/vllm.py", ("tests/plugins/test_apply_on_stand_ins.py",), ("_apply", "_apply_pass_config")),
     # The guarded writer and reader, and the evidence checks every replay passes.
     Target("topo_gate/_atomic.py", ("tests/test_output_symlinks.py", "tests/test_output_is_input.py", "tests/test_outputs.py", "tests/test_atomic_edges.py")),
+    Target("topo_gate/_units.py", ("tests/test_units.py", "tests/decide/test_decide_rules.py")),
     Target("topo_gate/_inputs.py", ("tests/test_input_size_cap.py", "tests/trials/test_evidence.py", "tests/profile/test_malformed.py", "tests/test_json_input_edges.py", "tests/test_fuzz_inputs.py")),
     Target("topo_gate/evidence/check.py", ("tests/decide/test_evidence_samples_refused.py", "tests/trials/test_evidence.py", "tests/trials/test_evidence_v12.py", "tests/trials/test_evidence_bounds.py", "tests/trials/test_evidence_v13.py", "tests/test_fuzz_inputs.py")),
     # The runner's multicast-off settings for every worker (the watchdog is the line above).

@@ -17,7 +17,6 @@ from topo_gate.launchers.common import (
     LaunchPlanParts,
     fallback_plan,
     follow_profile,
-    mib,
     node_capability,
     read_profile,
 )
@@ -118,15 +117,6 @@ def test_node_capability(gpus, capability) -> None:
 
 def test_no_gpu_list_is_no_capability() -> None:
     assert node_capability({}) is None and node_capability({"gpus": None}) is None
-
-
-@pytest.mark.parametrize(
-    ("nbytes", "words"),
-    [(None, "unbounded"), (1 << 20, "1 MiB"), (3 << 19, "1.5 MiB"), ((1 << 20) - 1024, "1023 KiB"),
-     (512 * 1024, "512 KiB"), (1536, "1.5 KiB"), (0, "0 KiB")],
-)  # fmt: skip
-def test_mib(nbytes, words: str) -> None:
-    assert mib(nbytes) == words
 
 
 def test_the_forced_plan_carries_the_warnings_first_and_everything_forced() -> None:

@@ -242,15 +242,6 @@ class LaunchPlanParts:
     config: Mapping[str, Any] = field(default_factory=dict)
 
 
-def mib(nbytes: int | None) -> str:
-    """Human size for notes: ``8 MiB``, ``1.5 MiB``, ``512 KiB``."""
-    if nbytes is None:
-        return "unbounded"
-    if nbytes >= 1 << 20:
-        return f"{nbytes / (1 << 20):g} MiB"
-    return f"{nbytes / 1024:g} KiB"
-
-
 def served_model(
     reading: Reading,
     *,

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from topo_gate._units import human_bytes
 from topo_gate.launchers.common import Reading
 from topo_gate.launchers.costmodel import (
     Pricing,
@@ -412,15 +413,6 @@ def _best(priced: Sequence[tuple[Candidate, tuple[Variant, ...]]]) -> tuple[Cand
     return best
 
 
-def size(nbytes: int) -> str:
-    """Human size: ``8 MiB``, ``1.5 MiB``, ``512 KiB``, ``100 B``."""
-    if nbytes >= 1 << 20:
-        return f"{nbytes / (1 << 20):g} MiB"
-    if nbytes >= 1024:
-        return f"{nbytes / 1024:g} KiB"
-    return f"{nbytes} B"
-
-
 def describe(spans: Route) -> str:
     """``<= 7 MiB trtllm_oneshot, < 8 MiB vllm_custom, nccl above``: a launcher's ``<=`` limit reads
     as ``<=``, its ``<`` limit (a round number of KiB) as ``<``."""
@@ -430,5 +422,9 @@ def describe(spans: Route) -> str:
         if high is None:
             parts.append(f"{name} above")
         else:
-            parts.append(f"< {size(high)} {name}" if high % 1024 == 0 else f"<= {size(high - 1)} {name}")
+            parts.append(
+                f"< {human_bytes(high, digits=6)} {name}"
+                if high % 1024 == 0
+                else f"<= {human_bytes(high - 1, digits=6)} {name}"
+            )
     return ", ".join(parts) if len(parts) > 1 else f"{spans[0][1] or 'nccl'} at every size"

@@ -24,9 +24,10 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from topo_gate._units import human_bytes
 from topo_gate.launchers import knobs
 from topo_gate.launchers.common import PATTERNS, LaunchPlan, LaunchPlanParts, Reading, follow_profile
-from topo_gate.launchers.planning import Candidate, size
+from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
 from topo_gate.launchers.workload import Workload
 
@@ -132,7 +133,7 @@ def _fusion_options(reading: Reading, tp: int) -> list[Option]:
             (
                 (),
                 {},
-                f"fusion pass on up to {size(kib * 1024)} (fi_allreduce_fusion_max_size_mb={mb:g})",
+                f"fusion pass on up to {human_bytes(kib * 1024, digits=6)} (fi_allreduce_fusion_max_size_mb={mb:g})",
                 {"fuse_allreduce_rms": True, "fi_allreduce_fusion_max_size_mb": mb},
             )
         )
