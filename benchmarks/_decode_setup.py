@@ -126,7 +126,7 @@ def _routes_pricing(
 ) -> tuple[Pricing | None, tuple[str, ...]]:
     """The profile's tables, priced in context at the rungs where every name the routes run around
     them was timed in the layer graphs (the planner's rule, ``pricing.in_context_rungs``)."""
-    from topo_gate.launchers.common import read_profile
+    from topo_gate.launchers.follow import read_profile
 
     reading = read_profile(profile, tp=tp, trust_unverified_node=True)
     if reading.fallback_reason is not None:

@@ -94,7 +94,7 @@ MODULES = (
     Target("topo_gate/launchers/sglang.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/vllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/trtllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
-    Target("topo_gate/launchers/common.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_common.py", "tests/launchers/test_common_reading.py", "tests/launchers/test_planning.py")),
+    *(Target(f"topo_gate/launchers/{name}.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_common.py", "tests/launchers/test_common_reading.py", "tests/launchers/test_planning.py")) for name in ("common", "follow")),
     # The route model: FlashInfer's one-/two-shot choice.
     Target("topo_gate/launchers/routes/flashinfer.py", ("tests/launchers/test_routes.py", "tests/launchers/test_route_defaults.py")),
     # What a launcher trusts at start-up besides the profile: the node's identity and its software.

@@ -13,13 +13,8 @@ import dataclasses
 import pytest
 from priced_profiles import FINGERPRINT, TOKENS, priced_profile, scaled, times
 
-from topo_gate.launchers.common import (
-    LaunchPlanParts,
-    fallback_plan,
-    follow_profile,
-    node_capability,
-    read_profile,
-)
+from topo_gate.launchers.common import LaunchPlanParts
+from topo_gate.launchers.follow import fallback_plan, follow_profile, node_capability, read_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
 

@@ -15,7 +15,8 @@ import pytest
 from priced_profiles import FINGERPRINT, priced_profile, scaled, times
 
 from topo_gate.cli import main
-from topo_gate.launchers.common import LaunchPlanParts, follow_profile, read_profile
+from topo_gate.launchers.common import LaunchPlanParts
+from topo_gate.launchers.follow import follow_profile, read_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
 from topo_gate.plugins import fallback_mode

@@ -6,7 +6,7 @@ import json
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 import yaml
@@ -18,12 +18,13 @@ from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan, nccl_plan
 from topo_gate.launchers.cmdline import CmdlineError, tp_disagreement
 from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS, PATTERNS
 from topo_gate.launchers.detect import tp_from_command
-from topo_gate.launchers.workload import DEFAULT_WORKLOAD, WorkloadError, lookup_workload
+from topo_gate.launchers.explain import Row
+from topo_gate.launchers.explain import render as render_explain
+from topo_gate.launchers.explain import rows as explain_rows
+from topo_gate.launchers.explain import totals as explain_totals
+from topo_gate.launchers.workload import DEFAULT_WORKLOAD, Workload, WorkloadError, lookup_workload
 from topo_gate.launchers.workload import PRESETS as WORKLOADS
 from topo_gate.models import UnknownModel, lookup_model
-
-if TYPE_CHECKING:  # the explain module is imported when a command explains
-    from topo_gate.launchers.explain import Row
 
 FORMATS = ("args", "env", "json", "yaml")
 
@@ -185,12 +186,9 @@ def check_workload(value: str | None) -> None:
 
 def explain_data(plan: LaunchPlan) -> tuple[list[Row], dict[str, Any]]:
     """``--explain``'s rows and workload totals for a plan that follows the profile (empty otherwise)."""
-    from topo_gate.launchers.explain import rows, totals
-    from topo_gate.launchers.workload import Workload
-
     if plan.choice is None or not isinstance(plan.workload, Workload):
         return [], {}
-    return rows(plan.choice), totals(plan.choice, plan.workload, plan.launcher)
+    return explain_rows(plan.choice), explain_totals(plan.choice, plan.workload, plan.launcher)
 
 
 def strict_failure(plan: LaunchPlan) -> None:
@@ -348,8 +346,6 @@ def command(
 ) -> None:
     """Print the flags, env and config of LAUNCHER's cheapest plan for PROFILE at TP size --tp that is
     nowhere slower than the launcher's own default."""
-    from topo_gate.launchers.explain import render as render_explain
-
     served_hidden(hidden, model)
     check_workload(workload)
     # recommend plans for the profile's node class, not for this machine: the node is not read.

@@ -26,7 +26,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from topo_gate.launchers import knobs
-from topo_gate.launchers.common import PATTERNS, LaunchPlan, LaunchPlanParts, Reading, follow_profile
+from topo_gate.launchers.common import PATTERNS, LaunchPlanParts, Reading
+from topo_gate.launchers.follow import LaunchPlan, follow_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
 from topo_gate.launchers.workload import Workload

@@ -26,9 +26,11 @@ from typing import Any
 
 from topo_gate._units import human_bytes
 from topo_gate.launchers import knobs
-from topo_gate.launchers.common import PATTERNS, LaunchPlan, LaunchPlanParts, Reading, follow_profile
+from topo_gate.launchers.common import PATTERNS, LaunchPlanParts, Reading
+from topo_gate.launchers.follow import LaunchPlan, follow_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
+from topo_gate.launchers.routes.vllm import pass_config
 from topo_gate.launchers.workload import Workload
 
 LAUNCHER = "vllm"
@@ -103,8 +105,6 @@ def vllm_plan(
 
 def _user_pass_keys(user: Knobs) -> set[str]:
     """The pass_config keys the user's own compilation config sets."""
-    from topo_gate.launchers.routes.vllm import pass_config
-
     return set(pass_config(user))
 
 
