@@ -13,7 +13,7 @@ import dataclasses
 import pytest
 from priced_profiles import FINGERPRINT, TOKENS, priced_profile, scaled, times
 
-from topo_gate.launchers.common import LaunchPlanParts
+from topo_gate.launchers.common import LaunchPlanParts, PlanRequest
 from topo_gate.launchers.follow import fallback_plan, follow_profile, node_capability, read_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
@@ -27,7 +27,7 @@ FORCED = LaunchPlanParts(args=("--nccl",), env={"X": "0"}, notes=("forced",), co
 
 
 def read(profile, **kwargs):
-    return read_profile(profile, tp=2, gpus=None, strict=False, fingerprint=FINGERPRINT, **kwargs)
+    return read_profile(PlanRequest(profile, tp=2, fingerprint=FINGERPRINT, **kwargs))
 
 
 def test_both_price_tables_and_the_trial_shape_are_read() -> None:
@@ -160,11 +160,12 @@ def test_following_a_profile_puts_the_readers_warnings_before_the_plans_notes(mo
     monkeypatch.delenv("TOPO_GATE_NODE_FINGERPRINT", raising=False)
     # SGLang on SM 9.0 TP2, no model: the fused pattern left out; the offered knob set changes nothing
     # measurable (PCIe IPC sits behind custom all-reduce v2, which takes every size it could): no knobs.
+    request = PlanRequest(
+        priced_profile(TABLES), tp=2, fallback="nccl", fingerprint=FINGERPRINT, patterns=("allreduce",)
+    )
     plan = follow_profile(
-        "sglang", FORCED, _offer(Knobs(args=("--disable-custom-all-reduce",)), "off"),
-        priced_profile(TABLES), tp=2, gpus=None, strict=False, fallback="nccl",
-        fingerprint=FINGERPRINT, patterns=("allreduce",),
-    )  # fmt: skip
+        "sglang", FORCED, _offer(Knobs(args=("--disable-custom-all-reduce",)), "off"), request
+    )
     assert (plan.fallback, plan.reason, plan.launcher_version_pinned) == (
         False,
         "following the profile",
@@ -194,12 +195,13 @@ def _trtllm(factor: float):
         "allreduce": {"nccl": nccl, "trtllm_oneshot": times(nccl, factor)},
         "allreduce_rmsnorm": {"nccl": times(nccl, 1.2), "trtllm_fused_oneshot": times(nccl, factor)},
     }
-    return follow_profile(
-        "trtllm", FORCED, _offer(Knobs(config={"allreduce_strategy": "NCCL"}), "nccl"),
-        priced_profile(tables, tokens=ladder), tp=2, gpus=None, strict=False, fallback="nccl",
-        fingerprint=FINGERPRINT, patterns=("allreduce", "allreduce_rmsnorm"), model="qwen3-32b",
-        user_env={"TLLM_DISABLE_ALLREDUCE_AUTOTUNE": "1"},
+    request = PlanRequest(
+        priced_profile(tables, tokens=ladder), tp=2, fallback="nccl", fingerprint=FINGERPRINT,
+        model="qwen3-32b", user_env={"TLLM_DISABLE_ALLREDUCE_AUTOTUNE": "1"},
     )  # fmt: skip
+    return follow_profile(
+        "trtllm", FORCED, _offer(Knobs(config={"allreduce_strategy": "NCCL"}), "nccl"), request
+    )
 
 
 def test_a_knob_set_slower_than_the_default_is_not_the_plan() -> None:
@@ -220,9 +222,8 @@ def test_a_knob_set_that_saves_is_the_plan_with_its_notes() -> None:
 def test_a_bad_fallback_mode_is_refused_before_anything_is_read() -> None:
     with pytest.raises(ValueError, match="fallback must be one of launcher-default, nccl, not 'auto'"):
         follow_profile(
-            "vllm", FORCED, _offer(Knobs(), "x"), "absent.yaml", tp=2, gpus=None, strict=False,
-            fallback="auto", fingerprint=None, patterns=("allreduce",),
-        )  # fmt: skip
+            "vllm", FORCED, _offer(Knobs(), "x"), PlanRequest("absent.yaml", tp=2, fallback="auto")
+        )
 
 
 def test_plans_readings_and_parts_cannot_be_changed_after_the_fact() -> None:
@@ -244,10 +245,10 @@ def test_plans_readings_and_parts_cannot_be_changed_after_the_fact() -> None:
 def test_a_named_model_supplies_its_hidden_size_architecture_and_layers(unknown: str) -> None:
     # --model qwen3-32b is a preset (hidden 5120, 64 layers, Qwen3ForCausalLM): the plan must not
     # warn that any of the three is unknown, as it does without a model.
-    plan = follow_profile(
-        "vllm", FORCED, _offer(Knobs(), "x"), priced_profile(TABLES), tp=2, gpus=None, strict=False, fallback="nccl",
-        fingerprint=FINGERPRINT, patterns=("allreduce", "allreduce_rmsnorm"), model="qwen3-32b", user_env={},
-    )  # fmt: skip
+    request = PlanRequest(
+        priced_profile(TABLES), tp=2, fallback="nccl", fingerprint=FINGERPRINT, model="qwen3-32b", user_env={}
+    )
+    plan = follow_profile("vllm", FORCED, _offer(Knobs(), "x"), request)
     assert plan.fallback is False
     assert not [note for note in plan.notes if note.startswith(unknown)], plan.notes
 
@@ -265,11 +266,15 @@ def test_a_named_model_supplies_its_hidden_size_architecture_and_layers(unknown:
 def test_the_users_own_env_that_cannot_be_modelled_is_a_fallback_that_says_so(env: dict, why: str) -> None:
     # The launcher's default cannot be priced when the user's own env cannot be routed: the plan is a
     # fallback (here NCCL forced) naming the env var, never a crash of the planner.
-    plan = follow_profile(
-        "vllm", FORCED, _offer(Knobs(), "x"), priced_profile(TABLES), tp=2, gpus=None, strict=False,
-        fallback="nccl", fingerprint=FINGERPRINT, patterns=("allreduce", "allreduce_rmsnorm"),
-        model="qwen3-32b", user_env=env,
-    )  # fmt: skip
+    request = PlanRequest(
+        priced_profile(TABLES),
+        tp=2,
+        fallback="nccl",
+        fingerprint=FINGERPRINT,
+        model="qwen3-32b",
+        user_env=env,
+    )
+    plan = follow_profile("vllm", FORCED, _offer(Knobs(), "x"), request)
     assert plan.fallback is True
     assert plan.reason.startswith(f"your own flags or env cannot be modelled: {why}")
     assert (plan.args, dict(plan.env), plan.notes) == (("--nccl",), {"X": "0"}, ("forced",))

@@ -1,5 +1,5 @@
-"""How every planner reads its profile when the caller says little: the defaults of ``read_profile``
-and ``follow_profile`` (a node that is not verified, software that drifted, no fallback named), a
+"""How every planner reads its profile when the caller says little: the defaults of ``PlanRequest``
+as ``read_profile`` and ``follow_profile`` take them (a node that is not verified, software that drifted, no fallback named), a
 profile set in place of a file, and a command line the launcher itself would refuse.
 
 Each default is the fail-closed one: left unsaid, a planner does not trust a node it cannot verify,
@@ -15,7 +15,7 @@ import pytest
 from priced_profiles import FINGERPRINT, priced_profile, scaled, times
 
 from topo_gate.cli import main
-from topo_gate.launchers.common import LaunchPlanParts
+from topo_gate.launchers.common import LaunchPlanParts, PlanRequest
 from topo_gate.launchers.follow import follow_profile, read_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
@@ -44,12 +44,9 @@ def nothing_offered(reading, tp, user):
 
 
 def follow(profile, **options):
-    """A vLLM plan for TP 2 with only the options a test names beyond the required ones."""
-    required = {"gpus": None, "strict": False, "fallback": "nccl", "fingerprint": FINGERPRINT}
-    return follow_profile(
-        "vllm", FORCED, nothing_offered, profile, tp=2, patterns=("allreduce", "allreduce_rmsnorm"),
-        **{**required, **options},
-    )  # fmt: skip
+    """A vLLM plan for TP 2, NCCL forced on a fallback, for this node unless a test says otherwise."""
+    request = PlanRequest(profile, tp=2, **{"fallback": "nccl", "fingerprint": FINGERPRINT, **options})
+    return follow_profile("vllm", FORCED, nothing_offered, request)
 
 
 def drifted_profile():
@@ -64,7 +61,7 @@ def drifted_profile():
 
 
 def test_by_default_a_node_that_cannot_be_verified_is_a_fallback() -> None:
-    reading = read_profile(priced_profile(TABLES), tp=2)
+    reading = read_profile(PlanRequest(priced_profile(TABLES), tp=2))
     assert reading.fallback_reason is not None and reading.fallback_reason.startswith(
         f"allreduce: {UNVERIFIED}"
     )
@@ -74,15 +71,15 @@ def test_by_default_a_node_that_cannot_be_verified_is_a_fallback() -> None:
 
 
 def test_trusting_an_unverified_node_is_asked_for_and_then_warned_about() -> None:
-    reading = read_profile(priced_profile(TABLES), tp=2, trust_unverified_node=True)
+    reading = read_profile(PlanRequest(priced_profile(TABLES), tp=2, trust_unverified_node=True))
     assert reading.fallback_reason is None and reading.warnings[0].startswith(UNVERIFIED)
 
 
 def test_by_default_drifted_software_is_a_warning_and_strict_makes_it_a_fallback() -> None:
     drift = f"software changed since the profile was measured: torch 1.0.0 -> {current_version('torch')}"
-    reading = read_profile(drifted_profile(), tp=2, fingerprint=FINGERPRINT)
+    reading = read_profile(PlanRequest(drifted_profile(), tp=2, fingerprint=FINGERPRINT))
     assert reading.fallback_reason is None and drift in reading.warnings
-    strict = read_profile(drifted_profile(), tp=2, fingerprint=FINGERPRINT, strict=True)
+    strict = read_profile(PlanRequest(drifted_profile(), tp=2, fingerprint=FINGERPRINT, strict=True))
     assert strict.fallback_reason == f"allreduce: strict: {drift}"  # the first pattern read
 
 
@@ -119,7 +116,7 @@ def test_a_profile_set_gives_the_member_made_for_this_node(
     if given == "env":
         monkeypatch.setenv(FINGERPRINT_ENV, FINGERPRINT)
     fingerprint = FINGERPRINT if given == "argument" else None
-    reading = read_profile(str(profile_set), tp=2, fingerprint=fingerprint)
+    reading = read_profile(PlanRequest(str(profile_set), tp=2, fingerprint=fingerprint))
     assert reading.fallback_reason is None
     assert reading.warnings[0] == f"using profile set {profile_set}: here.yaml"
     assert sorted(reading.tables) == ["allreduce", "allreduce_rmsnorm"]
@@ -127,7 +124,7 @@ def test_a_profile_set_gives_the_member_made_for_this_node(
 
 def test_a_profile_set_without_this_nodes_member_is_a_fallback_that_says_so(profile_set: Path) -> None:
     (profile_set / "here.yaml").unlink()
-    reading = read_profile(profile_set, tp=2, fingerprint=FINGERPRINT)
+    reading = read_profile(PlanRequest(profile_set, tp=2, fingerprint=FINGERPRINT))
     assert reading.fallback_reason is not None and reading.fallback_reason.startswith(
         f"profile set {profile_set}"
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -14,7 +13,7 @@ import yaml
 from topo_gate._terminal import shown, shown_lines
 from topo_gate.cli._errors import ExitCode, fail, inert
 from topo_gate.cli._params import bounded
-from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan, nccl_plan
+from topo_gate.launchers import LAUNCHERS, PLANNERS, LaunchPlan, PlanRequest, nccl_plan
 from topo_gate.launchers.cmdline import CmdlineError, tp_disagreement
 from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS, PATTERNS
 from topo_gate.launchers.detect import tp_from_command
@@ -118,54 +117,18 @@ def requested_patterns(pattern: str) -> tuple[str, ...]:
     return PATTERNS if pattern == "all" else (pattern,)
 
 
-@dataclass(frozen=True)
-class ProfileReading:
-    """How a command has the profile read and the plan priced (the planners' arguments)."""
-
-    gpus: list[int] | None
-    strict: bool
-    patterns: tuple[str, ...]
-    fingerprint: str | None
-    trust_unverified_node: bool  # recommend plans from anywhere; exec has verified the node
-    workload: str | None = None
-
-    def plan(
-        self,
-        launcher: str,
-        profile: str,
-        *,
-        tp: int,
-        fallback: str,
-        hidden: int | None,
-        model: str | None,
-        user_args: Sequence[str],
-        user_env: Mapping[str, str],
-    ) -> LaunchPlan:
-        """``launcher``'s plan for ``profile`` at ``tp`` for the served model (``hidden`` or ``model``),
-        priced against the launcher's default with the user's own args and env; exit 2 or 3 for an
-        unusable ``--workload``; the launcher's own TP size in ``user_args`` must agree with ``tp``."""
-        problem = _tp_problem(launcher, tp, user_args)
-        if problem:
-            return nccl_plan(launcher, problem, fallback=fallback)
-        try:
-            return PLANNERS[launcher](
-                profile,
-                tp=tp,
-                fallback=fallback,
-                hidden=hidden,
-                model=model,
-                gpus=self.gpus,
-                strict=self.strict,
-                fingerprint=self.fingerprint,
-                patterns=self.patterns,
-                trust_unverified_node=self.trust_unverified_node,
-                user_args=user_args,
-                user_env=user_env,
-                workload=self.workload,
-            )
-        except WorkloadError as error:
-            code = ExitCode.USAGE if str(error).startswith("unknown workload") else ExitCode.UNREADABLE
-            raise fail(code, f"--workload: {error}") from None
+def plan_command(launcher: str, request: PlanRequest) -> LaunchPlan:
+    """``launcher``'s plan for ``request``, as a command gives it: the launcher's own TP size in
+    ``request.user_args`` must agree with ``request.tp`` (else the fallback, saying so); exit 2 or 3
+    for an unusable ``--workload``."""
+    problem = _tp_problem(launcher, request.tp, request.user_args)
+    if problem:
+        return nccl_plan(launcher, problem, fallback=request.fallback)
+    try:
+        return PLANNERS[launcher](request)
+    except WorkloadError as error:
+        code = ExitCode.USAGE if str(error).startswith("unknown workload") else ExitCode.UNREADABLE
+        raise fail(code, f"--workload: {error}") from None
 
 
 def _tp_problem(launcher: str, tp: int, user_args: Sequence[str]) -> str | None:
@@ -351,24 +314,22 @@ def command(
     # recommend plans for the profile's node class, not for this machine: the node is not read.
     # gate() takes --node-fingerprint, else TOPO_GATE_NODE_FINGERPRINT if set (still checked);
     # otherwise the node is trusted unverified and the plan says so (a profile set cannot pick a member).
-    reading = ProfileReading(
-        gpus=gpus,
-        strict=strict,
-        patterns=requested_patterns(pattern),
-        fingerprint=node_fingerprint,
-        trust_unverified_node=True,
-        workload=workload,
-    )
-    plan = reading.plan(
-        launcher,
+    request = PlanRequest(
         profile,
         tp=tp,
+        gpus=gpus,
+        strict=strict,
         fallback=fallback,
+        fingerprint=node_fingerprint,
+        patterns=requested_patterns(pattern),
         hidden=hidden,
         model=model,
+        trust_unverified_node=True,
         user_args=launcher_args,
         user_env=launcher_env,
+        workload=workload,
     )
+    plan = plan_command(launcher, request)
     if strict and plan.fallback:
         strict_failure(plan)
     fmt = "json" if as_json else fmt

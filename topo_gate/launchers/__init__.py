@@ -5,7 +5,7 @@ Pure mapping (no torch, click or rich): ``sglang_plan``, ``vllm_plan``, ``trtllm
 """
 
 from topo_gate.launchers import sglang, trtllm, vllm
-from topo_gate.launchers.common import check_fallback_mode
+from topo_gate.launchers.common import PlanRequest, check_fallback_mode
 from topo_gate.launchers.follow import LaunchPlan, fallback_plan
 from topo_gate.launchers.knobs import LAUNCHERS, PINNED
 from topo_gate.launchers.sglang import sglang_plan
@@ -20,6 +20,7 @@ __all__ = [
     "PINNED",
     "PLANNERS",
     "LaunchPlan",
+    "PlanRequest",
     "nccl_plan",
     "sglang_plan",
     "trtllm_plan",

@@ -1,18 +1,20 @@
-"""What every launcher planner shares, below the pricing (``planning``) and the flow (``follow``): the
-patterns, the fallback modes, the dtypes' element sizes, the profile facts a planner prices from
-(``Reading``) and the parts of a forced plan (``LaunchPlanParts``).
+"""What every launcher planner shares, below the pricing (``planning``) and the flow (``follow``): what a
+planner is asked (``PlanRequest``), the patterns, the fallback modes, the dtypes' element sizes, the
+profile facts a planner prices from (``Reading``) and the parts of a forced plan (``LaunchPlanParts``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from topo_gate.launchers.pricing import PriceTable
 
 if TYPE_CHECKING:
-    from topo_gate.profile.schema import Rule
+    from topo_gate.launchers.workload import Workload
+    from topo_gate.profile.schema import Profile, Rule
 
 PATTERNS = ("allreduce", "allreduce_rmsnorm")
 #: What a plan does when the profile cannot be used: the first is the default.
@@ -20,6 +22,56 @@ FALLBACKS = ("launcher-default", "nccl")
 DEFAULT_FALLBACK = FALLBACKS[0]
 # Element sizes of the dtypes a profile's trials may use; a launcher's token caps become bytes with them.
 ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What a planner is asked: one launcher's plan from a profile at one TP size, for a served model,
+    priced against what the user's own command line and environment run by default.
+
+    ``PlanRequest("node.yaml", tp=4, model="llama-3-70b")``: the profile is the one positional field.
+
+    - ``profile``: a profile file's path, a loaded ``Profile``, or a profile set's directory (its
+      member for this node's fingerprint is used).
+    - ``tp``: the tensor-parallel size planned for.
+    - ``gpus``: the TP group's NVML indices; None: ``0..tp-1``, the launcher's default group.
+    - ``strict``: software drift or a node trusted unverified makes the plan a fallback, not a warning.
+    - ``fallback``: what a plan that cannot follow the profile does (``FALLBACKS``):
+      ``"launcher-default"`` changes nothing, ``"nccl"`` forces NCCL.
+    - ``fingerprint``: this node's (``topo-gate topo`` prints it), which must be the profile's;
+      None: env ``TOPO_GATE_NODE_FINGERPRINT``, as ``topo-gate exec`` sets it.
+    - ``patterns``: the patterns planned; the paths of the others stay at the launcher's default.
+    - ``hidden``: the served model's hidden size, in which the launchers count their token limits;
+      None: ``model``'s, else the profile's trial hidden size (with a warning).
+    - ``model``: a served-model preset (``topo_gate.models``): its hidden size, layers and architecture.
+    - ``trust_unverified_node``: with no fingerprint known, plan for the profile's node class (with a
+      warning) instead of falling back; for a caller that plans for another machine (``recommend``).
+    - ``user_args``: the user's launcher command line, or just its flags: the default is priced with
+      them, and a knob they set is theirs.
+    - ``user_env``: the user's launcher environment, likewise; None: this process's ``os.environ``.
+    - ``workload``: what the plan is priced over: a preset name, a YAML file or a ``Workload``;
+      None: the default preset for ``tp``.
+    - ``layers``: the served model's decoder layers; None: ``model``'s, else a step of 32 (with a note).
+    - ``architecture``: the served model's HF ``architectures[0]``; None: ``model``'s, else the sizes a
+      launcher routes by architecture are left to its default (with a note).
+    """
+
+    profile: str | os.PathLike[str] | Profile
+    _: KW_ONLY
+    tp: int
+    gpus: Sequence[int] | None = None
+    strict: bool = False
+    fallback: str = DEFAULT_FALLBACK
+    fingerprint: str | None = None
+    patterns: Sequence[str] = PATTERNS
+    hidden: int | None = None
+    model: str | None = None
+    trust_unverified_node: bool = False
+    user_args: Sequence[str] = ()
+    user_env: Mapping[str, str] | None = None
+    workload: str | Workload | None = None
+    layers: int | None = None
+    architecture: str | None = None
 
 
 @dataclass(frozen=True)

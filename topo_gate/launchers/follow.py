@@ -17,7 +17,14 @@ from typing import Any
 
 from topo_gate.launchers import knobs
 from topo_gate.launchers.cmdline import CmdlineError, user_knobs
-from topo_gate.launchers.common import ITEMSIZE, PATTERNS, LaunchPlanParts, Reading, check_fallback_mode
+from topo_gate.launchers.common import (
+    ITEMSIZE,
+    PATTERNS,
+    LaunchPlanParts,
+    PlanRequest,
+    Reading,
+    check_fallback_mode,
+)
 from topo_gate.launchers.costmodel import DEFAULT_LAYERS, EMBEDDING_FUSED_LAUNCHERS, Step
 from topo_gate.launchers.explain import estimate_line
 from topo_gate.launchers.planning import Candidate, Choice, choose
@@ -71,19 +78,12 @@ class LaunchPlan:
         }
 
 
-def read_profile(
-    profile: Any,
-    *,
-    tp: int,
-    gpus: Any = None,
-    strict: bool = False,
-    fingerprint: str | None = None,
-    patterns: Sequence[str] = PATTERNS,
-    trust_unverified_node: bool = False,
-) -> Reading:
-    """Ask the reader for both patterns and read their measurement tables; never raises (the reader
-    does not, and loading is guarded). The patterns not in ``patterns`` are ``fixed``: a plan leaves
-    their paths at the default. ``trust_unverified_node``: see ``gate()``."""
+def read_profile(request: PlanRequest) -> Reading:
+    """Ask the reader for both patterns of ``request.profile`` at ``request.tp`` and read their
+    measurement tables; never raises (the reader does not, and loading is guarded). The patterns not
+    in ``request.patterns`` are ``fixed``: a plan leaves their paths at the default."""
+    profile: Any = request.profile
+    tp, patterns, fingerprint = request.tp, request.patterns, request.fingerprint
     set_notes: tuple[str, ...] = ()
     if isinstance(profile, (str, os.PathLike)) and is_profile_set(profile):
         chosen = choose_member(profile, fingerprint or os.environ.get(FINGERPRINT_ENV))
@@ -108,10 +108,10 @@ def read_profile(
             profile,
             tp=tp,
             pattern=pattern,
-            gpus=gpus,
-            strict=strict,
+            gpus=request.gpus,
+            strict=request.strict,
             fingerprint=fingerprint,
-            trust_unverified_node=trust_unverified_node,
+            trust_unverified_node=request.trust_unverified_node,
         )
         warnings.extend(w for w in decision.warnings if w not in warnings)
         if decision.fallback:
@@ -196,17 +196,12 @@ def fallback_plan(
     )
 
 
-def served_model(
-    reading: Reading,
-    *,
-    hidden: int | None,
-    model: str | None,
-    layers: int | None = None,
-    architecture: str | None = None,
-) -> tuple[Reading, tuple[str, ...]]:
-    """``reading`` with the served model: its hidden size (``hidden``, else ``model``'s preset, else the
-    profile's, with a warning: every launcher has a limit counted in tokens of the served model) and,
-    from the preset, its layer count and architecture (some launchers route by architecture)."""
+def served_model(reading: Reading, request: PlanRequest) -> tuple[Reading, tuple[str, ...]]:
+    """``reading`` with the served model: its hidden size (``request.hidden``, else the ``model``
+    preset's, else the profile's, with a warning: every launcher has a limit counted in tokens of the
+    served model) and, from the preset, its layer count and architecture (some launchers route by
+    architecture)."""
+    model, hidden, layers, architecture = request.model, request.hidden, request.layers, request.architecture
     preset = lookup_model(model) if model is not None else None
     if layers is None and preset is not None:
         layers = preset.layers
@@ -235,39 +230,18 @@ def follow_profile(
     launcher: str,
     forced: LaunchPlanParts,
     candidates: Callable[[Reading, int, Knobs], Sequence[Candidate]],
-    profile: Any,
-    *,
-    tp: int,
-    gpus: Any,
-    strict: bool,
-    fallback: str,
-    fingerprint: str | None,
-    patterns: Sequence[str],
-    hidden: int | None = None,
-    model: str | None = None,
-    trust_unverified_node: bool = False,
-    user_args: Sequence[str] = (),
-    user_env: Mapping[str, str] | None = None,
-    workload: str | Workload | None = None,
-    layers: int | None = None,
-    architecture: str | None = None,
+    request: PlanRequest,
 ) -> LaunchPlan:
-    """The shape every planner shares: read the profile (any fallback: ``fallback_plan``), then price
-    the launcher's ``candidates`` against its default for the user's own args and env (``planning``),
-    with the reader's warnings ahead of the plan's notes. Raises ``WorkloadError`` for an unusable
-    ``workload``."""
+    """The shape every planner shares: read the profile (any fallback: ``fallback_plan``, forcing
+    ``forced`` under ``fallback="nccl"``), then price the launcher's ``candidates`` against its default
+    for the user's own args and env (``planning``), with the reader's warnings ahead of the plan's
+    notes. ``ValueError`` for a fallback mode not in ``FALLBACKS``, ``WorkloadError`` for an unusable
+    ``request.workload``."""
+    tp, fallback, workload = request.tp, request.fallback, request.workload
     check_fallback_mode(fallback)
     version = knobs.PINNED[launcher]
     chosen_workload = workload if isinstance(workload, Workload) else lookup_workload(workload, tp)
-    reading = read_profile(
-        profile,
-        tp=tp,
-        gpus=gpus,
-        strict=strict,
-        fingerprint=fingerprint,
-        patterns=patterns,
-        trust_unverified_node=trust_unverified_node,
-    )
+    reading = read_profile(request)
     if reading.fallback_reason is not None:
         return fallback_plan(
             launcher,
@@ -277,12 +251,10 @@ def follow_profile(
             forced=forced,
             warnings=reading.warnings,
         )
-    reading, model_notes = served_model(
-        reading, hidden=hidden, model=model, layers=layers, architecture=architecture
-    )
-    environ = os.environ if user_env is None else user_env
+    reading, model_notes = served_model(reading, request)
+    environ = os.environ if request.user_env is None else request.user_env
     try:
-        user = user_knobs(launcher, user_args, environ)
+        user = user_knobs(launcher, request.user_args, environ)
     except CmdlineError as error:
         return fallback_plan(
             launcher,

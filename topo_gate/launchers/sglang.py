@@ -21,16 +21,13 @@ refuse them anyway.
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from topo_gate.launchers import knobs
-from topo_gate.launchers.common import PATTERNS, LaunchPlanParts, Reading
+from topo_gate.launchers.common import LaunchPlanParts, PlanRequest, Reading
 from topo_gate.launchers.follow import LaunchPlan, follow_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
-from topo_gate.launchers.workload import Workload
 
 LAUNCHER = "sglang"
 FUSION_FLAGS = ("--flashinfer-allreduce-fusion-backend", "--enforce-disable-flashinfer-allreduce-fusion")
@@ -56,46 +53,10 @@ FORCE_NCCL = LaunchPlanParts(
 Option = tuple[tuple[str, ...], Mapping[str, str], str]  # args, env, note
 
 
-def sglang_plan(
-    profile: str | os.PathLike[str] | Any,
-    *,
-    tp: int,
-    gpus: Any = None,
-    strict: bool = False,
-    fallback: str = "launcher-default",
-    fingerprint: str | None = None,
-    patterns: Sequence[str] = PATTERNS,
-    hidden: int | None = None,
-    model: str | None = None,
-    trust_unverified_node: bool = False,
-    user_args: Sequence[str] = (),
-    user_env: Mapping[str, str] | None = None,
-    workload: str | Workload | None = None,
-    layers: int | None = None,
-    architecture: str | None = None,
-) -> LaunchPlan:
-    """The SGLang args/env that follow ``profile`` at TP size ``tp`` for the served model (``hidden``
-    or ``model``), priced against SGLang's default with the user's own args and env."""
-    return follow_profile(
-        LAUNCHER,
-        FORCE_NCCL,
-        candidates,
-        profile,
-        tp=tp,
-        gpus=gpus,
-        strict=strict,
-        fallback=fallback,
-        fingerprint=fingerprint,
-        patterns=patterns,
-        hidden=hidden,
-        model=model,
-        trust_unverified_node=trust_unverified_node,
-        user_args=user_args,
-        user_env=user_env,
-        workload=workload,
-        layers=layers,
-        architecture=architecture,
-    )
+def sglang_plan(request: PlanRequest) -> LaunchPlan:
+    """The SGLang args/env that follow ``request.profile`` at its TP size for the served model, priced
+    against SGLang's default with the user's own args and env."""
+    return follow_profile(LAUNCHER, FORCE_NCCL, candidates, request)
 
 
 def _sets(user: Knobs, flags: Sequence[str] = (), env: Sequence[str] = ()) -> bool:

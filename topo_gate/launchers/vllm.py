@@ -20,18 +20,16 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from topo_gate._units import human_bytes
 from topo_gate.launchers import knobs
-from topo_gate.launchers.common import PATTERNS, LaunchPlanParts, Reading
+from topo_gate.launchers.common import LaunchPlanParts, PlanRequest, Reading
 from topo_gate.launchers.follow import LaunchPlan, follow_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
 from topo_gate.launchers.routes.vllm import pass_config
-from topo_gate.launchers.workload import Workload
 
 LAUNCHER = "vllm"
 COMPILATION_FLAGS = ("--compilation-config", "-cc")
@@ -61,46 +59,10 @@ FORCE_NCCL = LaunchPlanParts(
 Option = tuple[tuple[str, ...], Mapping[str, str], str, Mapping[str, Any]]  # args, env, note, pass_config
 
 
-def vllm_plan(
-    profile: str | os.PathLike[str] | Any,
-    *,
-    tp: int,
-    gpus: Any = None,
-    strict: bool = False,
-    fallback: str = "launcher-default",
-    fingerprint: str | None = None,
-    patterns: Sequence[str] = PATTERNS,
-    hidden: int | None = None,
-    model: str | None = None,
-    trust_unverified_node: bool = False,
-    user_args: Sequence[str] = (),
-    user_env: Mapping[str, str] | None = None,
-    workload: str | Workload | None = None,
-    layers: int | None = None,
-    architecture: str | None = None,
-) -> LaunchPlan:
-    """The vLLM args/env that follow ``profile`` at TP size ``tp`` for the served model (``hidden``
-    or ``model``), priced against vLLM's default with the user's own args and env."""
-    return follow_profile(
-        LAUNCHER,
-        FORCE_NCCL,
-        candidates,
-        profile,
-        tp=tp,
-        gpus=gpus,
-        strict=strict,
-        fallback=fallback,
-        fingerprint=fingerprint,
-        patterns=patterns,
-        hidden=hidden,
-        model=model,
-        trust_unverified_node=trust_unverified_node,
-        user_args=user_args,
-        user_env=user_env,
-        workload=workload,
-        layers=layers,
-        architecture=architecture,
-    )
+def vllm_plan(request: PlanRequest) -> LaunchPlan:
+    """The vLLM args/env that follow ``request.profile`` at its TP size for the served model, priced
+    against vLLM's default with the user's own args and env."""
+    return follow_profile(LAUNCHER, FORCE_NCCL, candidates, request)
 
 
 def _user_pass_keys(user: Knobs) -> set[str]:
