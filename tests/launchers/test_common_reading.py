@@ -20,9 +20,10 @@ from topo_gate.launchers.follow import follow_profile, read_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
 from topo_gate.plugins import fallback_mode
-from topo_gate.profile import dump_profile
+from topo_gate.profile import compute_digest, dump_profile, reader
 from topo_gate.profile.drift import current_version
 from topo_gate.profile.reader import FINGERPRINT_ENV
+from topo_gate.profile.yaml_format import to_yaml
 
 NCCL = scaled(8.0, 0.01)
 TABLES = {
@@ -92,6 +93,54 @@ def test_with_no_fallback_named_a_plan_that_cannot_follow_its_profile_changes_no
     out, err = capsys.readouterr()
     assert code == 0 and out == "\n"
     assert "FALLBACK (launcher-default)" in err
+
+
+# -- read once --------------------------------------------------------------------------------------------
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, calls: dict[str, int]) -> None:
+    real = getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls[name] = calls.get(name, 0) + 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+
+
+def test_a_plan_verifies_a_loaded_profile_once_for_both_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
+    profile = priced_profile(TABLES)
+    calls: dict[str, int] = {}
+    for name in ("compute_digest", "check_semantics"):
+        _counting(monkeypatch, reader, name, calls)
+    plan = follow(profile)
+    assert not plan.fallback, plan.reason
+    assert calls == {"compute_digest": 1, "check_semantics": 1}
+
+
+def test_a_plan_loads_a_profile_file_once_for_both_patterns(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "node.yaml"
+    dump_profile(priced_profile(TABLES), path)
+    calls: dict[str, int] = {}
+    _counting(monkeypatch, reader._CACHE, "load", calls)
+    plan = follow(path)
+    assert not plan.fallback, plan.reason
+    assert calls == {"load": 1}
+
+
+def test_a_newer_minor_with_fields_this_reader_does_not_know_is_planned_from(tmp_path: Path) -> None:
+    # The file's digest covers the unknown fields, which the loaded Profile drops: the planner reads the
+    # file as gate() does, once, and never re-seals the loaded object against the file's digest.
+    data = priced_profile(TABLES).to_dict()
+    del data["digest"]
+    data["schema"] = "topo-gate/profile/v1.9"
+    data["added_in_v1_9"] = [1, 2, 3]
+    path = tmp_path / "v1.9.yaml"
+    path.write_text(to_yaml({**data, "digest": compute_digest(data)}), encoding="utf-8")
+    plan = follow(path)
+    assert not plan.fallback, plan.reason
 
 
 # -- a profile set in place of a file ---------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """A planner's flow, shared by every launcher: read the profile for one TP size, price the launcher's
 candidates against its default (``planning``), and return the ``LaunchPlan``.
 
-The reader (``topo_gate.gate``) is asked for both patterns; any fallback there (missing, invalid, tampered, foreign profile, TP not measured, node mismatch),
+The profile is read once (``topo_gate.profile.admit``) and both patterns' decisions are taken from it;
+any fallback there (missing, invalid, tampered, foreign profile, TP not measured, node mismatch),
 or a profile without measurement tables for the TP size, makes the plan a *fallback*: by default
 nothing is changed and the launcher runs as it would without topo-gate (``fallback="launcher-default"``:
 nothing measured, nothing changed), with the reason; ``fallback="nccl"`` forces NCCL instead, for
@@ -33,9 +34,8 @@ from topo_gate.launchers.routes import Knobs, RouteError
 from topo_gate.launchers.routes.nccl import NVLS_ENV
 from topo_gate.launchers.workload import Workload, lookup_workload
 from topo_gate.models import lookup_model
-from topo_gate.profile.io import load_profile
 from topo_gate.profile.profile_set import choose_member, is_profile_set
-from topo_gate.profile.reader import FINGERPRINT_ENV, gate
+from topo_gate.profile.reader import FINGERPRINT_ENV, admit
 from topo_gate.profile.schema import Rule
 
 
@@ -79,47 +79,45 @@ class LaunchPlan:
 
 
 def read_profile(request: PlanRequest) -> Reading:
-    """Ask the reader for both patterns of ``request.profile`` at ``request.tp`` and read their
-    measurement tables; never raises (the reader does not, and loading is guarded). The patterns not
-    in ``request.patterns`` are ``fixed``: a plan leaves their paths at the default."""
-    profile: Any = request.profile
-    tp, patterns, fingerprint = request.tp, request.patterns, request.fingerprint
+    """Read ``request.profile`` once for ``request.tp`` (``admit``: loaded, verified and its node
+    checked), take both patterns' decisions from it and read their measurement tables; never raises
+    (the reader does not). The patterns not in ``request.patterns`` are ``fixed``: a plan leaves their
+    paths at the default."""
+    source, tp, patterns, fingerprint = request.profile, request.tp, request.patterns, request.fingerprint
     set_notes: tuple[str, ...] = ()
-    if isinstance(profile, (str, os.PathLike)) and is_profile_set(profile):
-        chosen = choose_member(profile, fingerprint or os.environ.get(FINGERPRINT_ENV))
+    if isinstance(source, (str, os.PathLike)) and is_profile_set(source):
+        chosen = choose_member(source, fingerprint or os.environ.get(FINGERPRINT_ENV))
         if chosen.path is None:
             return Reading({}, None, None, None, (), fallback_reason=chosen.reason)
-        profile, set_notes = chosen.path, (f"using {chosen.reason}",)
-    if isinstance(profile, (str, os.PathLike)):
-        try:
-            profile = load_profile(profile)
-        except Exception:  # noqa: BLE001 -- gate() below turns the same failure into its reason
-            pass
+        source, set_notes = chosen.path, (f"using {chosen.reason}",)
     unknown = sorted(set(patterns) - set(PATTERNS))
     if unknown or not patterns:
         reason = f"unknown pattern(s) {unknown}" if unknown else "no pattern requested"
         return Reading({}, None, None, None, (), fallback_reason=f"{reason} (known: {', '.join(PATTERNS)})")
+    admission = admit(
+        source,
+        tp=tp,
+        gpus=request.gpus,
+        strict=request.strict,
+        fingerprint=fingerprint,
+        trust_unverified_node=request.trust_unverified_node,
+    )
+    warnings = [*set_notes, *admission.warnings]
+    profile, group_class = admission.profile, admission.group_class
+    if profile is None or group_class is None:
+        # Refused whatever the pattern: said as the first pattern's answer says it.
+        return Reading(
+            {}, None, None, None, tuple(warnings), fallback_reason=f"{PATTERNS[0]}: {admission.reason}"
+        )
     rules: dict[str, tuple[Rule, ...]] = {}
     tables: dict[str, PriceTable] = {}
-    warnings: list[str] = list(set_notes)
-    group_class = None
     for pattern in PATTERNS:
-        decision = gate(
-            profile,
-            tp=tp,
-            pattern=pattern,
-            gpus=request.gpus,
-            strict=request.strict,
-            fingerprint=fingerprint,
-            trust_unverified_node=request.trust_unverified_node,
-        )
-        warnings.extend(w for w in decision.warnings if w not in warnings)
+        decision = admission.decide(pattern)
         if decision.fallback:
             return Reading(
                 {}, None, None, None, tuple(warnings), fallback_reason=f"{pattern}: {decision.reason}"
             )
-        group_class = decision.group_class
-        measurement = profile.measurement(tp, group_class, pattern) if group_class else None
+        measurement = profile.measurement(tp, group_class, pattern)
         if measurement is None:
             return Reading(
                 {},
