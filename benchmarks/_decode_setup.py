@@ -130,16 +130,16 @@ def _routes_pricing(
     from topo_gate.launchers import PlanRequest
     from topo_gate.launchers.follow import read_profile
 
-    reading = read_profile(PlanRequest(profile, tp=tp, trust_unverified_node=True))
-    if reading.fallback_reason is not None:
-        return None, (f"--profile {profile}: {reading.fallback_reason}: no estimates",)
+    facts = read_profile(PlanRequest(profile, tp=tp, trust_unverified_node=True))
+    if facts.fallback_reason is not None:
+        return None, (f"--profile {profile}: {facts.fallback_reason}: no estimates",)
     row_bytes = hidden * ITEMSIZE
-    table = reading.tables[FUSED]
+    table = facts.tables[FUSED]
     needed = []
     for routing in routings.values():
         for case in cases:
             for tokens, name in zip(case.steps, step_names(routing, case), strict=True):
                 around = bracket(table.sizes, tokens * row_bytes)
                 needed += [(FUSED, rung, name) for rung in set(around or ())]
-    in_context = in_context_rungs(reading.tables, needed)
-    return Pricing(reading.tables, Step(), row_bytes, in_context), (f"estimates from {profile}'s tables",)
+    in_context = in_context_rungs(facts.tables, needed)
+    return Pricing(facts.tables, Step(), row_bytes, in_context), (f"estimates from {profile}'s tables",)

@@ -31,15 +31,15 @@ def read(profile, **kwargs):
 
 
 def test_both_price_tables_and_the_trial_shape_are_read() -> None:
-    reading = read(priced_profile(TABLES, hidden=5120, dtype="float32", sm="10.0"))
-    assert reading.fallback_reason is None
-    assert sorted(reading.tables) == ["allreduce", "allreduce_rmsnorm"]
-    plain = reading.tables["allreduce"]
+    facts = read(priced_profile(TABLES, hidden=5120, dtype="float32", sm="10.0"))
+    assert facts.fallback_reason is None
+    assert sorted(facts.tables) == ["allreduce", "allreduce_rmsnorm"]
+    plain = facts.tables["allreduce"]
     assert plain.sizes[:3] == (5120 * 4, 2 * 5120 * 4, 4 * 5120 * 4)
     assert plain.latency("trtllm_oneshot", 0, "isolated").median == pytest.approx(4.0, rel=1e-3)
-    assert reading.tables["allreduce_rmsnorm"].measured("trtllm_fused_oneshot", 0)
-    assert (reading.hidden, reading.itemsize, reading.capability) == (5120, 4, (10, 0))
-    assert reading.group_class == "nvswitch" and reading.fixed == frozenset()
+    assert facts.tables["allreduce_rmsnorm"].measured("trtllm_fused_oneshot", 0)
+    assert (facts.hidden, facts.itemsize, facts.capability) == (5120, 4, (10, 0))
+    assert facts.group_class == "nvswitch" and facts.fixed == frozenset()
 
 
 @pytest.mark.parametrize(("dtype", "itemsize"), [("bfloat16", 2), ("float16", 2), ("float32", 4)])
@@ -48,10 +48,10 @@ def test_itemsize_of_each_trial_dtype(dtype: str, itemsize: int) -> None:
 
 
 def test_a_pattern_left_out_keeps_its_default_and_is_said_once() -> None:
-    reading = read(priced_profile(TABLES), patterns=("allreduce",))
-    assert reading.fixed == frozenset({"allreduce_rmsnorm"})
-    assert sorted(reading.tables) == ["allreduce", "allreduce_rmsnorm"]  # priced, to leave it as it is
-    assert [w for w in reading.warnings if "not requested" in w] == [
+    facts = read(priced_profile(TABLES), patterns=("allreduce",))
+    assert facts.fixed == frozenset({"allreduce_rmsnorm"})
+    assert sorted(facts.tables) == ["allreduce", "allreduce_rmsnorm"]  # priced, to leave it as it is
+    assert [w for w in facts.warnings if "not requested" in w] == [
         "allreduce_rmsnorm not requested (--pattern): its paths stay as the launcher's default"
     ]
 
@@ -64,15 +64,15 @@ def test_a_pattern_left_out_keeps_its_default_and_is_said_once() -> None:
     ],
 )
 def test_unknown_or_no_patterns_fall_back(patterns, reason: str) -> None:
-    reading = read(priced_profile(TABLES), patterns=patterns)
-    assert (reading.fallback_reason, reading.tables) == (reason, {})
+    facts = read(priced_profile(TABLES), patterns=patterns)
+    assert (facts.fallback_reason, facts.tables) == (reason, {})
 
 
 def test_a_fallback_names_the_pattern(tmp_path) -> None:
     only_fused = priced_profile({"allreduce_rmsnorm": TABLES["allreduce_rmsnorm"]})
-    reading = read(only_fused)
-    assert reading.fallback_reason.startswith("allreduce: the profile has no decision for TP 2, allreduce")
-    assert reading.tables == {}
+    facts = read(only_fused)
+    assert facts.fallback_reason.startswith("allreduce: the profile has no decision for TP 2, allreduce")
+    assert facts.tables == {}
     missing = read(tmp_path / "absent.yaml")
     assert missing.fallback_reason.startswith(f"allreduce: profile {tmp_path / 'absent.yaml'} unusable")
 
@@ -82,9 +82,9 @@ def test_a_profile_without_a_price_table_is_a_fallback_that_says_how_to_get_one(
     old = dataclasses.replace(
         priced_profile(TABLES), schema="topo-gate/profile/v1.2", measurements=()
     ).with_digest()
-    reading = read(old)
-    assert reading.tables == {}
-    assert reading.fallback_reason == (
+    facts = read(old)
+    assert facts.tables == {}
+    assert facts.fallback_reason == (
         "allreduce: the profile has no measurement table for TP 2 (nvswitch) (schema "
         "topo-gate/profile/v1.2; re-derive it with `topo-gate decide EVIDENCE`): the launcher's "
         "default cannot be priced"
@@ -149,8 +149,8 @@ def test_the_default_fallback_changes_nothing_and_says_how_to_force_nccl() -> No
 def _offer(knobs: Knobs, note: str):
     """A planner's candidates: this one knob set."""
 
-    def candidates(reading, tp, user):
-        assert tp == 2 and reading.hidden == 7168 and reading.tables
+    def candidates(facts, tp, user):
+        assert tp == 2 and facts.hidden == 7168 and facts.tables
         return [Candidate(knobs, (note,))]
 
     return candidates
@@ -228,8 +228,8 @@ def test_a_bad_fallback_mode_is_refused_before_anything_is_read() -> None:
 
 def test_plans_readings_and_parts_cannot_be_changed_after_the_fact() -> None:
     plan = fallback_plan("vllm", "9.9", "why", fallback="nccl", forced=FORCED)
-    reading = read(priced_profile(TABLES))
-    for frozen, field in ((plan, "reason"), (reading, "hidden"), (FORCED, "args")):
+    facts = read(priced_profile(TABLES))
+    for frozen, field in ((plan, "reason"), (facts, "hidden"), (FORCED, "args")):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(frozen, field, None)
 

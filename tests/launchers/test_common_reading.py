@@ -40,7 +40,7 @@ def no_fingerprint_in_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(FINGERPRINT_ENV, raising=False)
 
 
-def nothing_offered(reading, tp, user):
+def nothing_offered(facts, tp, user):
     return [Candidate(Knobs(), ("as it is",))]
 
 
@@ -62,24 +62,22 @@ def drifted_profile():
 
 
 def test_by_default_a_node_that_cannot_be_verified_is_a_fallback() -> None:
-    reading = read_profile(PlanRequest(priced_profile(TABLES), tp=2))
-    assert reading.fallback_reason is not None and reading.fallback_reason.startswith(
-        f"allreduce: {UNVERIFIED}"
-    )
+    facts = read_profile(PlanRequest(priced_profile(TABLES), tp=2))
+    assert facts.fallback_reason is not None and facts.fallback_reason.startswith(f"allreduce: {UNVERIFIED}")
     plan = follow(priced_profile(TABLES), fingerprint=None)
     assert plan.fallback is True and plan.reason.startswith(f"allreduce: {UNVERIFIED}")
     assert plan.args == ("--forced",)
 
 
 def test_trusting_an_unverified_node_is_asked_for_and_then_warned_about() -> None:
-    reading = read_profile(PlanRequest(priced_profile(TABLES), tp=2, trust_unverified_node=True))
-    assert reading.fallback_reason is None and reading.warnings[0].startswith(UNVERIFIED)
+    facts = read_profile(PlanRequest(priced_profile(TABLES), tp=2, trust_unverified_node=True))
+    assert facts.fallback_reason is None and facts.warnings[0].startswith(UNVERIFIED)
 
 
 def test_by_default_drifted_software_is_a_warning_and_strict_makes_it_a_fallback() -> None:
     drift = f"software changed since the profile was measured: torch 1.0.0 -> {current_version('torch')}"
-    reading = read_profile(PlanRequest(drifted_profile(), tp=2, fingerprint=FINGERPRINT))
-    assert reading.fallback_reason is None and drift in reading.warnings
+    facts = read_profile(PlanRequest(drifted_profile(), tp=2, fingerprint=FINGERPRINT))
+    assert facts.fallback_reason is None and drift in facts.warnings
     strict = read_profile(PlanRequest(drifted_profile(), tp=2, fingerprint=FINGERPRINT, strict=True))
     assert strict.fallback_reason == f"allreduce: strict: {drift}"  # the first pattern read
 
@@ -165,19 +163,19 @@ def test_a_profile_set_gives_the_member_made_for_this_node(
     if given == "env":
         monkeypatch.setenv(FINGERPRINT_ENV, FINGERPRINT)
     fingerprint = FINGERPRINT if given == "argument" else None
-    reading = read_profile(PlanRequest(str(profile_set), tp=2, fingerprint=fingerprint))
-    assert reading.fallback_reason is None
-    assert reading.warnings[0] == f"using profile set {profile_set}: here.yaml"
-    assert sorted(reading.tables) == ["allreduce", "allreduce_rmsnorm"]
+    facts = read_profile(PlanRequest(str(profile_set), tp=2, fingerprint=fingerprint))
+    assert facts.fallback_reason is None
+    assert facts.warnings[0] == f"using profile set {profile_set}: here.yaml"
+    assert sorted(facts.tables) == ["allreduce", "allreduce_rmsnorm"]
 
 
 def test_a_profile_set_without_this_nodes_member_is_a_fallback_that_says_so(profile_set: Path) -> None:
     (profile_set / "here.yaml").unlink()
-    reading = read_profile(PlanRequest(profile_set, tp=2, fingerprint=FINGERPRINT))
-    assert reading.fallback_reason is not None and reading.fallback_reason.startswith(
+    facts = read_profile(PlanRequest(profile_set, tp=2, fingerprint=FINGERPRINT))
+    assert facts.fallback_reason is not None and facts.fallback_reason.startswith(
         f"profile set {profile_set}"
     )
-    assert reading.tables == {}
+    assert facts.tables == {}
 
 
 # -- the user's command line -------------------------------------------------------------------------------

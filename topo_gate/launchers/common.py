@@ -1,6 +1,6 @@
 """What every launcher planner shares, below the pricing (``planning``) and the flow (``follow``): what a
 planner is asked (``PlanRequest``), the patterns, the fallback modes, the dtypes' element sizes, the
-profile facts a planner prices from (``Reading``) and the parts of a forced plan (``LaunchPlanParts``).
+profile facts a planner prices from (``ProfileFacts``) and the parts of a forced plan (``LaunchPlanParts``).
 """
 
 from __future__ import annotations
@@ -75,15 +75,16 @@ class PlanRequest:
 
 
 @dataclass(frozen=True)
-class Reading:
-    """The profile facts a planner needs for one TP size: both patterns' price tables and the trial shape.
+class ProfileFacts:
+    """What a planner prices from for one TP size: both patterns' price tables and the trial shape from
+    the profile, and the served model (``follow.served_model`` fills its fields in).
 
     ``fallback_reason`` is set (and the tables empty) when the profile cannot be used at all.
     ``hidden`` is the profile's trial hidden size; ``served_hidden`` the served model's, which the
     launchers convert their token limits with (the profile's when the caller named no model);
     ``layers`` the served model's decoder layers and ``architecture`` its HF ``architectures[0]``
-    (None: unknown). ``fixed`` names the patterns the
-    caller left out (``--pattern``): a plan must leave their paths as they are by default.
+    (None: unknown). ``fixed`` names the patterns the caller left out (``--pattern``): a plan must
+    leave their paths as they are by default.
     """
 
     tables: Mapping[str, PriceTable]

@@ -23,7 +23,7 @@ from topo_gate.launchers.common import (
     PATTERNS,
     LaunchPlanParts,
     PlanRequest,
-    Reading,
+    ProfileFacts,
     check_fallback_mode,
 )
 from topo_gate.launchers.costmodel import DEFAULT_LAYERS, EMBEDDING_FUSED_LAUNCHERS, Step
@@ -78,7 +78,7 @@ class LaunchPlan:
         }
 
 
-def read_profile(request: PlanRequest) -> Reading:
+def read_profile(request: PlanRequest) -> ProfileFacts:
     """Read ``request.profile`` once for ``request.tp`` (``admit``: loaded, verified and its node
     checked), take both patterns' decisions from it and read their measurement tables; never raises
     (the reader does not). The patterns not in ``request.patterns`` are ``fixed``: a plan leaves their
@@ -88,12 +88,14 @@ def read_profile(request: PlanRequest) -> Reading:
     if isinstance(source, (str, os.PathLike)) and is_profile_set(source):
         chosen = choose_member(source, fingerprint or os.environ.get(FINGERPRINT_ENV))
         if chosen.path is None:
-            return Reading({}, None, None, None, (), fallback_reason=chosen.reason)
+            return ProfileFacts({}, None, None, None, (), fallback_reason=chosen.reason)
         source, set_notes = chosen.path, (f"using {chosen.reason}",)
     unknown = sorted(set(patterns) - set(PATTERNS))
     if unknown or not patterns:
         reason = f"unknown pattern(s) {unknown}" if unknown else "no pattern requested"
-        return Reading({}, None, None, None, (), fallback_reason=f"{reason} (known: {', '.join(PATTERNS)})")
+        return ProfileFacts(
+            {}, None, None, None, (), fallback_reason=f"{reason} (known: {', '.join(PATTERNS)})"
+        )
     admission = admit(
         source,
         tp=tp,
@@ -106,7 +108,7 @@ def read_profile(request: PlanRequest) -> Reading:
     profile, group_class = admission.profile, admission.group_class
     if profile is None or group_class is None:
         # Refused whatever the pattern: said as the first pattern's answer says it.
-        return Reading(
+        return ProfileFacts(
             {}, None, None, None, tuple(warnings), fallback_reason=f"{PATTERNS[0]}: {admission.reason}"
         )
     rules: dict[str, tuple[Rule, ...]] = {}
@@ -114,12 +116,12 @@ def read_profile(request: PlanRequest) -> Reading:
     for pattern in PATTERNS:
         decision = admission.decide(pattern)
         if decision.fallback:
-            return Reading(
+            return ProfileFacts(
                 {}, None, None, None, tuple(warnings), fallback_reason=f"{pattern}: {decision.reason}"
             )
         measurement = profile.measurement(tp, group_class, pattern)
         if measurement is None:
-            return Reading(
+            return ProfileFacts(
                 {},
                 None,
                 None,
@@ -138,7 +140,7 @@ def read_profile(request: PlanRequest) -> Reading:
         f"{p} not requested (--pattern): its paths stay as the launcher's default" for p in sorted(fixed)
     ]
     trials = profile.trials
-    return Reading(
+    return ProfileFacts(
         tables=tables,
         hidden=trials.hidden,
         itemsize=ITEMSIZE.get(trials.dtype),
@@ -194,8 +196,8 @@ def fallback_plan(
     )
 
 
-def served_model(reading: Reading, request: PlanRequest) -> tuple[Reading, tuple[str, ...]]:
-    """``reading`` with the served model: its hidden size (``request.hidden``, else the ``model``
+def served_model(facts: ProfileFacts, request: PlanRequest) -> tuple[ProfileFacts, tuple[str, ...]]:
+    """``facts`` with the served model: its hidden size (``request.hidden``, else the ``model``
     preset's, else the profile's, with a warning: every launcher has a limit counted in tokens of the
     served model) and, from the preset, its layer count and architecture (some launchers route by
     architecture)."""
@@ -209,9 +211,9 @@ def served_model(reading: Reading, request: PlanRequest) -> tuple[Reading, tuple
         hidden = preset.hidden
     notes: tuple[str, ...] = ()
     if hidden is None:
-        hidden = reading.hidden
+        hidden = facts.hidden
         notes = (
-            f"no --model/--hidden: token limits converted with the profile's hidden size {reading.hidden}; "
+            f"no --model/--hidden: token limits converted with the profile's hidden size {facts.hidden}; "
             "a wider served model sends larger messages at the same token counts",
         )
     if architecture is None:
@@ -219,15 +221,13 @@ def served_model(reading: Reading, request: PlanRequest) -> tuple[Reading, tuple
             "architecture unknown (no --model): sizes where the launcher routes by architecture are "
             "left to its default",
         )
-    return replace(
-        reading, served_hidden=hidden, model=model, layers=layers, architecture=architecture
-    ), notes
+    return replace(facts, served_hidden=hidden, model=model, layers=layers, architecture=architecture), notes
 
 
 def follow_profile(
     launcher: str,
     forced: LaunchPlanParts,
-    candidates: Callable[[Reading, int, Knobs], Sequence[Candidate]],
+    candidates: Callable[[ProfileFacts, int, Knobs], Sequence[Candidate]],
     request: PlanRequest,
 ) -> LaunchPlan:
     """The shape every planner shares: read the profile (any fallback: ``fallback_plan``, forcing
@@ -239,17 +239,17 @@ def follow_profile(
     check_fallback_mode(fallback)
     version = knobs.PINNED[launcher]
     chosen_workload = workload if isinstance(workload, Workload) else lookup_workload(workload, tp)
-    reading = read_profile(request)
-    if reading.fallback_reason is not None:
+    facts = read_profile(request)
+    if facts.fallback_reason is not None:
         return fallback_plan(
             launcher,
             version,
-            reading.fallback_reason,
+            facts.fallback_reason,
             fallback=fallback,
             forced=forced,
-            warnings=reading.warnings,
+            warnings=facts.warnings,
         )
-    reading, model_notes = served_model(reading, request)
+    facts, model_notes = served_model(facts, request)
     environ = os.environ if request.user_env is None else request.user_env
     try:
         user = user_knobs(launcher, request.user_args, environ)
@@ -260,20 +260,20 @@ def follow_profile(
             f"your command line cannot be read as {launcher} reads it: {error}",
             fallback=fallback,
             forced=forced,
-            warnings=(*reading.warnings, *model_notes),
+            warnings=(*facts.warnings, *model_notes),
         )
     if NVLS_ENV in environ:  # not a launcher knob, but it decides which NCCL the default runs
         user = Knobs(user.args, {**user.env, NVLS_ENV: environ[NVLS_ENV]}, user.config)
     step = Step(
-        reading.layers or DEFAULT_LAYERS,
-        layers_known=reading.layers is not None,
+        facts.layers or DEFAULT_LAYERS,
+        layers_known=facts.layers is not None,
         embedding_fused=launcher in EMBEDDING_FUSED_LAUNCHERS,
     )
     try:
         choice = choose(
             launcher,
-            candidates(reading, tp, user),
-            reading,
+            candidates(facts, tp, user),
+            facts,
             tp,
             user=user,
             workload=chosen_workload,
@@ -286,7 +286,7 @@ def follow_profile(
             f"your own flags or env cannot be modelled: {error}",
             fallback=fallback,
             forced=forced,
-            warnings=(*reading.warnings, *model_notes),
+            warnings=(*facts.warnings, *model_notes),
         )
     chosen = choice.candidate.knobs
     layer_note = (
@@ -297,7 +297,7 @@ def follow_profile(
         launcher_version_pinned=version,
         args=tuple(chosen.args),
         env=dict(chosen.env),
-        notes=(*reading.warnings, *model_notes, *layer_note, *choice.candidate.notes),
+        notes=(*facts.warnings, *model_notes, *layer_note, *choice.candidate.notes),
         fallback=False,
         reason="following the profile",
         config=dict(chosen.config),

@@ -24,7 +24,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 
 from topo_gate.launchers import knobs
-from topo_gate.launchers.common import LaunchPlanParts, PlanRequest, Reading
+from topo_gate.launchers.common import LaunchPlanParts, PlanRequest, ProfileFacts
 from topo_gate.launchers.follow import LaunchPlan, follow_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
@@ -64,10 +64,10 @@ def _sets(user: Knobs, flags: Sequence[str] = (), env: Sequence[str] = ()) -> bo
     return bool(named & set(flags)) or any(name in user.env for name in env)
 
 
-def _limits(reading: Reading, backend: str) -> list[int]:
+def _limits(facts: ProfileFacts, backend: str) -> list[int]:
     """Rung sizes (bytes) of the plain table where ``backend`` was measured: the cut points a size
     knob is tried at (prices are known there)."""
-    table = reading.tables["allreduce"]
+    table = facts.tables["allreduce"]
     return [size for rung, size in enumerate(table.sizes) if table.measured(backend, rung)]
 
 
@@ -83,7 +83,7 @@ def _fusion_options() -> list[Option]:
     ]
 
 
-def _custom_options(reading: Reading) -> list[Option]:
+def _custom_options(facts: ProfileFacts) -> list[Option]:
     options: list[Option] = [((), {}, "custom all-reduce: SGLang's default (v2 on full-NVLink groups)")]
     options += [
         (
@@ -91,10 +91,10 @@ def _custom_options(reading: Reading) -> list[Option]:
             {V2_MAX_KB_ENV: str(limit // 1024)},
             f"custom all-reduce v2 up to {limit // 1024} KiB",
         )
-        for limit in _limits(reading, "custom_v2_sglang")
+        for limit in _limits(facts, "custom_v2_sglang")
         if limit % 1024 == 0 and limit // 1024 != V2_MAX_KB_DEFAULT
     ]
-    if _limits(reading, "vllm_custom"):
+    if _limits(facts, "vllm_custom"):
         options.append(
             (
                 (),
@@ -106,8 +106,8 @@ def _custom_options(reading: Reading) -> list[Option]:
     return options
 
 
-def _pcie_options(reading: Reading) -> list[Option]:
-    itemsize = reading.itemsize or 2
+def _pcie_options(facts: ProfileFacts) -> list[Option]:
+    itemsize = facts.itemsize or 2
     options: list[Option] = [((), {}, "PCIe IPC all-reduce: SGLang's default (off)")]
     options += [
         (
@@ -115,7 +115,7 @@ def _pcie_options(reading: Reading) -> list[Option]:
             {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1", "SGLANG_PCIE_IPC_MAX_NUMEL": str(limit // itemsize)},
             f"PCIe IPC all-reduce on up to {limit // itemsize} elements",
         )
-        for limit in _limits(reading, "pcie_ipc")
+        for limit in _limits(facts, "pcie_ipc")
     ]
     return options
 
@@ -131,15 +131,15 @@ def _symm_options() -> list[Option]:
     ]
 
 
-def candidates(reading: Reading, tp: int, user: Knobs) -> list[Candidate]:
+def candidates(facts: ProfileFacts, tp: int, user: Knobs) -> list[Candidate]:
     """Every combination of the knob values above that the user has not already decided."""
     del tp  # the route model reads the TP size from the context
     dimensions = [
         [((), {}, "fusion: yours")] if _sets(user, FUSION_FLAGS) else _fusion_options(),
         [((), {}, "custom all-reduce: yours")]
         if _sets(user, CUSTOM_OFF, CUSTOM_ENV)
-        else _custom_options(reading),
-        [((), {}, "PCIe IPC: yours")] if _sets(user, (), PCIE_ENV) else _pcie_options(reading),
+        else _custom_options(facts),
+        [((), {}, "PCIe IPC: yours")] if _sets(user, (), PCIE_ENV) else _pcie_options(facts),
         [((), {}, "torch symm-mem: yours")]
         if _sets(user, SYMM_ON, ("SGLANG_OPT_USE_INKLING_CUSTOM_AR",))
         else _symm_options(),

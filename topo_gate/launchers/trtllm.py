@@ -11,7 +11,7 @@ own options file is theirs.
 
 from __future__ import annotations
 
-from topo_gate.launchers.common import LaunchPlanParts, PlanRequest, Reading
+from topo_gate.launchers.common import LaunchPlanParts, PlanRequest, ProfileFacts
 from topo_gate.launchers.follow import LaunchPlan, follow_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
@@ -36,9 +36,9 @@ def trtllm_plan(request: PlanRequest) -> LaunchPlan:
     return follow_profile(LAUNCHER, FORCE_NCCL, candidates, request)
 
 
-def candidates(reading: Reading, tp: int, user: Knobs) -> list[Candidate]:
+def candidates(facts: ProfileFacts, tp: int, user: Knobs) -> list[Candidate]:
     """AUTO (no knobs) and each strategy whose kernels were measured, unless the user chose one."""
-    del reading, tp
+    del facts, tp
     if "allreduce_strategy" in user.config:
         return []
     return [

@@ -25,7 +25,7 @@ from typing import Any
 
 from topo_gate._units import human_bytes
 from topo_gate.launchers import knobs
-from topo_gate.launchers.common import LaunchPlanParts, PlanRequest, Reading
+from topo_gate.launchers.common import LaunchPlanParts, PlanRequest, ProfileFacts
 from topo_gate.launchers.follow import LaunchPlan, follow_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
@@ -70,11 +70,11 @@ def _user_pass_keys(user: Knobs) -> set[str]:
     return set(pass_config(user))
 
 
-def _fusion_options(reading: Reading, tp: int) -> list[Option]:
+def _fusion_options(facts: ProfileFacts, tp: int) -> list[Option]:
     """Fusion as vLLM defaults it, off, and on up to each size where a fused kernel was measured --
     and up to each size vLLM's own table gives this TP size (``fi_allreduce_fusion_max_size_mb``), so
     a default limit is itself a candidate value."""
-    fused = reading.tables["allreduce_rmsnorm"]
+    fused = facts.tables["allreduce_rmsnorm"]
     measured = {
         size_ // 1024
         for rung, size_ in enumerate(fused.sizes)
@@ -106,12 +106,12 @@ def _switch(env: str, note: str) -> list[Option]:
     return [((), {}, f"{note}: vLLM's default", {}), ((), {env: "0"}, f"{note} off ({env}=0)", {})]
 
 
-def candidates(reading: Reading, tp: int, user: Knobs) -> list[Candidate]:
+def candidates(facts: ProfileFacts, tp: int, user: Knobs) -> list[Candidate]:
     """Every combination of the knob values above that the user has not already decided."""
     yours = _user_pass_keys(user)
     named = {token.partition("=")[0] for token in user.args}
     dimensions: list[list[Option]] = [
-        [((), {}, "fusion pass: yours", {})] if yours & set(PASS_KEYS) else _fusion_options(reading, tp),
+        [((), {}, "fusion pass: yours", {})] if yours & set(PASS_KEYS) else _fusion_options(facts, tp),
         [((), {}, "FlashInfer all-reduce: yours", {})]
         if "VLLM_ALLREDUCE_USE_FLASHINFER" in user.env
         else _switch("VLLM_ALLREDUCE_USE_FLASHINFER", "FlashInfer all-reduce"),
