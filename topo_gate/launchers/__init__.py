@@ -1,7 +1,9 @@
 """Launcher integration: a profile's decisions as SGLang / vLLM / TensorRT-LLM flags, env and config.
 
-Pure mapping (no torch, click or rich): ``sglang_plan``, ``vllm_plan``, ``trtllm_plan`` each return a
-``LaunchPlan``. Any fallback forces NCCL (``fallback="launcher-default"`` opts out).
+Pure mapping (no torch, click or rich): ``sglang_plan``, ``vllm_plan``, ``trtllm_plan`` (and
+``PLANNERS[launcher]``) each take a ``PlanRequest`` and return a ``LaunchPlan``. A plan that cannot
+follow the profile is a fallback: by default (``fallback="launcher-default"``) it changes nothing and
+the launcher runs its own defaults; ``fallback="nccl"`` forces NCCL instead.
 """
 
 from topo_gate.launchers import sglang, trtllm, vllm
