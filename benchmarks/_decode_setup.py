@@ -2,7 +2,7 @@
 
 Pure (no torch). Two sources:
 
-- the planner (``PLANNERS[launcher](profile, tp=, model=/hidden=, user_env=, trust_unverified_node=True)``):
+- the planner (``PLANNERS[launcher](PlanRequest(profile, tp=, model=/hidden=, user_env=, trust_unverified_node=True))``):
   its ``LaunchPlan.choice.worst`` holds the default's and the plan's ``costmodel.Side`` and the
   ``Pricing`` they were priced with; the routes are read at the norm site (``Side.name_at``);
 - ``--routes`` (the CPU smoke run, or a hand-made A/B on a GPU): names per token range, priced from
@@ -64,16 +64,17 @@ def from_planner(
 ) -> Launcher:
     """The planner's plan for ``launcher`` and its routes; ``baseline``: add the ``nccl`` configuration
     running that name (the device's NCCL-like baseline) at every size."""
-    from topo_gate.launchers import PLANNERS
+    from topo_gate.launchers import PLANNERS, PlanRequest
     from topo_gate.launchers.explain import totals
     from topo_gate.launchers.planning import describe
 
     # user_env is passed even when empty: the planner reads os.environ when it is None, and this
     # process's own environment (the safety variables) is not the launcher's.
-    plan = PLANNERS[launcher](
+    request = PlanRequest(
         profile, tp=tp, model=model, hidden=hidden, user_env=dict(user_env),
         trust_unverified_node=True, workload=workload,
     )  # fmt: skip
+    plan = PLANNERS[launcher](request)
     knobs = knob_words(plan.args, plan.env, plan.config)
     if plan.choice is None or plan.workload is None:
         return Launcher(launcher, knobs, {}, None, hidden or 0, notes=plan.notes, skipped=plan.reason)
@@ -126,18 +127,19 @@ def _routes_pricing(
 ) -> tuple[Pricing | None, tuple[str, ...]]:
     """The profile's tables, priced in context at the rungs where every name the routes run around
     them was timed in the layer graphs (the planner's rule, ``pricing.in_context_rungs``)."""
-    from topo_gate.launchers.common import read_profile
+    from topo_gate.launchers import PlanRequest
+    from topo_gate.launchers.follow import read_profile
 
-    reading = read_profile(profile, tp=tp, trust_unverified_node=True)
-    if reading.fallback_reason is not None:
-        return None, (f"--profile {profile}: {reading.fallback_reason}: no estimates",)
+    facts = read_profile(PlanRequest(profile, tp=tp, trust_unverified_node=True))
+    if facts.fallback_reason is not None:
+        return None, (f"--profile {profile}: {facts.fallback_reason}: no estimates",)
     row_bytes = hidden * ITEMSIZE
-    table = reading.tables[FUSED]
+    table = facts.tables[FUSED]
     needed = []
     for routing in routings.values():
         for case in cases:
             for tokens, name in zip(case.steps, step_names(routing, case), strict=True):
                 around = bracket(table.sizes, tokens * row_bytes)
                 needed += [(FUSED, rung, name) for rung in set(around or ())]
-    in_context = in_context_rungs(reading.tables, needed)
-    return Pricing(reading.tables, Step(), row_bytes, in_context), (f"estimates from {profile}'s tables",)
+    in_context = in_context_rungs(facts.tables, needed)
+    return Pricing(facts.tables, Step(), row_bytes, in_context), (f"estimates from {profile}'s tables",)

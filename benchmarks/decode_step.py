@@ -1,7 +1,7 @@
 """Decode-step benchmark: a launcher's default against the plan, in the served model's own step.
 
 Plans are priced from isolated and per-layer graphs (``topo_gate.launchers.costmodel``); this times
-whole steps. For each launcher it asks the planner (``PLANNERS[launcher](profile, tp=, model=, ...)``)
+whole steps. For each launcher it asks the planner (``PLANNERS[launcher](PlanRequest(profile, tp=, model=, ...))``)
 for the plan and the routes of the default and of the plan, then times, per case, a graph of
 ``--layers`` decoder layers whose norm sites call the backend each route names at that size:
 

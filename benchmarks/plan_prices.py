@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from topo_gate.launchers import PLANNERS  # noqa: E402 -- after the path
+from topo_gate.launchers import PLANNERS, PlanRequest  # noqa: E402 -- after the path
 from topo_gate.launchers.costmodel import step_check  # noqa: E402
 from topo_gate.launchers.explain import totals  # noqa: E402
 
@@ -89,7 +89,7 @@ def main() -> int:
     print("|" + "---|" * len(head))
     for launcher in args.launchers.split(","):
         for model in args.models.split(","):
-            plan = PLANNERS[launcher](
+            request = PlanRequest(
                 args.profile,
                 tp=args.tp,
                 model=model,
@@ -97,6 +97,7 @@ def main() -> int:
                 user_env=envs.get(launcher, {}),
                 workload=args.workload,
             )
+            plan = PLANNERS[launcher](request)
             if plan.choice is None or plan.workload is None:
                 print(f"| {launcher} | {model} | fallback: {plan.reason} |")
                 continue

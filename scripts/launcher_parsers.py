@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from topo_gate.launchers import PLANNERS, LaunchPlan, nccl_plan
+from topo_gate.launchers import PLANNERS, LaunchPlan, PlanRequest, nccl_plan
 from topo_gate.launchers.common import PATTERNS
 from topo_gate.launchers.knobs import manifest
 from topo_gate.launchers.merge import split_flags
@@ -88,7 +88,10 @@ def plans() -> Iterator[tuple[str, int, LaunchPlan]]:
         for planner in PLANNERS.values():
             for model in MODELS:
                 # Planned for the profile's own node, as `exec` does after its NVML check there.
-                plan = planner(profile, tp=tp, model=model, fingerprint=profile.node.fingerprint, user_env={})
+                request = PlanRequest(
+                    profile, tp=tp, model=model, fingerprint=profile.node.fingerprint, user_env={}
+                )
+                plan = planner(request)
                 if plan.args or plan.env or plan.config:
                     with_knobs += 1
                     yield f"{SYNTHETIC_PCIE.relative_to(ROOT)} tp{tp} --model {model}", tp, plan

@@ -83,18 +83,18 @@ SOCKET_PATH_MAX = 100
 MODULES = (
     Target("topo_gate/profile/digest.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py")),
     Target("topo_gate/profile/validate.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_malformed.py", "tests/profile/test_fail_closed.py", "tests/profile/test_semantic_boundaries.py")),
-    Target("topo_gate/profile/reader.py", ("tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py", "tests/profile/test_reader_hostile_arguments.py", "tests/profile/test_reader_edges.py", "tests/profile/test_profile_set.py")),
+    Target("topo_gate/profile/reader.py", ("tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py", "tests/profile/test_reader_hostile_arguments.py", "tests/profile/test_reader_reasons.py", "tests/profile/test_reader_admission.py", "tests/profile/test_profile_set.py")),
     Target("topo_gate/profile/semantics.py", ("tests/profile/test_malformed.py", "tests/profile/test_fail_closed.py", "tests/profile/test_semantic_boundaries.py", "tests/profile/test_price_table_claims.py", "tests/profile/test_mutations.py")),
-    *(Target(f"topo_gate/decide/{name}.py", ("tests/decide/test_decide_rules.py", "tests/decide/test_decide_cases.py", "tests/decide/test_decide_rules_5_8.py", "tests/decide/test_decide_in_context_edges.py", "tests/decide/test_decide_bar_boundary.py", "tests/decide/test_decide_verdict_edges.py", "tests/decide/test_decide_properties.py")) for name in ("verdicts", "ladder", "words", "runs")),
+    *(Target(f"topo_gate/decide/{name}.py", ("tests/decide/test_decide_rules.py", "tests/decide/test_decide_cases.py", "tests/decide/test_decide_transitions_fusion_failures.py", "tests/decide/test_decide_in_context_confirmation.py", "tests/decide/test_decide_bar_boundary.py", "tests/decide/test_decide_size_verdicts.py", "tests/decide/test_decide_properties.py")) for name in ("verdicts", "ladder", "words", "runs")),
     # Decide's bar, which the trial worker applies too: the margin, the step's calls, a transition's cost.
-    Target("topo_gate/evidence/bar.py", ("tests/decide/test_decide_rules_5_8.py", "tests/decide/test_prices.py", "tests/decide/test_decide_rules.py", "tests/decide/test_decide_bar_boundary.py", "tests/decide/test_decide_verdict_edges.py", "tests/trials/test_transition_charge.py")),
+    Target("topo_gate/evidence/bar.py", ("tests/decide/test_decide_transitions_fusion_failures.py", "tests/decide/test_prices.py", "tests/decide/test_decide_rules.py", "tests/decide/test_decide_bar_boundary.py", "tests/decide/test_decide_size_verdicts.py", "tests/trials/test_transition_charge.py")),
     Target("topo_gate/trials/safety.py", ("tests/trials/test_worker_entry.py", "tests/trials/test_safety_env.py")),
     Target("topo_gate/trials/worker/checks.py", ("tests/trials/test_checks.py",)),
     Target("topo_gate/trials/runner.py", ("tests/trials/test_runner_gloo.py::test_hang_is_killed_within_its_bound_and_the_others_still_measured", "tests/trials/test_runner_gloo.py::test_crash_is_reported_with_its_exit_status", "tests/trials/test_watchdog.py"), ("_watch", "bound_s", "_timeout_fault")),
     Target("topo_gate/launchers/sglang.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/vllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/trtllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
-    Target("topo_gate/launchers/common.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_common.py", "tests/launchers/test_common_reading.py", "tests/launchers/test_planning.py")),
+    *(Target(f"topo_gate/launchers/{name}.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_follow.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_planning.py")) for name in ("common", "follow")),
     # The route model: FlashInfer's one-/two-shot choice.
     Target("topo_gate/launchers/routes/flashinfer.py", ("tests/launchers/test_routes.py", "tests/launchers/test_route_defaults.py")),
     # What a launcher trusts at start-up besides the profile: the node's identity and its software.
@@ -104,9 +104,10 @@ MODULES = (
     Target("topo_gate/plugins/__init__.py", ("tests/plugins/test_apply_on_stand_ins.py", "tests/plugins/test_plugin_core.py"), ("line", "export_env", "record", "apply_flags")),
     Target("topo_gate/plugins/vllm.py", ("tests/plugins/test_apply_on_stand_ins.py",), ("_apply", "_apply_pass_config")),
     # The guarded writer and reader, and the evidence checks every replay passes.
-    Target("topo_gate/_atomic.py", ("tests/test_output_symlinks.py", "tests/test_output_is_input.py", "tests/test_outputs.py", "tests/test_atomic_edges.py")),
-    Target("topo_gate/_inputs.py", ("tests/test_input_size_cap.py", "tests/trials/test_evidence.py", "tests/profile/test_malformed.py", "tests/test_json_input_edges.py", "tests/test_fuzz_inputs.py")),
-    Target("topo_gate/evidence/check.py", ("tests/decide/test_evidence_samples_refused.py", "tests/trials/test_evidence.py", "tests/trials/test_evidence_v12.py", "tests/trials/test_evidence_bounds.py", "tests/trials/test_evidence_v13.py", "tests/test_fuzz_inputs.py")),
+    Target("topo_gate/_atomic.py", ("tests/test_output_symlinks.py", "tests/test_output_is_input.py", "tests/test_outputs.py", "tests/test_atomic_writer.py")),
+    Target("topo_gate/_units.py", ("tests/test_units.py", "tests/decide/test_decide_rules.py")),
+    Target("topo_gate/_inputs.py", ("tests/test_input_size_cap.py", "tests/trials/test_evidence.py", "tests/profile/test_malformed.py", "tests/test_json_input_limits.py", "tests/test_fuzz_inputs.py")),
+    Target("topo_gate/evidence/check.py", ("tests/decide/test_evidence_samples_refused.py", "tests/trials/test_evidence.py", "tests/trials/test_evidence_session_and_after_sizes.py", "tests/trials/test_evidence_bounds.py", "tests/trials/test_evidence_preflight_and_call_settings.py", "tests/test_fuzz_inputs.py")),
     # The runner's multicast-off settings for every worker (the watchdog is the line above).
     Target("topo_gate/trials/runner.py", ("tests/safety/test_worker_environment.py",), ("worker_env",)),
 )  # fmt: skip

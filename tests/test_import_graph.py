@@ -18,13 +18,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 # ---------------------------------------------------------------------------------------------------
-# KNOWN CIRCLES: the only place a circle may be excused. Each entry is to be removed, not added to.
-# launchers: the planner's flow (common.follow_profile) imports planning and explain inside the
-# function, and planning imports common's Reading back. Delete this entry when that circle is gone (the test below fails
-# until it is deleted, so it cannot outlive the circle).
-KNOWN_CIRCLES: tuple[frozenset[str], ...] = (
-    frozenset({"topo_gate.launchers.common", "topo_gate.launchers.explain", "topo_gate.launchers.planning"}),
-)
+# KNOWN CIRCLES: the only place a circle may be excused. Each entry is to be removed, not added to; an
+# entry's test below fails once its circle is gone, so it cannot outlive the circle. None today.
+KNOWN_CIRCLES: tuple[frozenset[str], ...] = ()
 # ---------------------------------------------------------------------------------------------------
 
 

@@ -26,7 +26,7 @@ from knob_cases import KnobCase
 from priced_profiles import FINGERPRINT
 
 from topo_gate.ab.arms import make_plan
-from topo_gate.launchers import LaunchPlan, nccl_plan
+from topo_gate.launchers import LaunchPlan, PlanRequest, nccl_plan
 from topo_gate.profile import load_profile
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,17 +82,15 @@ class PricedNode:
 
     def planned(self, cmd: Sequence[str] | None = None) -> LaunchPlan:
         """The plan ``topo-gate ab`` builds for ``cmd`` in this process's environment (ab's user env)."""
-        plan = make_plan(
+        request = PlanRequest(
             str(self.profile),
-            self.launcher,
             tp=self.case.tp,
-            gpus=None,
-            hidden=None,
             model=self.case.model,
             fingerprint=FINGERPRINT,
-            cmd=tuple(cmd or COMMANDS[self.launcher]),
-            environ=os.environ,
+            user_args=tuple(cmd or COMMANDS[self.launcher]),
+            user_env=os.environ,
         )
+        plan = make_plan(self.launcher, request)
         assert plan.args or plan.env or plan.config, (
             f"{self.case.name}: the plan adds no knob here (the case's user env: {dict(self.case.user_env)}); "
             f"{plan.notes}"

@@ -14,6 +14,7 @@ from ab_helpers import BUNDLED_FINGERPRINT, BUNDLED_PROFILE, CAPTURE, DATA, FING
 from topo_gate.ab.arms import make_plan
 from topo_gate.ab.record import load_record
 from topo_gate.cli import main
+from topo_gate.launchers import PlanRequest
 from topo_gate.launchers.trtllm import OPTIONS_FLAG
 from topo_gate.profile import load_profile
 
@@ -256,17 +257,10 @@ def test_a_plan_without_knobs_says_so_and_runs_nothing(bench, capsys) -> None:
     """The bundled 2x H200 profile measured no launcher's default, so nothing measured beats one:
     the plan adds no knob, its arm is the default's command, and ab compares nothing."""
     cmd = sglang_scenario(bench, None, values={"default": STEADY})
-    plan = make_plan(
-        str(BUNDLED_PROFILE),
-        "sglang",
-        tp=2,
-        gpus=None,
-        hidden=None,
-        model=None,
-        fingerprint=BUNDLED_FINGERPRINT,
-        cmd=tuple(cmd),
-        environ=os.environ,
+    request = PlanRequest(
+        str(BUNDLED_PROFILE), tp=2, fingerprint=BUNDLED_FINGERPRINT, user_args=tuple(cmd), user_env=os.environ
     )
+    plan = make_plan("sglang", request)
     assert (plan.args, dict(plan.env), dict(plan.config)) == ((), {}, {})
     argv = ["--profile", str(BUNDLED_PROFILE), "--node-fingerprint", BUNDLED_FINGERPRINT, "--json"]
     code, stdout, err = ab(capsys, *argv, "--", *cmd)

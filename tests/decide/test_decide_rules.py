@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from topo_gate.decide import decide, human_bytes
+from topo_gate.decide import decide
 
 ROUNDS = 15
 HIDDEN = 1024  # nbytes = tokens * 2 KiB
@@ -266,15 +266,6 @@ def test_a_second_group_of_the_same_class_does_not_decide() -> None:
     assert result.notes == [
         "TP2 allreduce on GPUs [2, 3]: a second nvswitch group; the first one measured decides"
     ]
-
-
-@pytest.mark.parametrize(
-    ("nbytes", "words"),
-    [(0, "0 B"), (1023, "1023 B"), (1024, "1 KiB"), (14336, "14 KiB"), (1572864, "1.5 MiB"),
-     (3 << 30, "3 GiB"), (5 << 40, "5 TiB"), (2048 << 40, "2048 TiB")],
-)  # fmt: skip
-def test_human_bytes(nbytes: int, words: str) -> None:
-    assert human_bytes(nbytes) == words
 
 
 # --- three more edges: the first size, the CPU baseline's range, and rounding --------------------------

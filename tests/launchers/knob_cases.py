@@ -16,13 +16,13 @@ the knob that keeps symm-mem from taking over the sizes a plan moves off FlashIn
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from priced_profiles import FINGERPRINT, TOKENS, priced_profile, scaled, times, write_priced_profile
 
-from topo_gate.launchers import PLANNERS, LaunchPlan
+from topo_gate.launchers import PLANNERS, LaunchPlan, PlanRequest
 from topo_gate.profile import Profile
 
 #: The ladder up to 8192 tokens at hidden 7168 (117 MB): past every routing limit the cases cross.
@@ -85,15 +85,15 @@ class KnobCase:
 
     def plan(self, profile: Any = None, **overrides: Any) -> LaunchPlan:
         """The plan for this case's node, model and user settings (``overrides`` replace any of them)."""
-        kwargs: dict[str, Any] = {
-            "tp": self.tp,
-            "model": self.model,
-            "fingerprint": FINGERPRINT,
-            "user_args": self.user_args,
-            "user_env": dict(self.user_env),
-            **overrides,
-        }
-        return PLANNERS[self.launcher](self.profile() if profile is None else profile, **kwargs)
+        request = PlanRequest(
+            self.profile() if profile is None else profile,
+            tp=self.tp,
+            model=self.model,
+            fingerprint=FINGERPRINT,
+            user_args=self.user_args,
+            user_env=dict(self.user_env),
+        )
+        return PLANNERS[self.launcher](replace(request, **overrides))
 
 
 PCIE = {"sm": "12.0", "group_class": "pcie-switch"}

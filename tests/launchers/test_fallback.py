@@ -14,7 +14,7 @@ import pytest
 from knob_cases import BY_NAME, KnobCase
 from priced_profiles import FINGERPRINT
 
-from topo_gate.launchers import PLANNERS, nccl_plan, sglang, trtllm, vllm
+from topo_gate.launchers import PLANNERS, PlanRequest, nccl_plan, sglang, trtllm, vllm
 from topo_gate.profile import dump_profile
 
 OTHER_NODE = "sha256:" + "cd" * 32
@@ -148,7 +148,7 @@ def test_nccl_plan_without_a_profile(launcher: str) -> None:
 
 def test_a_bad_fallback_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="fallback must be"):
-        PLANNERS["vllm"]("x.yaml", tp=2, fallback="auto")
+        PLANNERS["vllm"](PlanRequest("x.yaml", tp=2, fallback="auto"))
     with pytest.raises(ValueError, match="fallback must be"):
         nccl_plan("vllm", "why", fallback="auto")
 

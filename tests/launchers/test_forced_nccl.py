@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from topo_gate.launchers import PLANNERS, nccl_plan
+from topo_gate.launchers import PLANNERS, PlanRequest, nccl_plan
 
 DATA = Path(__file__).resolve().parents[2] / "topo_gate" / "launchers" / "data"
 MANIFESTS = {
@@ -63,7 +63,7 @@ def forced_plans(launcher: str, tmp_path: Path) -> list:
     """The ``--fallback nccl`` plan as each way to it delivers it: no profile at all, and an unusable file."""
     return [
         nccl_plan(launcher, "no NVIDIA driver", fallback="nccl"),
-        PLANNERS[launcher](tmp_path / "absent.yaml", tp=2, fallback="nccl"),
+        PLANNERS[launcher](PlanRequest(tmp_path / "absent.yaml", tp=2, fallback="nccl")),
     ]
 
 
@@ -115,7 +115,7 @@ def test_without_fallback_nccl_nothing_is_emitted_and_the_plan_says_how_to_force
 ) -> None:
     for plan in (
         nccl_plan(launcher, "no NVIDIA driver", fallback="launcher-default"),
-        PLANNERS[launcher](tmp_path / "absent.yaml", tp=2),
+        PLANNERS[launcher](PlanRequest(tmp_path / "absent.yaml", tp=2)),
     ):
         assert plan.fallback and plan.reason
         assert (plan.args, dict(plan.env), dict(plan.config)) == ((), {}, {})

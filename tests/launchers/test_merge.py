@@ -7,14 +7,16 @@ import json
 import pytest
 
 from topo_gate.launchers.cmdline import CmdlineError, user_knobs
-from topo_gate.launchers.merge import merge
+from topo_gate.launchers.merge import merge_into_command
 
 SGLANG_ARGS = ("--flashinfer-allreduce-fusion-backend", "trtllm", "--disable-custom-all-reduce")
 BASE = ["python", "-m", "sglang.launch_server", "--model-path", "m"]
 
 
 def test_plan_appended_when_user_is_silent() -> None:
-    merged = merge(BASE, {"PATH": "/bin"}, SGLANG_ARGS, {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "0"}, "sglang")
+    merged = merge_into_command(
+        BASE, {"PATH": "/bin"}, SGLANG_ARGS, {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "0"}, "sglang"
+    )
     assert merged.argv == (*BASE, *SGLANG_ARGS)
     assert merged.env == {"PATH": "/bin", "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "0"}
     assert merged.warnings == ()
@@ -26,26 +28,30 @@ def test_user_value_wins_in_both_spellings() -> None:
         ["--flashinfer-allreduce-fusion-backend", "mnnvl"],
         ["--flashinfer-allreduce-fusion-backend=mnnvl"],
     ):
-        merged = merge([*BASE, *given], {}, SGLANG_ARGS, {}, "sglang")
+        merged = merge_into_command([*BASE, *given], {}, SGLANG_ARGS, {}, "sglang")
         assert merged.argv == (*BASE, *given, "--disable-custom-all-reduce")
         assert len(merged.warnings) == 1 and "yours wins" in merged.warnings[0]
 
 
 def test_same_value_is_silent() -> None:
-    merged = merge([*BASE, "--flashinfer-allreduce-fusion-backend=trtllm"], {}, SGLANG_ARGS, {}, "sglang")
+    merged = merge_into_command(
+        [*BASE, "--flashinfer-allreduce-fusion-backend=trtllm"], {}, SGLANG_ARGS, {}, "sglang"
+    )
     assert merged.warnings == ()
     assert merged.argv.count("--disable-custom-all-reduce") == 1
 
 
 def test_flag_for_the_same_knob_under_another_name_wins() -> None:
     # The user disabled fusion; the profile would enable it: the user's choice stays, with a warning.
-    merged = merge([*BASE, "--enforce-disable-flashinfer-allreduce-fusion"], {}, SGLANG_ARGS, {}, "sglang")
+    merged = merge_into_command(
+        [*BASE, "--enforce-disable-flashinfer-allreduce-fusion"], {}, SGLANG_ARGS, {}, "sglang"
+    )
     assert "--flashinfer-allreduce-fusion-backend" not in merged.argv
     assert any("--enforce-disable-flashinfer-allreduce-fusion" in w for w in merged.warnings)
 
 
 def test_user_env_wins() -> None:
-    merged = merge(
+    merged = merge_into_command(
         BASE, {"VLLM_ALLREDUCE_USE_SYMM_MEM": "1"}, (), {"VLLM_ALLREDUCE_USE_SYMM_MEM": "0"}, "vllm"
     )
     assert merged.env["VLLM_ALLREDUCE_USE_SYMM_MEM"] == "1"
@@ -67,7 +73,7 @@ def effective_config(argv: tuple[str, ...]) -> dict:
 
 def test_compilation_config_merged_into_users_json() -> None:
     user = ["vllm", "serve", "m", "-cc", '{"level": 3, "pass_config": {"fuse_allreduce_rms": false}}']
-    merged = merge(user, {}, VLLM_CC, {}, "vllm")
+    merged = merge_into_command(user, {}, VLLM_CC, {}, "vllm")
     config = effective_config(merged.argv)
     assert config["level"] == 3
     assert config["pass_config"] == {"fuse_allreduce_rms": False, "fi_allreduce_fusion_max_size_mb": 8.0}
@@ -75,7 +81,9 @@ def test_compilation_config_merged_into_users_json() -> None:
 
 
 def test_compilation_config_inline_equals_form() -> None:
-    merged = merge(["vllm", "serve", "m", '--compilation-config={"level":3}'], {}, VLLM_CC, {}, "vllm")
+    merged = merge_into_command(
+        ["vllm", "serve", "m", '--compilation-config={"level":3}'], {}, VLLM_CC, {}, "vllm"
+    )
     assert effective_config(merged.argv) == {
         "level": 3,
         "pass_config": {"fuse_allreduce_rms": True, "fi_allreduce_fusion_max_size_mb": 8.0},
@@ -86,7 +94,7 @@ def test_dotted_user_setting_wins_and_the_rest_joins_its_group() -> None:
     # vLLM appends dotted groups after every explicit config: a second --compilation-config would be
     # replaced by the user's group, so the plan's keys go into that group.
     user = ["vllm", "serve", "m", "-cc.pass_config.fi_allreduce_fusion_max_size_mb=2"]
-    merged = merge(user, {}, VLLM_CC, {}, "vllm")
+    merged = merge_into_command(user, {}, VLLM_CC, {}, "vllm")
     assert effective_config(merged.argv) == {
         "pass_config": {"fi_allreduce_fusion_max_size_mb": 2, "fuse_allreduce_rms": True}
     }
@@ -104,7 +112,7 @@ def test_dotted_user_setting_wins_and_the_rest_joins_its_group() -> None:
     ],
 )
 def test_users_compilation_config_in_any_spelling_is_never_overridden(given: list[str]) -> None:
-    merged = merge(["vllm", "serve", "m", *given], {}, VLLM_CC, {}, "vllm")
+    merged = merge_into_command(["vllm", "serve", "m", *given], {}, VLLM_CC, {}, "vllm")
     assert effective_config(merged.argv)["pass_config"] == {
         "fuse_allreduce_rms": False,
         "fi_allreduce_fusion_max_size_mb": 8.0,
@@ -115,7 +123,7 @@ def test_users_compilation_config_in_any_spelling_is_never_overridden(given: lis
 def test_compilation_config_from_a_config_file_is_the_users(tmp_path) -> None:
     config = tmp_path / "serve.yaml"
     config.write_text("compilation-config:\n  pass_config: {fuse_allreduce_rms: false}\n")
-    merged = merge(["vllm", "serve", "m", "--config", str(config)], {}, VLLM_CC, {}, "vllm")
+    merged = merge_into_command(["vllm", "serve", "m", "--config", str(config)], {}, VLLM_CC, {}, "vllm")
     assert effective_config(merged.argv)["pass_config"]["fuse_allreduce_rms"] is False
 
 
@@ -131,7 +139,7 @@ def test_compilation_config_from_a_config_file_is_the_users(tmp_path) -> None:
 )
 def test_an_abbreviated_or_inverse_user_flag_counts_as_set(launcher: str, given: list[str]) -> None:
     base = ["vllm", "serve", "m"] if launcher == "vllm" else BASE
-    merged = merge([*base, *given], {}, ("--disable-custom-all-reduce",), {}, launcher)
+    merged = merge_into_command([*base, *given], {}, ("--disable-custom-all-reduce",), {}, launcher)
     assert merged.argv == (*base, *given)
     inverse = given[0] in ("--enable-custom-all-reduce", "--no-disable-custom-all-reduce")
     assert bool(merged.warnings) == inverse
@@ -139,4 +147,6 @@ def test_an_abbreviated_or_inverse_user_flag_counts_as_set(launcher: str, given:
 
 def test_a_line_the_launcher_refuses_is_not_merged_into() -> None:
     with pytest.raises(CmdlineError, match="ambiguous"):
-        merge(["vllm", "serve", "m", "--disable-c"], {}, ("--disable-custom-all-reduce",), {}, "vllm")
+        merge_into_command(
+            ["vllm", "serve", "m", "--disable-c"], {}, ("--disable-custom-all-reduce",), {}, "vllm"
+        )

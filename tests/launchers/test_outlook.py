@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from topo_gate.launchers import PLANNERS
+from topo_gate.launchers import PLANNERS, PlanRequest
 from topo_gate.launchers.outlook import CPU_HARNESS, NO_TP_ALL_REDUCE, outlooks, shapes
 from topo_gate.models import UnknownModel
 from topo_gate.profile.io import load_profile
@@ -46,13 +46,14 @@ def test_vllms_untimed_mnnvl_default_names_the_cause_the_action_and_the_plan_onc
     )
     assert vllm.setting == "VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm"
     # The same as recommend with that env: the default is then timed, and the plan priced in full.
-    plan = PLANNERS["vllm"](
+    request = PlanRequest(
         H200,
         tp=2,
         model="llama-3-70b",
         fingerprint=H200.node.fingerprint,
         user_env={"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm"},
     )
+    plan = PLANNERS["vllm"](request)
     assert vllm.with_setting is not None and vllm.with_setting.estimate == plan.estimate
     spans = [(s.path, s.status) for s in vllm.defaults]
     assert spans[0] == ("mnnvl_fused_vllm", "not measured")

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from price_tables import ROW, SIZES, flat, table
 
 from topo_gate.launchers import routes as route_models
-from topo_gate.launchers.common import Reading
+from topo_gate.launchers.common import ProfileFacts
 from topo_gate.launchers.costmodel import Problem, Step, step_check, step_sizes
 from topo_gate.launchers.planning import NO_KNOBS, Candidate, choose
 from topo_gate.launchers.routes import Knobs, RouteError
@@ -43,8 +43,8 @@ def stand_in_launcher(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(route_models.ROUTERS, "trtllm", stand_in_routes)
 
 
-def reading(plain: dict, fused: dict, fixed: frozenset = frozenset()) -> Reading:
-    return Reading(
+def facts(plain: dict, fused: dict, fixed: frozenset = frozenset()) -> ProfileFacts:
+    return ProfileFacts(
         {PLAIN: table(PLAIN, plain), FUSED: table(FUSED, fused)},
         7168,
         2,
@@ -63,7 +63,9 @@ def fast(tokens: int) -> Candidate:
 NOTHING = Knobs()
 
 
-def plan(read: Reading, candidates: list[Candidate], *, user: Knobs = NOTHING, workload: Workload = DECODE):
+def plan(
+    read: ProfileFacts, candidates: list[Candidate], *, user: Knobs = NOTHING, workload: Workload = DECODE
+):
     return choose("trtllm", candidates, read, 2, user=user, workload=workload, step=STEP)
 
 
@@ -72,7 +74,7 @@ BASE_FUSED = {"nccl": {"median": flat(10.0)}, "pcie_ipc+rmsnorm": {"median": fla
 
 
 def test_no_knobs_when_nothing_saves() -> None:
-    read = reading(
+    read = facts(
         {**BASE_PLAIN, "vllm_custom": {"median": flat(7.0)}},
         {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(9.0)}},
     )
@@ -83,7 +85,7 @@ def test_no_knobs_when_nothing_saves() -> None:
 
 
 def test_the_cheapest_admissible_plan_wins() -> None:
-    read = reading(
+    read = facts(
         {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}},
         {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}},
     )
@@ -95,14 +97,14 @@ def test_the_cheapest_admissible_plan_wins() -> None:
 def test_a_plan_that_would_change_an_unmeasured_default_is_refused() -> None:
     plain = {"nccl": {"median": flat(8.0)}, "vllm_custom": {"median": flat(1.0)}}  # "pcie_ipc" never measured
     fused = {"nccl": {"median": flat(10.0)}, "trtllm_fused_oneshot_vllm": {"median": flat(2.0)}}
-    choice = plan(reading(plain, fused), [fast(16)])
+    choice = plan(facts(plain, fused), [fast(16)])
     assert choice.candidate == NO_KNOBS
     assert "default path not measured" in choice.rejected[0][1]
 
 
 def test_ties_go_to_fewer_knobs() -> None:
     # "vllm_custom" up to 16 tokens is the only difference that matters; two knobs buy nothing more.
-    read = reading(
+    read = facts(
         {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}},
         {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}},
     )
@@ -113,7 +115,7 @@ def test_ties_go_to_fewer_knobs() -> None:
 
 def test_a_saving_under_the_tie_share_is_no_plan() -> None:
     # 0.5% cheaper than the default over the workload: within TIE_FRACTION, so no knobs.
-    read = reading(
+    read = facts(
         {**BASE_PLAIN, "vllm_custom": {"median": flat(5.995)}},
         {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(7.96)}},
     )
@@ -121,7 +123,7 @@ def test_a_saving_under_the_tie_share_is_no_plan() -> None:
 
 
 def test_the_users_own_knob_wins_over_a_candidate() -> None:
-    read = reading(
+    read = facts(
         {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}},
         {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}},
     )
@@ -133,7 +135,7 @@ def test_the_users_own_knob_wins_over_a_candidate() -> None:
 
 
 def test_a_refused_knob_set_is_dropped_with_the_launchers_reason() -> None:
-    read = reading(BASE_PLAIN, BASE_FUSED)
+    read = facts(BASE_PLAIN, BASE_FUSED)
     refused = Candidate(Knobs(config={"refuse": True}))
     assert (refused, "the launcher would refuse this") in plan(read, [refused]).rejected
 
@@ -143,7 +145,7 @@ def test_a_default_slower_than_nccl_is_turned_off() -> None:
     plain = {"nccl": {"median": flat(8.0)}, "pcie_ipc": {"median": flat(12.0)}}
     fused = {"nccl": {"median": flat(10.0)}, "pcie_ipc+rmsnorm": {"median": flat(14.0)}}
     nccl_instead = Candidate(Knobs(config={"limit": 0}), ("off",))
-    read = reading(
+    read = facts(
         {**plain, "vllm_custom": {"median": flat(99.0)}},
         {**fused, "trtllm_fused_oneshot_vllm": {"median": flat(99.0)}},
     )
@@ -153,7 +155,7 @@ def test_a_default_slower_than_nccl_is_turned_off() -> None:
 
 
 def test_a_pattern_left_out_keeps_its_default_paths() -> None:
-    read = reading(
+    read = facts(
         {**BASE_PLAIN, "vllm_custom": {"median": flat(3.0)}},
         {**BASE_FUSED, "trtllm_fused_oneshot_vllm": {"median": flat(4.0)}},
         fixed=frozenset({FUSED}),
@@ -170,7 +172,7 @@ holes = st.lists(st.booleans(), min_size=len(SIZES), max_size=len(SIZES))
 
 
 @st.composite
-def price_tables(draw: st.DrawFn) -> Reading:
+def price_tables(draw: st.DrawFn) -> ProfileFacts:
     def spec(measured_everywhere: bool = False) -> dict:
         values = draw(medians)
         if not measured_everywhere:
@@ -183,7 +185,7 @@ def price_tables(draw: st.DrawFn) -> Reading:
         "pcie_ipc+rmsnorm": spec(draw(st.booleans())),
         "trtllm_fused_oneshot_vllm": spec(),
     }
-    return reading(plain, fused)
+    return facts(plain, fused)
 
 
 workloads = st.dictionaries(
@@ -200,7 +202,7 @@ workloads = st.dictionaries(
     default_limit=st.one_of(st.none(), st.integers(0, 8192)),
 )
 def test_the_chosen_plans_step_is_nowhere_dearer_than_the_defaults(
-    read: Reading, limits: list[int], workload: Workload, default_limit: int | None
+    read: ProfileFacts, limits: list[int], workload: Workload, default_limit: int | None
 ) -> None:
     """Principle 1 per step: at every size the constraint checks, and at whole token counts between
     them (prices are linear in log(size) in between), the chosen plan's whole step is at most the
@@ -225,15 +227,15 @@ def test_the_chosen_plans_step_is_nowhere_dearer_than_the_defaults(
 # Limits from 1 token: a candidate with limit 0 routes nothing to "vllm_custom" but sends every size to
 # NCCL, which does save where the drawn default is slower than NCCL (test_a_default_slower_than_nccl_is_turned_off).
 @given(read=price_tables(), limits=st.lists(st.integers(1, 8192), min_size=1, max_size=4))
-def test_nothing_that_saves_means_no_knobs(read: Reading, limits: list[int]) -> None:
+def test_nothing_that_saves_means_no_knobs(read: ProfileFacts, limits: list[int]) -> None:
     # Make "vllm_custom" dearer than everything at every size: no candidate that routes to it can save.
     slow = {PLAIN: table(PLAIN, {**_specs(read, PLAIN), "vllm_custom": {"median": flat(1000.0)}})}
     slow[FUSED] = table(FUSED, {**_specs(read, FUSED), "trtllm_fused_oneshot_vllm": {"median": flat(1000.0)}})
-    read = Reading(slow, 7168, 2, (9, 0), (), group_class="nvswitch", served_hidden=7168)
+    read = ProfileFacts(slow, 7168, 2, (9, 0), (), group_class="nvswitch", served_hidden=7168)
     assert plan(read, [fast(n) for n in limits]).candidate == NO_KNOBS
 
 
-def _specs(read: Reading, pattern: str) -> dict:
+def _specs(read: ProfileFacts, pattern: str) -> dict:
     """The non-"vllm_custom" backends of a drawn reading, as specs again (their medians and statuses)."""
     out = {}
     current = read.tables[pattern]

@@ -12,7 +12,7 @@ import pytest
 from h200_after_2048 import bundled_evidence, profile_of, with_after_2048
 from price_tables import FUSED, NCCL_EVERYWHERE, PLAIN, ROW, SIZES, STEP, flat, table
 
-from topo_gate.launchers import sglang_plan, vllm_plan
+from topo_gate.launchers import PlanRequest, sglang_plan, vllm_plan
 from topo_gate.launchers.costmodel import Pricing, Side, Step, price_at, problems, step_check
 from topo_gate.launchers.explain import totals
 from topo_gate.launchers.pricing import NCCL
@@ -206,7 +206,7 @@ def h200(tmp_path_factory) -> dict:
 
 
 def sglang_legacy(path, model: str):
-    return sglang_plan(path, tp=2, model=model, trust_unverified_node=True, user_env=LEGACY)
+    return sglang_plan(PlanRequest(path, tp=2, model=model, trust_unverified_node=True, user_env=LEGACY))
 
 
 def test_a_transition_measured_after_2048_tokens_plans_sglangs_fusion_backend(h200) -> None:
@@ -245,13 +245,14 @@ def test_a_narrower_model_needs_the_mid_size_measurement_too(h200) -> None:
 
 
 def test_vllms_step_on_the_bundled_table_is_all_norm_sites(h200) -> None:
-    plan = vllm_plan(
+    request = PlanRequest(
         h200["bundled"],
         tp=2,
         model="qwen3-32b",
         trust_unverified_node=True,
         user_env={"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm"},
     )
+    plan = vllm_plan(request)
     assert plan.choice.worst.pricing.step.sites == {PLAIN: 0, FUSED: 129}
     sglang = sglang_legacy(h200["bundled"], "qwen3-32b")
     assert sglang.choice.worst.pricing.step.sites == {PLAIN: 1, FUSED: 128}

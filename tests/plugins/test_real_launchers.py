@@ -20,7 +20,7 @@ import pytest
 from knob_cases import BY_NAME
 from priced_profiles import FINGERPRINT
 
-from topo_gate.launchers import PLANNERS, sglang, vllm
+from topo_gate.launchers import PLANNERS, PlanRequest, sglang, vllm
 from topo_gate.plugins import FALLBACK_ENV, PROFILE_ENV
 from topo_gate.profile import load_profile
 from topo_gate.profile.reader import FINGERPRINT_ENV
@@ -133,9 +133,10 @@ SERVED = {"hidden": 7168, "layers": 2, "architecture": "LlamaForCausalLM"}
 def expected_plan(name: str, profile: Path, **user):
     """The plan ``topo-gate exec`` would apply for the knob case on its node, for SERVED_CONFIG."""
     case = BY_NAME[name]
-    plan = PLANNERS[case.launcher](
+    request = PlanRequest(
         str(profile), tp=2, fingerprint=FINGERPRINT, **SERVED, user_env=dict(case.user_env), **user
     )
+    plan = PLANNERS[case.launcher](request)
     assert not plan.fallback and (plan.args or plan.env), "the control: the plan has knobs"
     return plan
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import topo_gate
-from topo_gate.profile import EvidenceRef, Fleet, FleetNode, frozen, load_profile
+from topo_gate.profile import EvidenceRef, Fleet, FleetNode, admit, frozen, load_profile
 from topo_gate.profile.profile_set import choose_member
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,7 +32,7 @@ MADE = {
     "topo_gate.profile.node": ("Tool", "Node", "Trials", "Skipped", "EvidenceRef", "FleetNode", "Fleet"),
     "topo_gate.profile.rules": ("Alternative", "Rule", "DecisionEntry"),
     "topo_gate.profile.schema": ("Profile",),
-    "topo_gate.profile.reader": ("Decision",),
+    "topo_gate.profile.reader": ("Decision", "Admission"),
     "topo_gate.profile.profile_set": ("SetChoice",),
 }
 PROFILES = sorted((REPO / "profiles").glob("*/*.yaml"))
@@ -107,7 +107,8 @@ def test_classes_match_their_dataclass_twins(twins: dict[type, type]) -> None:
 
 
 def _instances() -> list[Any]:
-    """Every instance of a made class that loading the bundled profiles and gating on them builds."""
+    """Every instance of a made class that loading the bundled profiles, admitting them (the
+    planners' one read) and gating on them builds."""
     found: list[Any] = []
     seen: set[int] = set()
 
@@ -131,6 +132,7 @@ def _instances() -> list[Any]:
         walk(profile)
         tp = profile.decisions[0].tp if profile.decisions else 2
         walk(topo_gate.gate(path, tp=tp, trust_unverified_node=True))
+        walk(admit(path, tp=tp, trust_unverified_node=True))
     walk(topo_gate.gate("/nonexistent.yaml", tp=2))
     walk(choose_member(REPO / "profiles" / "examples", None))
     node = FleetNode(name="a", hostname=None, evidence=EvidenceRef(path="a.json"))

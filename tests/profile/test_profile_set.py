@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import topo_gate
 from topo_gate.cli import main
-from topo_gate.launchers import sglang_plan
+from topo_gate.launchers import PlanRequest, sglang_plan
 from topo_gate.profile import Profile, dump_profile, load_profile
 from topo_gate.profile.profile_set import choose_member
 from topo_gate.profile.set_check import check_set
@@ -157,15 +157,15 @@ USER_ARGS = ("--disable-custom-all-reduce",)
 def test_launcher_plans_follow_the_member_for_this_node(fleet_set):
     fingerprint = fingerprint_of(H200_X2)
     served = {"tp": 2, "model": "llama-3.1-70b", "user_args": USER_ARGS, "user_env": {}}
-    alone = sglang_plan(H200_X2, fingerprint=fingerprint, **served)
-    in_set = sglang_plan(fleet_set, fingerprint=fingerprint, **served)
+    alone = sglang_plan(PlanRequest(H200_X2, fingerprint=fingerprint, **served))
+    in_set = sglang_plan(PlanRequest(fleet_set, fingerprint=fingerprint, **served))
     assert not in_set.fallback and in_set.env  # the control: a plan with knobs
     assert (in_set.args, in_set.env, in_set.estimate) == (alone.args, alone.env, alone.estimate)
     assert f"using profile set {fleet_set}: h200-x2.yaml" in in_set.notes
-    foreign = sglang_plan(fleet_set, fingerprint="sha256:" + "0" * 64, **served)
+    foreign = sglang_plan(PlanRequest(fleet_set, fingerprint="sha256:" + "0" * 64, **served))
     assert foreign.fallback and "none of its 3 profiles is for this node" in foreign.reason
     assert (foreign.args, dict(foreign.env)) == ((), {})  # the launcher's default: nothing changed
-    forced = sglang_plan(fleet_set, fingerprint="sha256:" + "0" * 64, fallback="nccl", **served)
+    forced = sglang_plan(PlanRequest(fleet_set, fingerprint="sha256:" + "0" * 64, fallback="nccl", **served))
     assert forced.fallback and "--enforce-disable-flashinfer-allreduce-fusion" in forced.args
 
 

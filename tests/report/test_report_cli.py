@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from report_inputs import PROFILE1, RUN1, RUN2
 
+from topo_gate._units import human_bytes
 from topo_gate.cli import main
-from topo_gate.decide import human_bytes
 from topo_gate.probe import DecideSettings, replay
 from topo_gate.profile import load_profile
 from topo_gate.profile.io import dump_profile

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topo_gate.ab.benchmarks import Benchmark, tp_from_flags
-from topo_gate.launchers import PLANNERS, LaunchPlan, nccl_plan
+from topo_gate.launchers import PLANNERS, LaunchPlan, PlanRequest, nccl_plan
 from topo_gate.launchers.detect import TpFlagError, tp_from_command
 from topo_gate.launchers.exec import prepare
 from topo_gate.plugins import APPLIED_ENV, PROFILE_ENV
@@ -58,34 +58,12 @@ def command_tp(cmd: Sequence[str], launcher: str, benchmark: Benchmark | None) -
     return named
 
 
-def make_plan(
-    profile: str,
-    launcher: str,
-    *,
-    tp: int,
-    gpus: list[int] | None,
-    hidden: int | None,
-    model: str | None,
-    fingerprint: str,
-    cmd: Sequence[str],
-    environ: Mapping[str, str],
-) -> LaunchPlan:
-    """The plan ``exec`` would follow on this verified node for ``cmd`` in ``environ`` (priced against
-    what ``cmd`` runs by default there); ``PlanUnavailable`` on any fallback (there is then no plan to
-    compare: the arm would run the launcher's default)."""
-    plan = PLANNERS[launcher](
-        profile,
-        tp=tp,
-        gpus=gpus,
-        strict=False,
-        fallback="launcher-default",
-        fingerprint=fingerprint,
-        hidden=hidden,
-        model=model,
-        trust_unverified_node=False,
-        user_args=tuple(cmd),
-        user_env=environ,
-    )
+def make_plan(launcher: str, request: PlanRequest) -> LaunchPlan:
+    """The plan ``exec`` would follow on this verified node (``request.fingerprint``) for the command
+    and environment in ``request`` (priced against what that command runs by default there);
+    ``PlanUnavailable`` on any fallback (there is then no plan to compare: the arm would run the
+    launcher's default)."""
+    plan = PLANNERS[launcher](request)
     if plan.fallback:
         raise PlanUnavailable(f"the profile gives no plan here: {plan.reason}")
     return plan

@@ -32,7 +32,7 @@ from topo_gate.cli._node import given_fingerprint
 from topo_gate.cli._params import bounded
 from topo_gate.cli.exec_ import _check_runnable
 from topo_gate.cli.recommend import parse_gpus, served_hidden
-from topo_gate.launchers import LAUNCHERS
+from topo_gate.launchers import LAUNCHERS, PlanRequest
 from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
 
 _NODE_ERROR_CODES = {
@@ -159,17 +159,17 @@ def command(**options: Any) -> None:
     if "plan" in names:
         assert fingerprint is not None
         try:
-            plan = make_plan(
+            request = PlanRequest(
                 options["profile"],
-                launcher,
                 tp=tp,
                 gpus=options["gpus"],
+                fingerprint=fingerprint,
                 hidden=options["hidden"],
                 model=options["model"],
-                fingerprint=fingerprint,
-                cmd=cmd,
-                environ=os.environ,
+                user_args=tuple(cmd),
+                user_env=os.environ,
             )
+            plan = make_plan(launcher, request)
         except PlanUnavailable as error:
             raise fail(ExitCode.NOT_OK, str(error)) from None
     try:

@@ -12,14 +12,14 @@ from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail, inert
 from topo_gate.cli._node import given_fingerprint
 from topo_gate.cli.recommend import (
-    ProfileReading,
     check_workload,
     launch_options,
+    plan_command,
     requested_patterns,
     served_hidden,
     strict_failure,
 )
-from topo_gate.launchers import LAUNCHERS, PINNED, nccl_plan
+from topo_gate.launchers import LAUNCHERS, PINNED, PlanRequest, nccl_plan
 from topo_gate.launchers.cmdline import CmdlineError, CmdlineFileError, find_entry, parse, tp_disagreement
 from topo_gate.launchers.detect import detect_launcher, tp_from_command
 from topo_gate.launchers.exec import exec_merged, prepare
@@ -109,26 +109,24 @@ def command(
                 raise fail(_NODE_ERROR_CODES[error.kind], str(error)) from None
             plan = nccl_plan(launcher, f"node not checked: {error}", fallback=fallback)
     if fingerprint is not None:
-        reading = ProfileReading(
+        # The default is priced with the user's own command line and environment: what runs without us.
+        request = PlanRequest(
+            profile,
+            tp=tp,
             gpus=gpus,
             strict=strict,
-            patterns=requested_patterns(pattern),
+            fallback=fallback,
             fingerprint=fingerprint,
-            trust_unverified_node=False,
+            patterns=requested_patterns(pattern),
+            hidden=hidden,
+            model=model,
+            trust_unverified_node=False,  # the node was verified above
+            user_args=cmd,
+            user_env=os.environ,
             workload=workload,
         )
-        # The default is priced with the user's own command line and environment: what runs without us.
         try:
-            plan = reading.plan(
-                launcher,
-                profile,
-                tp=tp,
-                fallback=fallback,
-                hidden=hidden,
-                model=model,
-                user_args=cmd,
-                user_env=os.environ,
-            )
+            plan = plan_command(launcher, request)
         except Exception as error:  # noqa: BLE001 -- whatever the profile holds, CMD still starts
             why = shown(" ".join(f"{type(error).__name__}: {error}".split()))
             plan = nccl_plan(launcher, f"the profile could not be planned from: {why}", fallback=fallback)

@@ -68,7 +68,7 @@ Exit codes: 0 written, 1 refused (other fingerprint, shape, a node twice), 2 usa
 @click.option("--ci-level", type=Finite(min=0.5, max=0.999), default=0.95, show_default=True)
 @click.option("--bootstrap", type=click.IntRange(min=100, max=MAX_BOOTSTRAP), default=2000, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the written profile and notes as JSON.")
-def merge(
+def merge_command(
     evidence: tuple[Path, ...], out: Path, margin: float, ci_level: float, bootstrap: int, as_json: bool
 ) -> None:
     """Merge EVIDENCE files of N nodes of one class into one profile whose rules hold on every node."""
@@ -122,7 +122,7 @@ Exit codes: 0 no outlier, 1 an outlier (or refused evidence), 2 usage, 3 unreada
     help="Smallest scale, as a fraction of the fleet median: below it differences are noise.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Verdicts and flagged cells as JSON.")
-def outliers(evidence: tuple[Path, ...], threshold: float, noise_floor: float, as_json: bool) -> None:
+def outliers_command(evidence: tuple[Path, ...], threshold: float, noise_floor: float, as_json: bool) -> None:
     """List the nodes whose latencies stand apart from their twins', with the cells that flag them."""
     report = find_outliers(_load(evidence), threshold=threshold, noise_floor=noise_floor)
     for warning in report.warnings:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 import yaml
@@ -15,17 +14,18 @@ import yaml
 from topo_gate._terminal import shown, shown_lines
 from topo_gate.cli._errors import ExitCode, fail, inert
 from topo_gate.cli._params import bounded
-from topo_gate.launchers import LAUNCHERS, PINNED, PLANNERS, LaunchPlan, nccl_plan
+from topo_gate.launchers import LAUNCHERS, PINNED, PLANNERS, LaunchPlan, PlanRequest, nccl_plan
 from topo_gate.launchers.cmdline import CmdlineError, tp_disagreement
 from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS, PATTERNS
 from topo_gate.launchers.detect import tp_from_command
+from topo_gate.launchers.explain import Row
+from topo_gate.launchers.explain import render as render_explain
+from topo_gate.launchers.explain import rows as explain_rows
+from topo_gate.launchers.explain import totals as explain_totals
 from topo_gate.launchers.outlook import CPU_HARNESS, NO_TP_ALL_REDUCE
-from topo_gate.launchers.workload import DEFAULT_WORKLOAD, WorkloadError, lookup_workload
+from topo_gate.launchers.workload import DEFAULT_WORKLOAD, Workload, WorkloadError, lookup_workload
 from topo_gate.launchers.workload import PRESETS as WORKLOADS
 from topo_gate.models import UnknownModel, lookup_model
-
-if TYPE_CHECKING:  # the explain module is imported when a command explains
-    from topo_gate.launchers.explain import Row
 
 FORMATS = ("args", "env", "json", "yaml")
 
@@ -119,54 +119,18 @@ def requested_patterns(pattern: str) -> tuple[str, ...]:
     return PATTERNS if pattern == "all" else (pattern,)
 
 
-@dataclass(frozen=True)
-class ProfileReading:
-    """How a command has the profile read and the plan priced (the planners' arguments)."""
-
-    gpus: list[int] | None
-    strict: bool
-    patterns: tuple[str, ...]
-    fingerprint: str | None
-    trust_unverified_node: bool  # recommend plans from anywhere; exec has verified the node
-    workload: str | None = None
-
-    def plan(
-        self,
-        launcher: str,
-        profile: str,
-        *,
-        tp: int,
-        fallback: str,
-        hidden: int | None,
-        model: str | None,
-        user_args: Sequence[str],
-        user_env: Mapping[str, str],
-    ) -> LaunchPlan:
-        """``launcher``'s plan for ``profile`` at ``tp`` for the served model (``hidden`` or ``model``),
-        priced against the launcher's default with the user's own args and env; exit 2 or 3 for an
-        unusable ``--workload``; the launcher's own TP size in ``user_args`` must agree with ``tp``."""
-        problem = _tp_problem(launcher, tp, user_args)
-        if problem:
-            return nccl_plan(launcher, problem, fallback=fallback)
-        try:
-            return PLANNERS[launcher](
-                profile,
-                tp=tp,
-                fallback=fallback,
-                hidden=hidden,
-                model=model,
-                gpus=self.gpus,
-                strict=self.strict,
-                fingerprint=self.fingerprint,
-                patterns=self.patterns,
-                trust_unverified_node=self.trust_unverified_node,
-                user_args=user_args,
-                user_env=user_env,
-                workload=self.workload,
-            )
-        except WorkloadError as error:
-            code = ExitCode.USAGE if str(error).startswith("unknown workload") else ExitCode.UNREADABLE
-            raise fail(code, f"--workload: {error}") from None
+def plan_command(launcher: str, request: PlanRequest) -> LaunchPlan:
+    """``launcher``'s plan for ``request``, as a command gives it: the launcher's own TP size in
+    ``request.user_args`` must agree with ``request.tp`` (else the fallback, saying so); exit 2 or 3
+    for an unusable ``--workload``."""
+    problem = _tp_problem(launcher, request.tp, request.user_args)
+    if problem:
+        return nccl_plan(launcher, problem, fallback=request.fallback)
+    try:
+        return PLANNERS[launcher](request)
+    except WorkloadError as error:
+        code = ExitCode.USAGE if str(error).startswith("unknown workload") else ExitCode.UNREADABLE
+        raise fail(code, f"--workload: {error}") from None
 
 
 def _tp_problem(launcher: str, tp: int, user_args: Sequence[str]) -> str | None:
@@ -187,12 +151,9 @@ def check_workload(value: str | None) -> None:
 
 def explain_data(plan: LaunchPlan) -> tuple[list[Row], dict[str, Any]]:
     """``--explain``'s rows and workload totals for a plan that follows the profile (empty otherwise)."""
-    from topo_gate.launchers.explain import rows, totals
-    from topo_gate.launchers.workload import Workload
-
     if plan.choice is None or not isinstance(plan.workload, Workload):
         return [], {}
-    return rows(plan.choice), totals(plan.choice, plan.workload, plan.launcher)
+    return explain_rows(plan.choice), explain_totals(plan.choice, plan.workload, plan.launcher)
 
 
 NO_MODEL_WARNING = (
@@ -388,8 +349,6 @@ def command(
 ) -> None:
     """Print the flags, env and config of LAUNCHER's cheapest plan for PROFILE at TP size --tp that is
     nowhere slower than the launcher's own default."""
-    from topo_gate.launchers.explain import render as render_explain
-
     served_hidden(hidden, model)
     check_workload(workload)
     refuse_cpu_harness(profile, launcher)
@@ -402,24 +361,22 @@ def command(
     # recommend plans for the profile's node class, not for this machine: the node is not read.
     # gate() takes --node-fingerprint, else TOPO_GATE_NODE_FINGERPRINT if set (still checked);
     # otherwise the node is trusted unverified and the plan says so (a profile set cannot pick a member).
-    reading = ProfileReading(
-        gpus=gpus,
-        strict=strict,
-        patterns=requested_patterns(pattern),
-        fingerprint=node_fingerprint,
-        trust_unverified_node=True,
-        workload=workload,
-    )
-    plan = reading.plan(
-        launcher,
+    request = PlanRequest(
         profile,
         tp=tp,
+        gpus=gpus,
+        strict=strict,
         fallback=fallback,
+        fingerprint=node_fingerprint,
+        patterns=requested_patterns(pattern),
         hidden=hidden,
         model=model,
+        trust_unverified_node=True,
         user_args=launcher_args,
         user_env=launcher_env,
+        workload=workload,
     )
+    plan = plan_command(launcher, request)
     if strict and plan.fallback:
         strict_failure(plan)
     if hidden is None and model is None and not plan.fallback:

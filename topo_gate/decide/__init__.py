@@ -71,7 +71,6 @@ from topo_gate.decide.verdicts import (
     size_verdicts,
     transition_us,
 )
-from topo_gate.decide.words import human_bytes
 
 __all__ = [
     "COMPOSITE_SUFFIX",
@@ -82,7 +81,6 @@ __all__ = [
     "charged_samples",
     "decide",
     "failed_entry",
-    "human_bytes",
     "in_context_speedups",
     "price_table",
     "rules_from_verdicts",

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from itertools import groupby
 
+from topo_gate._units import human_bytes
 from topo_gate.decide.criteria import DEFAULT_CI_LEVEL, Criteria, SizeVerdict
-from topo_gate.decide.words import baseline_reason, fold_words, human_bytes, ratio_words, span, speedup_at
+from topo_gate.decide.words import baseline_reason, fold_words, ratio_words, span, speedup_at
 from topo_gate.evidence.bar import DEFAULT_MARGIN, STEP_CALLS
 from topo_gate.profile.schema import NCCL, Alternative, Rule
 

@@ -5,20 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from topo_gate._units import human_bytes
 from topo_gate.decide.criteria import COMPOSITE_SUFFIX, Criteria, SizeVerdict
 from topo_gate.evidence.stats import Speedup
 from topo_gate.profile.figures import speedup_ci_text, speedup_text
 from topo_gate.profile.schema import BACKENDS
-
-
-def human_bytes(nbytes: int) -> str:
-    """``14336`` -> ``"14 KiB"``, ``1572864`` -> ``"1.5 MiB"``: binary units, as the sizes are."""
-    units = ("B", "KiB", "MiB", "GiB", "TiB")
-    value, step = float(nbytes), 0
-    while value >= 1024 and step < len(units) - 1:
-        value /= 1024
-        step += 1
-    return f"{value:.4g} {units[step]}"
 
 
 def ratio_words(speedup: Speedup) -> str:

@@ -30,8 +30,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from topo_gate._units import human_bytes
 from topo_gate._version import __version__
-from topo_gate.decide import SizeVerdict, failed_entry, human_bytes, rules_from_verdicts, size_verdicts
+from topo_gate.decide import SizeVerdict, failed_entry, rules_from_verdicts, size_verdicts
 from topo_gate.evidence.names import BASELINE_BACKEND
 from topo_gate.evidence.stats import Speedup
 from topo_gate.fleet.evidence_set import NodeEvidence

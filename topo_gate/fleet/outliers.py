@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from topo_gate.decide import human_bytes
+from topo_gate._units import human_bytes
 from topo_gate.evidence.stats import median
 from topo_gate.fleet.evidence_set import NodeEvidence
 

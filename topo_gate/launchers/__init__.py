@@ -1,22 +1,28 @@
 """Launcher integration: a profile's decisions as SGLang / vLLM / TensorRT-LLM flags, env and config.
 
-Pure mapping (no torch, click or rich): ``sglang_plan``, ``vllm_plan``, ``trtllm_plan`` each return a
-``LaunchPlan``. Any fallback forces NCCL (``fallback="launcher-default"`` opts out).
+Pure mapping (no torch, click or rich): ``sglang_plan``, ``vllm_plan``, ``trtllm_plan`` (and
+``PLANNERS[launcher]``) each take a ``PlanRequest`` and return a ``LaunchPlan``. A plan that cannot
+follow the profile is a fallback: by default (``fallback="launcher-default"``) it changes nothing and
+the launcher runs its own defaults; ``fallback="nccl"`` forces NCCL instead.
 """
 
-from topo_gate.launchers.common import LaunchPlan
+from topo_gate.launchers import sglang, trtllm, vllm
+from topo_gate.launchers.common import PlanRequest, check_fallback_mode
+from topo_gate.launchers.follow import LaunchPlan, fallback_plan
 from topo_gate.launchers.knobs import LAUNCHERS, PINNED
 from topo_gate.launchers.sglang import sglang_plan
 from topo_gate.launchers.trtllm import trtllm_plan
 from topo_gate.launchers.vllm import vllm_plan
 
 PLANNERS = {"sglang": sglang_plan, "vllm": vllm_plan, "trtllm": trtllm_plan}
+_FORCE_NCCL = {"sglang": sglang.FORCE_NCCL, "vllm": vllm.FORCE_NCCL, "trtllm": trtllm.FORCE_NCCL}
 
 __all__ = [
     "LAUNCHERS",
     "PINNED",
     "PLANNERS",
     "LaunchPlan",
+    "PlanRequest",
     "nccl_plan",
     "sglang_plan",
     "trtllm_plan",
@@ -26,9 +32,5 @@ __all__ = [
 
 def nccl_plan(launcher: str, reason: str, *, fallback: str = "nccl") -> LaunchPlan:
     """The fail-closed plan of ``launcher`` without consulting a profile (e.g. the node could not be read)."""
-    from topo_gate.launchers import sglang, trtllm, vllm
-    from topo_gate.launchers.common import check_fallback_mode, fallback_plan
-
     check_fallback_mode(fallback)
-    forced = {"sglang": sglang.FORCE_NCCL, "vllm": vllm.FORCE_NCCL, "trtllm": trtllm.FORCE_NCCL}[launcher]
-    return fallback_plan(launcher, PINNED[launcher], reason, fallback=fallback, forced=forced)
+    return fallback_plan(launcher, PINNED[launcher], reason, fallback=fallback, forced=_FORCE_NCCL[launcher])

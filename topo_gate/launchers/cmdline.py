@@ -102,7 +102,9 @@ class LauncherArgs:
         return self.options[option][-1]
 
 
-class _Reading(NamedTuple):
+class ParsedCommand(NamedTuple):
+    """A command line as ``read`` parsed it: the options, and where they are, for ``merge_into_command`` to edit."""
+
     args: LauncherArgs
     entry: Entry
     dotted: tuple[str, ...]  # vLLM: the ``-x`` of each dotted group, in the order vLLM appends them
@@ -118,8 +120,8 @@ def parse(launcher: str, argv: Sequence[str]) -> LauncherArgs:
     return read(launcher, argv).args
 
 
-def read(launcher: str, argv: Sequence[str]) -> _Reading:
-    """``parse`` with what ``merge`` needs to edit the line in place."""
+def read(launcher: str, argv: Sequence[str]) -> ParsedCommand:
+    """``parse`` with what ``merge_into_command`` needs to edit the line in place."""
     entry = find_entry(argv)
     if entry is None or entry.launcher != launcher:
         entry = Entry(launcher, "module", tuple(argv), 0)
@@ -130,7 +132,7 @@ def read(launcher: str, argv: Sequence[str]) -> _Reading:
             for option in clicks:
                 options.setdefault(option.name, []).append(option.value)
             frozen = {name: tuple(values) for name, values in options.items()}
-            return _Reading(LauncherArgs(frozen), entry, (), clicks)
+            return ParsedCommand(LauncherArgs(frozen), entry, (), clicks)
         replica = table(launcher)
         if launcher == "vllm":
             tokens, dotted = forms.vllm_args(entry.form, entry.args, replica)
@@ -141,7 +143,7 @@ def read(launcher: str, argv: Sequence[str]) -> _Reading:
         raise
     except (ValueError, RecursionError) as error:  # e.g. a dotted value with 5000 digits
         raise CmdlineError(f"{launcher} would not read this command line: {error}") from None
-    return _Reading(_collected(seen, unrecognized), entry, dotted, ())
+    return ParsedCommand(_collected(seen, unrecognized), entry, dotted, ())
 
 
 def _collected(seen: list[Occurrence], unrecognized: list[str]) -> LauncherArgs:
@@ -163,11 +165,11 @@ def tp_size(launcher: str, argv: Sequence[str]) -> int | None:
     Read as the launcher's ``int`` reads it: Python's ``int()`` takes ``+4``, `` 4``, ``4_0`` and
     other scripts' digits (``٤``); what it refuses, or a size below 1, is ``CmdlineError``.
     """
-    reading = read(launcher, argv)
+    parsed = read(launcher, argv)
     name = TP_OPTION[launcher]
-    text = reading.args.options.get(name, (None,))[-1]
+    text = parsed.args.options.get(name, (None,))[-1]
     value: object = text
-    path = _trtllm_options_path(reading) if launcher == "trtllm" else None
+    path = _trtllm_options_path(parsed) if launcher == "trtllm" else None
     if path is not None:
         given = options_file(path)
         if TRTLLM_TP_KEY in given:
@@ -201,22 +203,22 @@ def user_knobs(launcher: str, argv: Sequence[str], environ: Mapping[str, str]) -
     compilation config as the one JSON object it ends up with), ``env`` the manifest's env variables
     set in ``environ``, ``config`` (TensorRT-LLM) the manifest's config keys the user's
     ``--extra_llm_api_options`` file sets, read through the guarded reader."""
-    reading = read(launcher, argv)
+    parsed = read(launcher, argv)
     manifest = knobs.manifest(launcher)
     args: list[str] = []
     if launcher != "trtllm":
         replica = table(launcher)
         relevant = {action.dest for action in replica.actions if set(manifest["flags"]) & _spellings(action)}
-        for name, values in reading.args.options.items():
-            if reading.args.dests[name] not in relevant:
+        for name, values in parsed.args.options.items():
+            if parsed.args.dests[name] not in relevant:
                 continue
             value = values[-1]
-            if launcher == "vllm" and reading.args.dests[name] == "compilation_config" and value is not None:
+            if launcher == "vllm" and parsed.args.dests[name] == "compilation_config" and value is not None:
                 value = json.dumps(forms.vllm_json(value), separators=(",", ":"))
             args += [name] if value is None else [name, value]
     env = {name: environ[name] for name in manifest["env"] if name in environ}
     config: dict[str, object] = {}
-    path = _trtllm_options_path(reading) if launcher == "trtllm" else None
+    path = _trtllm_options_path(parsed) if launcher == "trtllm" else None
     if path is not None:
         given = options_file(path)
         config = {key: given[key] for key in manifest["config_keys"] if key in given}
@@ -227,19 +229,19 @@ def _spellings(action: Any) -> set[str]:
     return {*action.options, *action.negative}
 
 
-def _trtllm_options_path(reading: _Reading) -> str | None:
-    return reading.args.options.get(TRTLLM_OPTIONS, (None,))[-1]
+def _trtllm_options_path(parsed: ParsedCommand) -> str | None:
+    return parsed.args.options.get(TRTLLM_OPTIONS, (None,))[-1]
 
 
 def trtllm_options_at(argv: Sequence[str]) -> tuple[int, bool, str] | None:
     """Where the options file TensorRT-LLM reads is named in ``argv``: (index of the token holding the
     path, whether it is ``--flag=path``, the path); None when the line names none."""
-    reading = read("trtllm", argv)
-    given = [option for option in reading.clicks if option.name == TRTLLM_OPTIONS]
+    parsed = read("trtllm", argv)
+    given = [option for option in parsed.clicks if option.name == TRTLLM_OPTIONS]
     last = given[-1] if given else None
     if last is None or last.value is None:
         return None
-    return reading.entry.at + last.at, last.attached, last.value
+    return parsed.entry.at + last.at, last.attached, last.value
 
 
 def options_file(path: str) -> dict[str, Any]:

@@ -1,28 +1,20 @@
-"""What every launcher planner shares: the ``LaunchPlan`` result and reading a profile for one TP size.
-
-A planner prices launcher knobs from the profile's measurement tables. It first asks
-``topo_gate.gate`` for both patterns; any fallback there (missing, invalid, tampered, foreign
-profile, TP not measured, node mismatch), or a profile without measurement tables for the TP size,
-makes the plan a *fallback*: by default nothing is changed and the launcher runs as it would
-without topo-gate (``fallback="launcher-default"``: nothing measured, nothing changed), with the
-reason; ``fallback="nccl"`` forces NCCL instead, for those who prefer it.
+"""What every launcher planner shares, below the pricing (``planning``) and the flow (``follow``): what a
+planner is asked (``PlanRequest``), the patterns, the fallback modes, the dtypes' element sizes, the
+profile facts a planner prices from (``ProfileFacts``) and the parts of a forced plan (``LaunchPlanParts``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from topo_gate.launchers import knobs
 from topo_gate.launchers.pricing import PriceTable
 
 if TYPE_CHECKING:
-    from topo_gate.launchers.planning import Candidate, Choice
-    from topo_gate.launchers.routes.base import Knobs
     from topo_gate.launchers.workload import Workload
-    from topo_gate.profile.schema import Rule
+    from topo_gate.profile.schema import Profile, Rule
 
 PATTERNS = ("allreduce", "allreduce_rmsnorm")
 #: What a plan does when the profile cannot be used: the first is the default.
@@ -33,54 +25,66 @@ ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 
 @dataclass(frozen=True)
-class LaunchPlan:
-    """What one launcher needs to follow a profile: CLI args to append, env to set, and why.
+class PlanRequest:
+    """What a planner is asked: one launcher's plan from a profile at one TP size, for a served model,
+    priced against what the user's own command line and environment run by default.
 
-    ``config`` is a launcher config file's content where the knob lives in a file (TensorRT-LLM's extra
-    LLM-API options YAML); empty otherwise. ``fallback`` is True when the profile could not be used:
-    the plan then changes nothing (or, under ``fallback="nccl"``, forces NCCL); ``reason`` says why.
-    ``notes`` explain every choice. ``estimate`` is the one-line price of the plan against the
-    launcher's default over the workload (empty for a fallback); ``choice`` the priced candidate
-    behind it (``recommend --explain`` renders it).
+    ``PlanRequest("node.yaml", tp=4, model="llama-3-70b")``: the profile is the one positional field.
+
+    - ``profile``: a profile file's path, a loaded ``Profile``, or a profile set's directory (its
+      member for this node's fingerprint is used).
+    - ``tp``: the tensor-parallel size planned for.
+    - ``gpus``: the TP group's NVML indices; None: ``0..tp-1``, the launcher's default group.
+    - ``strict``: software drift or a node trusted unverified makes the plan a fallback, not a warning.
+    - ``fallback``: what a plan that cannot follow the profile does (``FALLBACKS``):
+      ``"launcher-default"`` changes nothing, ``"nccl"`` forces NCCL.
+    - ``fingerprint``: this node's (``topo-gate topo`` prints it), which must be the profile's;
+      None: env ``TOPO_GATE_NODE_FINGERPRINT``, as ``topo-gate exec`` sets it.
+    - ``patterns``: the patterns planned; the paths of the others stay at the launcher's default.
+    - ``hidden``: the served model's hidden size, in which the launchers count their token limits;
+      None: ``model``'s, else the profile's trial hidden size (with a warning).
+    - ``model``: a served-model preset (``topo_gate.models``): its hidden size, layers and architecture.
+    - ``trust_unverified_node``: with no fingerprint known, plan for the profile's node class (with a
+      warning) instead of falling back; for a caller that plans for another machine (``recommend``).
+    - ``user_args``: the user's launcher command line, or just its flags: the default is priced with
+      them, and a knob they set is theirs.
+    - ``user_env``: the user's launcher environment, likewise; None: this process's ``os.environ``.
+    - ``workload``: what the plan is priced over: a preset name, a YAML file or a ``Workload``;
+      None: the default preset for ``tp``.
+    - ``layers``: the served model's decoder layers; None: ``model``'s, else a step of 32 (with a note).
+    - ``architecture``: the served model's HF ``architectures[0]``; None: ``model``'s, else the sizes a
+      launcher routes by architecture are left to its default (with a note).
     """
 
-    launcher: str
-    launcher_version_pinned: str
-    args: tuple[str, ...]
-    env: Mapping[str, str]
-    notes: tuple[str, ...]
-    fallback: bool
-    reason: str
-    config: Mapping[str, Any] = field(default_factory=dict)
-    estimate: str = ""
-    choice: Choice | None = field(default=None, compare=False, repr=False)
-    workload: Workload | None = field(default=None, compare=False, repr=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data for ``--format json|yaml``."""
-        return {
-            "launcher": self.launcher,
-            "version": self.launcher_version_pinned,
-            "args": list(self.args),
-            "env": dict(self.env),
-            "config": dict(self.config),
-            "notes": list(self.notes),
-            "fallback": self.fallback,
-            "reason": self.reason,
-            "estimate": self.estimate,
-        }
+    profile: str | os.PathLike[str] | Profile
+    _: KW_ONLY
+    tp: int
+    gpus: Sequence[int] | None = None
+    strict: bool = False
+    fallback: str = DEFAULT_FALLBACK
+    fingerprint: str | None = None
+    patterns: Sequence[str] = PATTERNS
+    hidden: int | None = None
+    model: str | None = None
+    trust_unverified_node: bool = False
+    user_args: Sequence[str] = ()
+    user_env: Mapping[str, str] | None = None
+    workload: str | Workload | None = None
+    layers: int | None = None
+    architecture: str | None = None
 
 
 @dataclass(frozen=True)
-class Reading:
-    """The profile facts a planner needs for one TP size: both patterns' price tables and the trial shape.
+class ProfileFacts:
+    """What a planner prices from for one TP size: both patterns' price tables and the trial shape from
+    the profile, and the served model (``follow.served_model`` fills its fields in).
 
     ``fallback_reason`` is set (and the tables empty) when the profile cannot be used at all.
     ``hidden`` is the profile's trial hidden size; ``served_hidden`` the served model's, which the
     launchers convert their token limits with (the profile's when the caller named no model);
     ``layers`` the served model's decoder layers and ``architecture`` its HF ``architectures[0]``
-    (None: unknown). ``fixed`` names the patterns the
-    caller left out (``--pattern``): a plan must leave their paths as they are by default.
+    (None: unknown). ``fixed`` names the patterns the caller left out (``--pattern``): a plan must
+    leave their paths as they are by default.
     """
 
     tables: Mapping[str, PriceTable]
@@ -98,138 +102,9 @@ class Reading:
     fixed: frozenset[str] = frozenset()
 
 
-def read_profile(
-    profile: Any,
-    *,
-    tp: int,
-    gpus: Any = None,
-    strict: bool = False,
-    fingerprint: str | None = None,
-    patterns: Sequence[str] = PATTERNS,
-    trust_unverified_node: bool = False,
-) -> Reading:
-    """Ask the reader for both patterns and read their measurement tables; never raises (the reader
-    does not, and loading is guarded). The patterns not in ``patterns`` are ``fixed``: a plan leaves
-    their paths at the default. ``trust_unverified_node``: see ``gate()``."""
-    from topo_gate.profile.io import load_profile
-    from topo_gate.profile.profile_set import choose_member, is_profile_set
-    from topo_gate.profile.reader import FINGERPRINT_ENV, gate
-
-    set_notes: tuple[str, ...] = ()
-    if isinstance(profile, (str, os.PathLike)) and is_profile_set(profile):
-        chosen = choose_member(profile, fingerprint or os.environ.get(FINGERPRINT_ENV))
-        if chosen.path is None:
-            return Reading({}, None, None, None, (), fallback_reason=chosen.reason)
-        profile, set_notes = chosen.path, (f"using {chosen.reason}",)
-    if isinstance(profile, (str, os.PathLike)):
-        try:
-            profile = load_profile(profile)
-        except Exception:  # noqa: BLE001 -- gate() below turns the same failure into its reason
-            pass
-    unknown = sorted(set(patterns) - set(PATTERNS))
-    if unknown or not patterns:
-        reason = f"unknown pattern(s) {unknown}" if unknown else "no pattern requested"
-        return Reading({}, None, None, None, (), fallback_reason=f"{reason} (known: {', '.join(PATTERNS)})")
-    rules: dict[str, tuple[Rule, ...]] = {}
-    tables: dict[str, PriceTable] = {}
-    warnings: list[str] = list(set_notes)
-    group_class = None
-    for pattern in PATTERNS:
-        decision = gate(
-            profile,
-            tp=tp,
-            pattern=pattern,
-            gpus=gpus,
-            strict=strict,
-            fingerprint=fingerprint,
-            trust_unverified_node=trust_unverified_node,
-        )
-        warnings.extend(w for w in decision.warnings if w not in warnings)
-        if decision.fallback:
-            return Reading(
-                {}, None, None, None, tuple(warnings), fallback_reason=f"{pattern}: {decision.reason}"
-            )
-        group_class = decision.group_class
-        measurement = profile.measurement(tp, group_class, pattern) if group_class else None
-        if measurement is None:
-            return Reading(
-                {},
-                None,
-                None,
-                None,
-                tuple(warnings),
-                fallback_reason=(
-                    f"{pattern}: the profile has no measurement table for TP {tp} ({group_class}) "
-                    f"(schema {profile.schema}; re-derive it with `topo-gate decide EVIDENCE`): "
-                    "the launcher's default cannot be priced"
-                ),
-            )
-        rules[pattern] = decision.rules
-        tables[pattern] = PriceTable(measurement)
-    fixed = frozenset(PATTERNS) - frozenset(patterns)
-    warnings += [
-        f"{p} not requested (--pattern): its paths stay as the launcher's default" for p in sorted(fixed)
-    ]
-    trials = profile.trials
-    return Reading(
-        tables=tables,
-        hidden=trials.hidden,
-        itemsize=ITEMSIZE.get(trials.dtype),
-        capability=node_capability(profile.node.hardware),
-        warnings=tuple(warnings),
-        group_class=group_class,
-        rules=rules,
-        fixed=fixed,
-    )
-
-
-def node_capability(hardware: Mapping[str, Any]) -> tuple[int, int] | None:
-    """The GPUs' CUDA compute capability ``(major, minor)`` from ``hardware.gpus[].sm`` (``"9.0"``).
-
-    None when a GPU's is unknown or the GPUs disagree; planners then check every row of the
-    launcher's per-capability tables (the safe side) and say so.
-    """
-    found = set()
-    for gpu in hardware.get("gpus") or []:
-        sm = gpu.get("sm") if isinstance(gpu, Mapping) else None
-        major, dot, minor = sm.partition(".") if isinstance(sm, str) else ("", "", "")
-        if not (dot and major.isdigit() and minor.isdigit()):
-            return None
-        found.add((int(major), int(minor)))
-    return found.pop() if len(found) == 1 else None
-
-
 def check_fallback_mode(fallback: str) -> None:
     if fallback not in FALLBACKS:
         raise ValueError(f"fallback must be one of {', '.join(FALLBACKS)}, not {fallback!r}")
-
-
-def fallback_plan(
-    launcher: str,
-    version: str,
-    reason: str,
-    *,
-    fallback: str,
-    forced: LaunchPlanParts,
-    warnings: tuple[str, ...] = (),
-) -> LaunchPlan:
-    """The plan when the profile cannot be used: nothing changed (launcher-default), or NCCL forced."""
-    if fallback == "launcher-default":
-        return LaunchPlan(
-            launcher,
-            version,
-            (),
-            {},
-            (
-                *warnings,
-                "nothing changed: the launcher runs its own defaults (--fallback nccl forces NCCL instead)",
-            ),
-            True,
-            reason,
-        )
-    return LaunchPlan(
-        launcher, version, forced.args, forced.env, (*warnings, *forced.notes), True, reason, forced.config
-    )
 
 
 @dataclass(frozen=True)
@@ -240,165 +115,3 @@ class LaunchPlanParts:
     env: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     config: Mapping[str, Any] = field(default_factory=dict)
-
-
-def mib(nbytes: int | None) -> str:
-    """Human size for notes: ``8 MiB``, ``1.5 MiB``, ``512 KiB``."""
-    if nbytes is None:
-        return "unbounded"
-    if nbytes >= 1 << 20:
-        return f"{nbytes / (1 << 20):g} MiB"
-    return f"{nbytes / 1024:g} KiB"
-
-
-def served_model(
-    reading: Reading,
-    *,
-    hidden: int | None,
-    model: str | None,
-    layers: int | None = None,
-    architecture: str | None = None,
-) -> tuple[Reading, tuple[str, ...]]:
-    """``reading`` with the served model: its hidden size (``hidden``, else ``model``'s preset, else the
-    profile's, with a warning: every launcher has a limit counted in tokens of the served model) and,
-    from the preset, its layer count and architecture (some launchers route by architecture)."""
-    from dataclasses import replace
-
-    from topo_gate.models import lookup_model
-
-    preset = lookup_model(model) if model is not None else None
-    if layers is None and preset is not None:
-        layers = preset.layers
-    if architecture is None and preset is not None:
-        architecture = preset.architecture
-    if hidden is None and preset is not None:
-        hidden = preset.hidden
-    notes: tuple[str, ...] = ()
-    if hidden is None:
-        hidden = reading.hidden
-        notes = (
-            f"no --model/--hidden: token limits converted with the profile's hidden size {reading.hidden}; "
-            "a wider served model sends larger messages at the same token counts",
-        )
-    if architecture is None:
-        notes += (
-            "architecture unknown (no --model): sizes where the launcher routes by architecture are "
-            "left to its default",
-        )
-    return replace(
-        reading, served_hidden=hidden, model=model, layers=layers, architecture=architecture
-    ), notes
-
-
-def follow_profile(
-    launcher: str,
-    forced: LaunchPlanParts,
-    candidates: Callable[[Reading, int, Knobs], Sequence[Candidate]],
-    profile: Any,
-    *,
-    tp: int,
-    gpus: Any,
-    strict: bool,
-    fallback: str,
-    fingerprint: str | None,
-    patterns: Sequence[str],
-    hidden: int | None = None,
-    model: str | None = None,
-    trust_unverified_node: bool = False,
-    user_args: Sequence[str] = (),
-    user_env: Mapping[str, str] | None = None,
-    workload: str | Workload | None = None,
-    layers: int | None = None,
-    architecture: str | None = None,
-) -> LaunchPlan:
-    """The shape every planner shares: read the profile (any fallback: ``fallback_plan``), then price
-    the launcher's ``candidates`` against its default for the user's own args and env (``planning``),
-    with the reader's warnings ahead of the plan's notes. Raises ``WorkloadError`` for an unusable
-    ``workload``."""
-    from topo_gate.launchers.cmdline import CmdlineError, user_knobs
-    from topo_gate.launchers.costmodel import DEFAULT_LAYERS, EMBEDDING_FUSED_LAUNCHERS, Step
-    from topo_gate.launchers.explain import estimate_line
-    from topo_gate.launchers.planning import choose
-    from topo_gate.launchers.routes import Knobs, RouteError
-    from topo_gate.launchers.routes.nccl import NVLS_ENV
-    from topo_gate.launchers.workload import Workload, lookup_workload
-
-    check_fallback_mode(fallback)
-    version = knobs.PINNED[launcher]
-    chosen_workload = workload if isinstance(workload, Workload) else lookup_workload(workload, tp)
-    reading = read_profile(
-        profile,
-        tp=tp,
-        gpus=gpus,
-        strict=strict,
-        fingerprint=fingerprint,
-        patterns=patterns,
-        trust_unverified_node=trust_unverified_node,
-    )
-    if reading.fallback_reason is not None:
-        return fallback_plan(
-            launcher,
-            version,
-            reading.fallback_reason,
-            fallback=fallback,
-            forced=forced,
-            warnings=reading.warnings,
-        )
-    reading, model_notes = served_model(
-        reading, hidden=hidden, model=model, layers=layers, architecture=architecture
-    )
-    environ = os.environ if user_env is None else user_env
-    try:
-        user = user_knobs(launcher, user_args, environ)
-    except CmdlineError as error:
-        return fallback_plan(
-            launcher,
-            version,
-            f"your command line cannot be read as {launcher} reads it: {error}",
-            fallback=fallback,
-            forced=forced,
-            warnings=(*reading.warnings, *model_notes),
-        )
-    if NVLS_ENV in environ:  # not a launcher knob, but it decides which NCCL the default runs
-        user = Knobs(user.args, {**user.env, NVLS_ENV: environ[NVLS_ENV]}, user.config)
-    step = Step(
-        reading.layers or DEFAULT_LAYERS,
-        layers_known=reading.layers is not None,
-        embedding_fused=launcher in EMBEDDING_FUSED_LAUNCHERS,
-    )
-    try:
-        choice = choose(
-            launcher,
-            candidates(reading, tp, user),
-            reading,
-            tp,
-            user=user,
-            workload=chosen_workload,
-            step=step,
-        )
-    except RouteError as error:
-        return fallback_plan(
-            launcher,
-            version,
-            f"your own flags or env cannot be modelled: {error}",
-            fallback=fallback,
-            forced=forced,
-            warnings=(*reading.warnings, *model_notes),
-        )
-    chosen = choice.candidate.knobs
-    layer_note = (
-        () if step.layers_known else (f"layers unknown (no --model): a step priced as {step.layers} layers",)
-    )
-    return LaunchPlan(
-        launcher=launcher,
-        launcher_version_pinned=version,
-        args=tuple(chosen.args),
-        env=dict(chosen.env),
-        notes=(*reading.warnings, *model_notes, *layer_note, *choice.candidate.notes),
-        fallback=False,
-        reason="following the profile",
-        config=dict(chosen.config),
-        estimate=estimate_line(choice, chosen_workload),
-        choice=choice,
-        workload=chosen_workload,
-    )

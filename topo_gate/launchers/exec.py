@@ -16,8 +16,8 @@ import yaml
 from topo_gate._atomic import write_atomic
 from topo_gate._terminal import shown
 from topo_gate.launchers.cmdline import options_file, trtllm_options_at
-from topo_gate.launchers.common import LaunchPlan
-from topo_gate.launchers.merge import Merged, merge
+from topo_gate.launchers.follow import LaunchPlan
+from topo_gate.launchers.merge import Merged, merge_into_command
 from topo_gate.launchers.trtllm import OPTIONS_FLAG
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
@@ -36,7 +36,7 @@ def prepare(
     if verified_fingerprint is not None:
         plan_env[FINGERPRINT_ENV] = verified_fingerprint
     base_env = {k: v for k, v in environ.items() if k != FINGERPRINT_ENV}
-    merged = merge(cmd, base_env, plan.args, plan_env, plan.launcher)
+    merged = merge_into_command(cmd, base_env, plan.args, plan_env, plan.launcher)
     if plan.config:
         merged = _with_options_file(merged, plan.config)
     return merged

@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from topo_gate._units import human_bytes
 from topo_gate.launchers.costmodel import Piece, Problem, StepCheck, binding, pieces, step_check, step_checks
-from topo_gate.launchers.planning import Choice, Unlock, Variant, size
+from topo_gate.launchers.planning import Choice, Unlock, Variant
 from topo_gate.launchers.pricing import PriceTable, bracket
 from topo_gate.launchers.routes import Knobs
 from topo_gate.launchers.unmeasured import unmeasured_words
@@ -45,8 +46,8 @@ class Row:
     def size(self) -> str:
         """The range's largest message: ``up to 14 MiB`` (``all larger`` for the open range)."""
         if self.last_tokens is None:
-            return f"> {size((self.first_tokens - 1) * self.row_bytes)}"
-        largest = size(self.last_tokens * self.row_bytes)
+            return f"> {human_bytes((self.first_tokens - 1) * self.row_bytes)}"
+        largest = human_bytes(self.last_tokens * self.row_bytes)
         return largest if self.first_tokens == self.last_tokens else f"up to {largest}"
 
     @property
@@ -241,7 +242,7 @@ def step_row(check: StepCheck, weight: float | None, row_bytes: int) -> dict[str
         "saving_us_per_step": _round(check.default_us - check.plan_us) if priced else None,
         "changed": list(check.changed),
         "why": check.why,
-        "size": size(check.nbytes),
+        "size": human_bytes(check.nbytes, digits=6),
         "row_bytes": row_bytes,
     }
 
@@ -551,13 +552,13 @@ def headline(data: dict[str, Any]) -> list[str]:
         today = (
             "nothing measured after a larger size"
             if bound is None
-            else f"bounded today by the one after {size(bound)}"
+            else f"bounded today by the one after {human_bytes(bound, digits=6)}"
         )
         saving = "" if unlock["saving"] is None else f" ({-unlock['saving']:+.1%})"
         out.append(
             f"could unlock: {knobs}: up to {-unlock['saving_us_per_step']:+.1f} us/step{saving} over the workload "
             f"if {unlock['kernel']}'s size transition after {_tokens(unlock['after_tokens'])} "
-            f"({size(unlock['after_bytes'])}) is at most {unlock['at_most_us']:.1f} us at "
+            f"({human_bytes(unlock['after_bytes'], digits=6)}) is at most {unlock['at_most_us']:.1f} us at "
             f"{_tokens(unlock['at_tokens'])} ({today}); re-probe this node with evidence v1.2 "
             "(`topo-gate probe` with the served --model) to measure it."
         )

@@ -65,7 +65,7 @@ def split_flags(args: Sequence[str], launcher: str) -> list[tuple[str, str | Non
     return items
 
 
-def merge(
+def merge_into_command(
     argv: Sequence[str],
     env: Mapping[str, str],
     plan_args: Sequence[str],
@@ -77,15 +77,15 @@ def merge(
 
     ``CmdlineError`` when the launcher would refuse ``argv`` itself (its knobs cannot be told apart).
     """
-    reading = cmdline.read(launcher, argv)
+    parsed = cmdline.read(launcher, argv)
     out, added, warnings = list(argv), [], []
     for flag, value in split_flags(plan_args, launcher):
         if launcher == "vllm" and flag in _COMPILATION:
-            added_cc, cc_warnings = _merge_compilation(out, reading, json.loads(value or "{}"))
+            added_cc, cc_warnings = _merge_compilation(out, parsed, json.loads(value or "{}"))
             added += added_cc
             warnings += cc_warnings
             continue
-        given = _user_settings(reading.args, launcher, flag)
+        given = _user_settings(parsed.args, launcher, flag)
         if given:
             if given != [(flag, value)]:
                 spelled = " ".join(name if last is None else f"{name} {last}" for name, last in given)
@@ -121,11 +121,13 @@ def _user_settings(user: cmdline.LauncherArgs, launcher: str, flag: str) -> list
     ]
 
 
-def _merge_compilation(argv: list[str], reading: Any, ours: dict[str, Any]) -> tuple[list[str], list[str]]:
+def _merge_compilation(
+    argv: list[str], parsed: cmdline.ParsedCommand, ours: dict[str, Any]
+) -> tuple[list[str], list[str]]:
     """Add the plan's ``pass_config`` keys the user's effective vLLM compilation config lacks (see the
     module docstring), appending to ``argv`` in place; warnings for the keys the user set otherwise."""
     wanted = ours.get("pass_config", {})
-    given = reading.args.options.get("--compilation-config")
+    given = parsed.args.options.get("--compilation-config")
     config = vllm_json(given[-1]) if given and given[-1] is not None else {}
     user_keys = config.get("pass_config", {}) if isinstance(config, dict) else None
     if not isinstance(user_keys, dict):
@@ -139,7 +141,7 @@ def _merge_compilation(argv: list[str], reading: Any, ours: dict[str, Any]) -> t
     if not missing:
         return [], warnings
     compilation = table("vllm").by_option["--compilation-config"]
-    groups = [key for key in reading.dotted if table("vllm").resolve(key) is compilation]
+    groups = [key for key in parsed.dotted if table("vllm").resolve(key) is compilation]
     if groups:  # the user's last dotted group is the config vLLM ends up with: extend it
         pieces = [f"{groups[-1]}.pass_config.{k}={json.dumps(v)}" for k, v in missing.items()]
     else:

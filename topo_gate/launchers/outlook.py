@@ -20,10 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from topo_gate._units import human_bytes
 from topo_gate.launchers import knobs
-from topo_gate.launchers.common import LaunchPlan
+from topo_gate.launchers.common import PlanRequest
 from topo_gate.launchers.explain import headline, rows, unlock_data, unmeasured
-from topo_gate.launchers.planning import size
+from topo_gate.launchers.follow import LaunchPlan
 from topo_gate.launchers.sglang import sglang_plan
 from topo_gate.launchers.trtllm import trtllm_plan
 from topo_gate.launchers.unmeasured import cause, release
@@ -71,7 +72,7 @@ class DefaultSpan:
     def words(self) -> str:
         if self.last_tokens is None:
             return f"{self.path} from {self.first_tokens} tokens ({self.status})"
-        largest = size(self.last_tokens * self.row_bytes)
+        largest = human_bytes(self.last_tokens * self.row_bytes)
         sizes = largest if self.first_tokens == self.last_tokens else f"up to {largest}"
         return f"{self.path} at {token_span(self.first_tokens, self.last_tokens)} tokens ({sizes}, {self.status})"
 
@@ -260,7 +261,7 @@ def _plan(
     env: dict[str, str],
     args: tuple[str, ...],
 ) -> LaunchPlan:
-    return _PLANNERS[launcher](
+    request = PlanRequest(
         profile,
         tp=tp,
         fingerprint=profile.node.fingerprint,
@@ -271,6 +272,7 @@ def _plan(
         user_args=args,
         workload=workload,
     )
+    return _PLANNERS[launcher](request)
 
 
 def _outcome(plan: LaunchPlan) -> Outcome:

@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from topo_gate.launchers.common import Reading
+from topo_gate._units import human_bytes
+from topo_gate.launchers.common import ProfileFacts
 from topo_gate.launchers.costmodel import (
     Pricing,
     Problem,
@@ -32,7 +33,7 @@ from topo_gate.launchers.costmodel import (
     step_checks,
     total,
 )
-from topo_gate.launchers.merge import merge
+from topo_gate.launchers.merge import merge_into_command
 from topo_gate.launchers.pricing import bracket, in_context_rungs
 from topo_gate.launchers.routes import Context, Knobs, Route, RouteError, route
 from topo_gate.launchers.routes.nccl import nccl_path
@@ -132,20 +133,20 @@ class Choice:
         return max(self.variants, key=lambda v: v.total.plan_us or 0.0)
 
 
-def contexts(reading: Reading, tp: int) -> list[Context]:
+def contexts(facts: ProfileFacts, tp: int) -> list[Context]:
     """Every node variant the plan must hold on."""
-    capabilities = [reading.capability] if reading.capability else list(CAPABILITY_VARIANTS)
-    classes = [reading.group_class] if reading.group_class else list(GROUP_VARIANTS)
-    hidden = reading.served_hidden or reading.hidden or 1
+    capabilities = [facts.capability] if facts.capability else list(CAPABILITY_VARIANTS)
+    classes = [facts.group_class] if facts.group_class else list(GROUP_VARIANTS)
+    hidden = facts.served_hidden or facts.hidden or 1
     return [
         Context(
             tp=tp,
             capability=c,
             group_class=g,
             hidden=hidden,
-            itemsize=reading.itemsize or 2,
-            model=reading.model,
-            architecture=reading.architecture,
+            itemsize=facts.itemsize or 2,
+            model=facts.model,
+            architecture=facts.architecture,
         )
         for c in capabilities
         for g in classes
@@ -154,8 +155,8 @@ def contexts(reading: Reading, tp: int) -> list[Context]:
 
 def effective_knobs(launcher: str, user: Knobs, candidate: Knobs) -> Knobs:
     """What the launcher runs with: the user's own knobs with the candidate's added where the user
-    has not set them (``merge``: the same rule ``exec`` applies to a command line)."""
-    merged = merge(user.args, user.env, candidate.args, candidate.env, launcher)
+    has not set them (``merge_into_command``: the same rule ``exec`` applies to a command line)."""
+    merged = merge_into_command(user.args, user.env, candidate.args, candidate.env, launcher)
     return Knobs(args=merged.argv, env=dict(merged.env), config={**candidate.config, **user.config})
 
 
@@ -178,7 +179,7 @@ def routed(launcher: str, knobset: Knobs, ctx: Context) -> Routed:
 def choose(
     launcher: str,
     candidates: Iterable[Candidate],
-    reading: Reading,
+    facts: ProfileFacts,
     tp: int,
     *,
     user: Knobs,
@@ -188,9 +189,9 @@ def choose(
     """The admissible candidate with the lowest expected step time (module docstring).
 
     Raises ``RouteError`` when the user's own knobs cannot be routed (the default is then unknown)."""
-    variants = contexts(reading, tp)
+    variants = contexts(facts, tp)
     defaults = [routed(launcher, user, ctx) for ctx in variants]
-    evaluate = _Evaluator(reading, variants, defaults, workload, step)
+    evaluate = _Evaluator(facts, variants, defaults, workload, step)
     survivors, rejected, refused_routes = [], [], []
     for candidate in _unique([NO_KNOBS, *candidates]):
         effective = effective_knobs(launcher, user, candidate.knobs)
@@ -235,14 +236,14 @@ class _Evaluator:
 
     def __init__(
         self,
-        reading: Reading,
+        facts: ProfileFacts,
         variants: Sequence[Context],
         defaults: Sequence[Routed],
         workload: Workload,
         step: Step,
     ) -> None:
-        self.tables = reading.tables
-        self.fixed = reading.fixed
+        self.tables = facts.tables
+        self.fixed = facts.fixed
         self.variants = variants
         self.defaults = defaults
         self.workload = workload
@@ -412,15 +413,6 @@ def _best(priced: Sequence[tuple[Candidate, tuple[Variant, ...]]]) -> tuple[Cand
     return best
 
 
-def size(nbytes: int) -> str:
-    """Human size: ``8 MiB``, ``1.5 MiB``, ``512 KiB``, ``100 B``."""
-    if nbytes >= 1 << 20:
-        return f"{nbytes / (1 << 20):g} MiB"
-    if nbytes >= 1024:
-        return f"{nbytes / 1024:g} KiB"
-    return f"{nbytes} B"
-
-
 def describe(spans: Route) -> str:
     """``<= 7 MiB trtllm_oneshot, < 8 MiB vllm_custom, nccl above``: a launcher's ``<=`` limit reads
     as ``<=``, its ``<`` limit (a round number of KiB) as ``<``."""
@@ -430,5 +422,9 @@ def describe(spans: Route) -> str:
         if high is None:
             parts.append(f"{name} above")
         else:
-            parts.append(f"< {size(high)} {name}" if high % 1024 == 0 else f"<= {size(high - 1)} {name}")
+            parts.append(
+                f"< {human_bytes(high, digits=6)} {name}"
+                if high % 1024 == 0
+                else f"<= {human_bytes(high - 1, digits=6)} {name}"
+            )
     return ", ".join(parts) if len(parts) > 1 else f"{spans[0][1] or 'nccl'} at every size"

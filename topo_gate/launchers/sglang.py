@@ -21,15 +21,13 @@ refuse them anyway.
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from topo_gate.launchers import knobs
-from topo_gate.launchers.common import PATTERNS, LaunchPlan, LaunchPlanParts, Reading, follow_profile
+from topo_gate.launchers.common import LaunchPlanParts, PlanRequest, ProfileFacts
+from topo_gate.launchers.follow import LaunchPlan, follow_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
-from topo_gate.launchers.workload import Workload
 
 LAUNCHER = "sglang"
 FUSION_FLAGS = ("--flashinfer-allreduce-fusion-backend", "--enforce-disable-flashinfer-allreduce-fusion")
@@ -55,46 +53,10 @@ FORCE_NCCL = LaunchPlanParts(
 Option = tuple[tuple[str, ...], Mapping[str, str], str]  # args, env, note
 
 
-def sglang_plan(
-    profile: str | os.PathLike[str] | Any,
-    *,
-    tp: int,
-    gpus: Any = None,
-    strict: bool = False,
-    fallback: str = "launcher-default",
-    fingerprint: str | None = None,
-    patterns: Sequence[str] = PATTERNS,
-    hidden: int | None = None,
-    model: str | None = None,
-    trust_unverified_node: bool = False,
-    user_args: Sequence[str] = (),
-    user_env: Mapping[str, str] | None = None,
-    workload: str | Workload | None = None,
-    layers: int | None = None,
-    architecture: str | None = None,
-) -> LaunchPlan:
-    """The SGLang args/env that follow ``profile`` at TP size ``tp`` for the served model (``hidden``
-    or ``model``), priced against SGLang's default with the user's own args and env."""
-    return follow_profile(
-        LAUNCHER,
-        FORCE_NCCL,
-        candidates,
-        profile,
-        tp=tp,
-        gpus=gpus,
-        strict=strict,
-        fallback=fallback,
-        fingerprint=fingerprint,
-        patterns=patterns,
-        hidden=hidden,
-        model=model,
-        trust_unverified_node=trust_unverified_node,
-        user_args=user_args,
-        user_env=user_env,
-        workload=workload,
-        layers=layers,
-        architecture=architecture,
-    )
+def sglang_plan(request: PlanRequest) -> LaunchPlan:
+    """The SGLang args/env that follow ``request.profile`` at its TP size for the served model, priced
+    against SGLang's default with the user's own args and env."""
+    return follow_profile(LAUNCHER, FORCE_NCCL, candidates, request)
 
 
 def _sets(user: Knobs, flags: Sequence[str] = (), env: Sequence[str] = ()) -> bool:
@@ -102,10 +64,10 @@ def _sets(user: Knobs, flags: Sequence[str] = (), env: Sequence[str] = ()) -> bo
     return bool(named & set(flags)) or any(name in user.env for name in env)
 
 
-def _limits(reading: Reading, backend: str) -> list[int]:
+def _limits(facts: ProfileFacts, backend: str) -> list[int]:
     """Rung sizes (bytes) of the plain table where ``backend`` was measured: the cut points a size
     knob is tried at (prices are known there)."""
-    table = reading.tables["allreduce"]
+    table = facts.tables["allreduce"]
     return [size for rung, size in enumerate(table.sizes) if table.measured(backend, rung)]
 
 
@@ -121,7 +83,7 @@ def _fusion_options() -> list[Option]:
     ]
 
 
-def _custom_options(reading: Reading) -> list[Option]:
+def _custom_options(facts: ProfileFacts) -> list[Option]:
     options: list[Option] = [((), {}, "custom all-reduce: SGLang's default (v2 on full-NVLink groups)")]
     options += [
         (
@@ -129,10 +91,10 @@ def _custom_options(reading: Reading) -> list[Option]:
             {V2_MAX_KB_ENV: str(limit // 1024)},
             f"custom all-reduce v2 up to {limit // 1024} KiB",
         )
-        for limit in _limits(reading, "custom_v2_sglang")
+        for limit in _limits(facts, "custom_v2_sglang")
         if limit % 1024 == 0 and limit // 1024 != V2_MAX_KB_DEFAULT
     ]
-    if _limits(reading, "vllm_custom"):
+    if _limits(facts, "vllm_custom"):
         options.append(
             (
                 (),
@@ -144,8 +106,8 @@ def _custom_options(reading: Reading) -> list[Option]:
     return options
 
 
-def _pcie_options(reading: Reading) -> list[Option]:
-    itemsize = reading.itemsize or 2
+def _pcie_options(facts: ProfileFacts) -> list[Option]:
+    itemsize = facts.itemsize or 2
     options: list[Option] = [((), {}, "PCIe IPC all-reduce: SGLang's default (off)")]
     options += [
         (
@@ -153,7 +115,7 @@ def _pcie_options(reading: Reading) -> list[Option]:
             {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1", "SGLANG_PCIE_IPC_MAX_NUMEL": str(limit // itemsize)},
             f"PCIe IPC all-reduce on up to {limit // itemsize} elements",
         )
-        for limit in _limits(reading, "pcie_ipc")
+        for limit in _limits(facts, "pcie_ipc")
     ]
     return options
 
@@ -169,15 +131,15 @@ def _symm_options() -> list[Option]:
     ]
 
 
-def candidates(reading: Reading, tp: int, user: Knobs) -> list[Candidate]:
+def candidates(facts: ProfileFacts, tp: int, user: Knobs) -> list[Candidate]:
     """Every combination of the knob values above that the user has not already decided."""
     del tp  # the route model reads the TP size from the context
     dimensions = [
         [((), {}, "fusion: yours")] if _sets(user, FUSION_FLAGS) else _fusion_options(),
         [((), {}, "custom all-reduce: yours")]
         if _sets(user, CUSTOM_OFF, CUSTOM_ENV)
-        else _custom_options(reading),
-        [((), {}, "PCIe IPC: yours")] if _sets(user, (), PCIE_ENV) else _pcie_options(reading),
+        else _custom_options(facts),
+        [((), {}, "PCIe IPC: yours")] if _sets(user, (), PCIE_ENV) else _pcie_options(facts),
         [((), {}, "torch symm-mem: yours")]
         if _sets(user, SYMM_ON, ("SGLANG_OPT_USE_INKLING_CUSTOM_AR",))
         else _symm_options(),

@@ -11,14 +11,10 @@ own options file is theirs.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-from topo_gate.launchers.common import PATTERNS, LaunchPlan, LaunchPlanParts, Reading, follow_profile
+from topo_gate.launchers.common import LaunchPlanParts, PlanRequest, ProfileFacts
+from topo_gate.launchers.follow import LaunchPlan, follow_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
-from topo_gate.launchers.workload import Workload
 
 LAUNCHER = "trtllm"
 OPTIONS_FLAG = "--extra_llm_api_options"
@@ -31,54 +27,18 @@ FORCE_NCCL = LaunchPlanParts(
 )
 
 
-def trtllm_plan(
-    profile: str | os.PathLike[str] | Any,
-    *,
-    tp: int,
-    gpus: Any = None,
-    strict: bool = False,
-    fallback: str = "launcher-default",
-    fingerprint: str | None = None,
-    patterns: Sequence[str] = PATTERNS,
-    hidden: int | None = None,
-    model: str | None = None,
-    trust_unverified_node: bool = False,
-    user_args: Sequence[str] = (),
-    user_env: Mapping[str, str] | None = None,
-    workload: str | Workload | None = None,
-    layers: int | None = None,
-    architecture: str | None = None,
-) -> LaunchPlan:
-    """The extra LLM-API options (``LaunchPlan.config``) that follow ``profile`` at ``tp``.
+def trtllm_plan(request: PlanRequest) -> LaunchPlan:
+    """The extra LLM-API options (``LaunchPlan.config``) that follow ``request.profile`` at its TP size.
 
     ``args`` is empty: the options live in a YAML file, which ``topo-gate exec`` writes and passes as
     ``--extra_llm_api_options FILE`` (``topo-gate recommend --format yaml`` prints it).
     """
-    return follow_profile(
-        LAUNCHER,
-        FORCE_NCCL,
-        candidates,
-        profile,
-        tp=tp,
-        gpus=gpus,
-        strict=strict,
-        fallback=fallback,
-        fingerprint=fingerprint,
-        patterns=patterns,
-        hidden=hidden,
-        model=model,
-        trust_unverified_node=trust_unverified_node,
-        user_args=user_args,
-        user_env=user_env,
-        workload=workload,
-        layers=layers,
-        architecture=architecture,
-    )
+    return follow_profile(LAUNCHER, FORCE_NCCL, candidates, request)
 
 
-def candidates(reading: Reading, tp: int, user: Knobs) -> list[Candidate]:
+def candidates(facts: ProfileFacts, tp: int, user: Knobs) -> list[Candidate]:
     """AUTO (no knobs) and each strategy whose kernels were measured, unless the user chose one."""
-    del reading, tp
+    del facts, tp
     if "allreduce_strategy" in user.config:
         return []
     return [

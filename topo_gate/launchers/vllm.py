@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
+from topo_gate._units import human_bytes
 from topo_gate.launchers import knobs
-from topo_gate.launchers.common import PATTERNS, LaunchPlan, LaunchPlanParts, Reading, follow_profile
-from topo_gate.launchers.planning import Candidate, size
+from topo_gate.launchers.common import LaunchPlanParts, PlanRequest, ProfileFacts
+from topo_gate.launchers.follow import LaunchPlan, follow_profile
+from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
-from topo_gate.launchers.workload import Workload
+from topo_gate.launchers.routes.vllm import pass_config
 
 LAUNCHER = "vllm"
 COMPILATION_FLAGS = ("--compilation-config", "-cc")
@@ -58,60 +59,22 @@ FORCE_NCCL = LaunchPlanParts(
 Option = tuple[tuple[str, ...], Mapping[str, str], str, Mapping[str, Any]]  # args, env, note, pass_config
 
 
-def vllm_plan(
-    profile: str | os.PathLike[str] | Any,
-    *,
-    tp: int,
-    gpus: Any = None,
-    strict: bool = False,
-    fallback: str = "launcher-default",
-    fingerprint: str | None = None,
-    patterns: Sequence[str] = PATTERNS,
-    hidden: int | None = None,
-    model: str | None = None,
-    trust_unverified_node: bool = False,
-    user_args: Sequence[str] = (),
-    user_env: Mapping[str, str] | None = None,
-    workload: str | Workload | None = None,
-    layers: int | None = None,
-    architecture: str | None = None,
-) -> LaunchPlan:
-    """The vLLM args/env that follow ``profile`` at TP size ``tp`` for the served model (``hidden``
-    or ``model``), priced against vLLM's default with the user's own args and env."""
-    return follow_profile(
-        LAUNCHER,
-        FORCE_NCCL,
-        candidates,
-        profile,
-        tp=tp,
-        gpus=gpus,
-        strict=strict,
-        fallback=fallback,
-        fingerprint=fingerprint,
-        patterns=patterns,
-        hidden=hidden,
-        model=model,
-        trust_unverified_node=trust_unverified_node,
-        user_args=user_args,
-        user_env=user_env,
-        workload=workload,
-        layers=layers,
-        architecture=architecture,
-    )
+def vllm_plan(request: PlanRequest) -> LaunchPlan:
+    """The vLLM args/env that follow ``request.profile`` at its TP size for the served model, priced
+    against vLLM's default with the user's own args and env."""
+    return follow_profile(LAUNCHER, FORCE_NCCL, candidates, request)
 
 
 def _user_pass_keys(user: Knobs) -> set[str]:
     """The pass_config keys the user's own compilation config sets."""
-    from topo_gate.launchers.routes.vllm import pass_config
-
     return set(pass_config(user))
 
 
-def _fusion_options(reading: Reading, tp: int) -> list[Option]:
+def _fusion_options(facts: ProfileFacts, tp: int) -> list[Option]:
     """Fusion as vLLM defaults it, off, and on up to each size where a fused kernel was measured --
     and up to each size vLLM's own table gives this TP size (``fi_allreduce_fusion_max_size_mb``), so
     a default limit is itself a candidate value."""
-    fused = reading.tables["allreduce_rmsnorm"]
+    fused = facts.tables["allreduce_rmsnorm"]
     measured = {
         size_ // 1024
         for rung, size_ in enumerate(fused.sizes)
@@ -132,7 +95,7 @@ def _fusion_options(reading: Reading, tp: int) -> list[Option]:
             (
                 (),
                 {},
-                f"fusion pass on up to {size(kib * 1024)} (fi_allreduce_fusion_max_size_mb={mb:g})",
+                f"fusion pass on up to {human_bytes(kib * 1024, digits=6)} (fi_allreduce_fusion_max_size_mb={mb:g})",
                 {"fuse_allreduce_rms": True, "fi_allreduce_fusion_max_size_mb": mb},
             )
         )
@@ -143,12 +106,12 @@ def _switch(env: str, note: str) -> list[Option]:
     return [((), {}, f"{note}: vLLM's default", {}), ((), {env: "0"}, f"{note} off ({env}=0)", {})]
 
 
-def candidates(reading: Reading, tp: int, user: Knobs) -> list[Candidate]:
+def candidates(facts: ProfileFacts, tp: int, user: Knobs) -> list[Candidate]:
     """Every combination of the knob values above that the user has not already decided."""
     yours = _user_pass_keys(user)
     named = {token.partition("=")[0] for token in user.args}
     dimensions: list[list[Option]] = [
-        [((), {}, "fusion pass: yours", {})] if yours & set(PASS_KEYS) else _fusion_options(reading, tp),
+        [((), {}, "fusion pass: yours", {})] if yours & set(PASS_KEYS) else _fusion_options(facts, tp),
         [((), {}, "FlashInfer all-reduce: yours", {})]
         if "VLLM_ALLREDUCE_USE_FLASHINFER" in user.env
         else _switch("VLLM_ALLREDUCE_USE_FLASHINFER", "FlashInfer all-reduce"),

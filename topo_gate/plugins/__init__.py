@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 
 from topo_gate._terminal import shown
-from topo_gate.launchers import PLANNERS, LaunchPlan, nccl_plan
+from topo_gate.launchers import PLANNERS, LaunchPlan, PlanRequest, nccl_plan
 from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
@@ -182,7 +182,7 @@ def make_plan(launcher: str, *, served: Callable[[], Served], profile: str) -> t
     if problem is not None:
         return fallback(launcher, "not planned"), fingerprint
     facts = served()
-    plan = PLANNERS[launcher](
+    request = PlanRequest(
         profile,
         tp=facts.tp,
         fingerprint=fingerprint,
@@ -193,6 +193,7 @@ def make_plan(launcher: str, *, served: Callable[[], Served], profile: str) -> t
         user_args=facts.user_args,
         user_env=os.environ,
     )
+    plan = PLANNERS[launcher](request)
     return plan, fingerprint
 
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from topo_gate.decide import human_bytes
+from topo_gate._units import human_bytes
 from topo_gate.probe.options import MIN_ROUNDS, BudgetTooSmall
 from topo_gate.trials.cost import estimate_seconds
 from topo_gate.trials.plan import SessionPlan, TrialPlan, with_tokens

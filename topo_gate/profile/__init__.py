@@ -13,7 +13,7 @@ from topo_gate.profile.errors import (
     ProfileUnreadable,
 )
 from topo_gate.profile.io import dump_profile, load_profile, profile_from_text, profile_to_yaml
-from topo_gate.profile.reader import Decision, gate
+from topo_gate.profile.reader import Admission, Decision, admit, gate
 from topo_gate.profile.schema import (
     BACKENDS,
     NCCL,
@@ -40,6 +40,7 @@ __all__ = [
     "NCCL",
     "PATTERNS",
     "SCHEMA",
+    "Admission",
     "Alternative",
     "BackendPrices",
     "Decision",
@@ -60,6 +61,7 @@ __all__ = [
     "Tool",
     "Transition",
     "Trials",
+    "admit",
     "canonical_json",
     "compute_digest",
     "dump_profile",

@@ -5,6 +5,10 @@ the schema and digest checks, belongs to this node (fingerprint), and has a rule
 pattern, GPU-group class and message size. Every other case -- including a bug in this module -- is
 NCCL with a ``reason`` a person can act on. Admission (may this profile decide here?) is settled
 before preference (which rule wins at this size?), and preference is only ever what was measured.
+
+``admit()`` is the admission alone, for a caller that asks about several patterns and sizes of one
+TP group (the launcher planners): the profile is read and verified once, and each
+``Admission.decide()`` answers as ``gate()`` would from the admitted profile.
 """
 
 from __future__ import annotations
@@ -65,6 +69,40 @@ class Decision:
         return self.source == "fallback"
 
 
+@dataclass(frozen=True)
+class Admission:
+    """A profile read once for one TP group: admitted to decide on this node, or why not.
+
+    ``profile`` is the loaded profile, its digest and semantics checked, that belongs to this node;
+    None when it is refused, and then ``reason`` says why, in the words of ``gate()`` (empty when
+    admitted). ``warnings`` are what admitting it noted (a node trusted unverified, software drift).
+    ``group_class`` is the class of the TP group in the profile; ``profile_path`` the file admitted
+    (a set's member). ``given_path`` is the path as the caller gave it (a set's directory; None for a
+    ``Profile``), which a refusal names, as ``gate()``'s does.
+    """
+
+    tp: int | None
+    reason: str
+    warnings: tuple[str, ...] = ()
+    profile: Profile | None = None
+    group_class: str | None = None
+    profile_path: str | None = None
+    given_path: str | None = None
+
+    def decide(self, pattern: str = "allreduce", nbytes: int | None = None) -> Decision:
+        """``gate()``'s answer for ``pattern`` at ``nbytes`` on this TP group, from the admitted profile
+        with nothing read or verified again; a refused admission answers its reason. Never raises."""
+        try:
+            nbytes, pattern = _checked_request(nbytes, pattern)
+            return _decision(self, nbytes, pattern)
+        except _Fallback as stop:
+            return _nccl(str(stop), self.warnings, self.tp, pattern, self.given_path)
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as error:  # noqa: BLE001 -- the launcher must never crash on our account
+            return _nccl(_failed(error), self.warnings, self.tp, pattern, self.given_path)
+
+
 class _Fallback(Exception):
     """Internal: stop and answer NCCL with this reason."""
 
@@ -106,34 +144,66 @@ def gate(
     warnings: list[str] = []
     try:
         path = None if isinstance(profile, Profile) else _path_text(profile)
-        return _decide(
-            profile, path, tp, nbytes, pattern, gpus, strict, fingerprint, trust_unverified_node, warnings
+        # Every argument first, each in bounded time and memory: nothing is read for a call that can
+        # only be answered NCCL, and no TP size or GPU list is materialised before it is plausible.
+        checked_tp = _checked_tp(tp)
+        nbytes, pattern = _checked_request(nbytes, pattern)
+        admission = _admit(
+            profile, path, checked_tp, gpus, strict, fingerprint, trust_unverified_node, warnings
         )
+        return _decision(admission, nbytes, pattern)
     except _Fallback as stop:
         return _nccl(str(stop), warnings, tp, pattern, path)
     except (KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
     except BaseException as error:  # noqa: BLE001 -- the launcher must never crash on our account
-        reason = f"topo-gate reader failed ({type(error).__name__}: {_words(error)}); please report it"
-        return _nccl(reason, warnings, tp, pattern, path)
+        return _nccl(_failed(error), warnings, tp, pattern, path)
 
 
-def _decide(
+def admit(
+    profile: ProfileSource,
+    *,
+    tp: int,
+    gpus: Sequence[int] | None = None,
+    strict: bool = False,
+    fingerprint: str | None = None,
+    trust_unverified_node: bool = False,
+) -> Admission:
+    """``profile`` read once for the TP group ``gpus`` of size ``tp``: loaded (a path, a ``Profile``,
+    or a set's member for this node), its digest and semantics checked, its node checked against
+    this one, and the group's class found in it; ``Admission.decide()`` then answers per pattern and
+    size. The arguments mean what they mean to ``gate()``, and a refusal's reason is its. Never raises.
+    """
+    path: str | None = None
+    warnings: list[str] = []
+    try:
+        path = None if isinstance(profile, Profile) else _path_text(profile)
+        return _admit(
+            profile, path, _checked_tp(tp), gpus, strict, fingerprint, trust_unverified_node, warnings
+        )
+    except _Fallback as stop:
+        reason = str(stop)
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as error:  # noqa: BLE001 -- the launcher must never crash on our account
+        reason = _failed(error)
+    return Admission(tp if isinstance(tp, int) else None, reason, tuple(warnings), given_path=path)
+
+
+def _admit(
     source: ProfileSource,
     path: str | None,
-    tp: object,
-    nbytes: object,
-    pattern: object,
+    tp: int,
     gpus: Sequence[int] | None,
     strict: bool,
     fingerprint: str | None,
     trust_unverified_node: bool,
     warnings: list[str],
-) -> Decision:
-    # Every argument first, each in bounded time and memory: nothing is read for a call that can only
-    # be answered NCCL, and no TP size or GPU list is materialised before it is known to be plausible.
-    tp, nbytes, pattern = _checked_arguments(tp, nbytes, pattern)
+) -> Admission:
+    """The admitted profile for ``tp`` on ``gpus``, or ``_Fallback``; ``warnings`` takes what
+    admitting it notes as it goes (a later refusal still carries them)."""
     group = list(range(tp)) if gpus is None else _checked_gpus(gpus, tp)
+    given = path
     if path is not None and "\x00" in path:
         raise _Fallback(f"the profile path {path!r} holds a NUL character: no file has that name")
     if path is not None and is_profile_set(path):
@@ -141,6 +211,14 @@ def _decide(
     profile = _admitted_profile(source, path)
     _check_node(profile, strict, fingerprint, trust_unverified_node, warnings)
     group_class = _group_class(profile, tp, group)
+    return Admission(tp, "", tuple(warnings), profile, group_class, path, given)
+
+
+def _decision(admission: Admission, nbytes: int | None, pattern: str) -> Decision:
+    """The admitted profile's rule for ``pattern`` at ``nbytes``, or ``_Fallback``."""
+    profile, tp, group_class = admission.profile, admission.tp, admission.group_class
+    if profile is None or tp is None or group_class is None:  # refused: the three come together
+        raise _Fallback(admission.reason)
     entry = profile.find(tp, pattern, group_class)
     if entry is None:
         raise _Fallback(
@@ -152,26 +230,30 @@ def _decide(
         max_bytes=rule.max_bytes,
         min_bytes=min_bytes,
         reason=rule.reason or _rule_words(rule),
-        warnings=tuple(warnings),
+        warnings=admission.warnings,
         rules=entry.rules,
         tp=tp,
         pattern=pattern,
         group_class=group_class,
-        profile_path=path,
+        profile_path=admission.profile_path,
         source="profile",
     )
 
 
-def _checked_arguments(tp: object, nbytes: object, pattern: object) -> tuple[int, int | None, str]:
+def _checked_tp(tp: object) -> int:
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise _Fallback(f"tp must be a positive integer, got {tp!r}")
     if tp > MAX_TP:
         raise _Fallback(f"tp {_int_text(tp)} is larger than any node has GPUs (at most {MAX_TP} are read)")
+    return tp
+
+
+def _checked_request(nbytes: object, pattern: object) -> tuple[int | None, str]:
     if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0):
         raise _Fallback(f"nbytes must be None or an integer >= 0, got {nbytes!r}")
     if not isinstance(pattern, str) or pattern not in PATTERNS:
         raise _Fallback(f"unknown pattern {pattern!r} (known: {', '.join(PATTERNS)})")
-    return tp, nbytes, pattern
+    return nbytes, pattern
 
 
 def _checked_gpus(gpus: Sequence[int], tp: int) -> list[int]:
@@ -259,7 +341,7 @@ def _rule_words(rule: Rule) -> str:
     return f"{rule.backend} measured {speedup_ci_text(rule.speedup, rule.ci)} faster than nccl"
 
 
-def _nccl(reason: str, warnings: list[str], tp: object, pattern: object, path: str | None) -> Decision:
+def _nccl(reason: str, warnings: Sequence[str], tp: object, pattern: object, path: str | None) -> Decision:
     return Decision(
         backend=NCCL,
         max_bytes=None,
@@ -269,6 +351,10 @@ def _nccl(reason: str, warnings: list[str], tp: object, pattern: object, path: s
         pattern=pattern if isinstance(pattern, str) else None,
         profile_path=path,
     )
+
+
+def _failed(error: BaseException) -> str:
+    return f"topo-gate reader failed ({type(error).__name__}: {_words(error)}); please report it"
 
 
 def _words(error: BaseException) -> str:

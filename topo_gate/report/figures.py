@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from topo_gate.decide import human_bytes
+from topo_gate._units import human_bytes
 from topo_gate.evidence.bar import STEP_CALLS
 from topo_gate.profile.schema import DecisionEntry, Rule
 from topo_gate.report import extensions

@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from topo_gate.decide import human_bytes
+from topo_gate._units import human_bytes
 from topo_gate.profile.schema import BACKENDS, COMPOSITE_SUFFIX
 from topo_gate.report.ab_report import AbFigureSpec
 from topo_gate.report.figures import CONTEXT, FigureSpec, Line

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from topo_gate._terminal import shown
-from topo_gate.decide import human_bytes
+from topo_gate._units import human_bytes
 from topo_gate.launchers.outlook import Outlooks
 from topo_gate.profile.figures import ci_text, speedup_text
 from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule

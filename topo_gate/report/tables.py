@@ -13,30 +13,21 @@ from rich.table import Table
 from rich.text import Text
 
 from topo_gate._terminal import shown
+from topo_gate._units import human_bytes
 from topo_gate.profile.compare import BackendChange, PriceChange
 from topo_gate.profile.figures import speedup_ci_text, speedup_text
 from topo_gate.profile.schema import NCCL, DecisionEntry, Measurement, Profile, Rule
 from topo_gate.report.rule_words import backend_words, cpu_harness, is_fast_path, shows_speedup
 from topo_gate.report.text import file_text
 
-_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
-
-
-def format_bytes(nbytes: int) -> str:
-    """``458752`` -> ``448 KiB``; ``1835008`` -> ``1.75 MiB``; sizes below 1 KiB in bytes."""
-    for unit, scale in _UNITS:
-        if nbytes >= scale:
-            return f"{nbytes / scale:.4g} {unit}"
-    return f"{nbytes} B"
-
 
 def size_range(min_bytes: int, max_bytes: int | None) -> str:
     """The sizes ``(min_bytes, max_bytes]`` in words: ``<= 448 KiB``, ``448 KiB - 7 MiB``, ``> 28 MiB``."""
     if max_bytes is None:
-        return "all sizes" if min_bytes == 0 else f"> {format_bytes(min_bytes)}"
+        return "all sizes" if min_bytes == 0 else f"> {human_bytes(min_bytes)}"
     if min_bytes == 0:
-        return f"<= {format_bytes(max_bytes)}"
-    return f"> {format_bytes(min_bytes)}, <= {format_bytes(max_bytes)}"
+        return f"<= {human_bytes(max_bytes)}"
+    return f"> {human_bytes(min_bytes)}, <= {human_bytes(max_bytes)}"
 
 
 def profile_header(profile: Profile, *, path: str, digest_problem: str | None = None) -> Table:
@@ -140,7 +131,7 @@ def price_line(table: Measurement) -> str:
     ]
     line = (
         f"Price table: {len(table.backends)} backends x {len(table.sizes)} sizes "
-        f"({format_bytes(table.sizes[0])} - {format_bytes(table.sizes[-1])}), {cells} cells priced, "
+        f"({human_bytes(table.sizes[0])} - {human_bytes(table.sizes[-1])}), {cells} cells priced, "
         f"{sum(p.in_context_us is not None for p in prices)} backends in context, "
         f"{sum(p.transition is not None for p in prices)} with size transitions"
     )
@@ -177,15 +168,15 @@ def price_changes_lines(changes: Sequence[PriceChange]) -> list[str]:
             continue
         parts = [f"{label} {', '.join(map(str, values))}" for label, values in (
             ("backends added", change.backends_added), ("backends removed", change.backends_removed),
-            ("sizes added", [format_bytes(n) for n in change.sizes_added]),
-            ("sizes removed", [format_bytes(n) for n in change.sizes_removed]),
+            ("sizes added", [human_bytes(n) for n in change.sizes_added]),
+            ("sizes removed", [human_bytes(n) for n in change.sizes_removed]),
         ) if values]  # fmt: skip
         if change.status_changes:
             parts.append(f"{change.status_changes} cells changed status")
         if change.largest_move is not None:
             backend, nbytes, was, now = change.largest_move
             parts.append(
-                f"{change.beyond_ci} cells moved beyond their CIs; largest: {backend} at {format_bytes(nbytes)} "
+                f"{change.beyond_ci} cells moved beyond their CIs; largest: {backend} at {human_bytes(nbytes)} "
                 f"{was:g} -> {now:g} us ({now / was - 1:+.1%})"
             )
         lines.append(f"Price table {where}: {'; '.join(parts)}")

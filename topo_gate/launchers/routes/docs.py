@@ -14,8 +14,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from topo_gate._units import human_bytes
 from topo_gate.launchers import knobs
-from topo_gate.launchers.planning import describe, size
+from topo_gate.launchers.planning import describe
 from topo_gate.launchers.routes import Context, Knobs, architecture_variants, route, sglang, trtllm, vllm
 from topo_gate.launchers.routes.base import Cite
 from topo_gate.launchers.routes.flashinfer import HEURISTIC, oneshot_limit
@@ -54,7 +55,7 @@ def _values() -> dict[str, object]:
     return {
         "fusion_tokens": knobs.table("sglang", "fuse_allreduce_max_batch_size"),
         "v2_kb": knobs.manifest("sglang")["env"]["SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB"]["default"],
-        "v1_max": size(knobs.table("sglang", "custom_ar_v1_max_size")),
+        "v1_max": human_bytes(knobs.table("sglang", "custom_ar_v1_max_size"), digits=6),
         "pcie_tps": "/".join(map(str, knobs.table("sglang", "pcie_ipc_world_sizes"))),
         "multimem_tps": "/".join(map(str, knobs.table("sglang", "torch_symm_mem_multimem_world_sizes")["9"])),
         "fusion_arch_count": len(knobs.table("sglang", "flashinfer_allreduce_fusion_archs")),
@@ -81,7 +82,7 @@ def _knob_table(name: str, module: RouteModule) -> list[str]:
 
 
 def _heuristic() -> list[str]:
-    rows = [f"| {tp} | {size(oneshot_limit(tp, 2) - 1)} |" for tp in (2, 4, 8)]
+    rows = [f"| {tp} | {human_bytes(oneshot_limit(tp, 2) - 1, digits=6)} |" for tp in (2, 4, 8)]
     return [
         "### FlashInfer's one-/two-shot choice (when a launcher passes no `use_oneshot`)",
         "",

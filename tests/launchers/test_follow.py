@@ -13,14 +13,8 @@ import dataclasses
 import pytest
 from priced_profiles import FINGERPRINT, TOKENS, priced_profile, scaled, times
 
-from topo_gate.launchers.common import (
-    LaunchPlanParts,
-    fallback_plan,
-    follow_profile,
-    mib,
-    node_capability,
-    read_profile,
-)
+from topo_gate.launchers.common import LaunchPlanParts, PlanRequest
+from topo_gate.launchers.follow import fallback_plan, follow_profile, node_capability, read_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
 
@@ -33,19 +27,19 @@ FORCED = LaunchPlanParts(args=("--nccl",), env={"X": "0"}, notes=("forced",), co
 
 
 def read(profile, **kwargs):
-    return read_profile(profile, tp=2, gpus=None, strict=False, fingerprint=FINGERPRINT, **kwargs)
+    return read_profile(PlanRequest(profile, tp=2, fingerprint=FINGERPRINT, **kwargs))
 
 
 def test_both_price_tables_and_the_trial_shape_are_read() -> None:
-    reading = read(priced_profile(TABLES, hidden=5120, dtype="float32", sm="10.0"))
-    assert reading.fallback_reason is None
-    assert sorted(reading.tables) == ["allreduce", "allreduce_rmsnorm"]
-    plain = reading.tables["allreduce"]
+    facts = read(priced_profile(TABLES, hidden=5120, dtype="float32", sm="10.0"))
+    assert facts.fallback_reason is None
+    assert sorted(facts.tables) == ["allreduce", "allreduce_rmsnorm"]
+    plain = facts.tables["allreduce"]
     assert plain.sizes[:3] == (5120 * 4, 2 * 5120 * 4, 4 * 5120 * 4)
     assert plain.latency("trtllm_oneshot", 0, "isolated").median == pytest.approx(4.0, rel=1e-3)
-    assert reading.tables["allreduce_rmsnorm"].measured("trtllm_fused_oneshot", 0)
-    assert (reading.hidden, reading.itemsize, reading.capability) == (5120, 4, (10, 0))
-    assert reading.group_class == "nvswitch" and reading.fixed == frozenset()
+    assert facts.tables["allreduce_rmsnorm"].measured("trtllm_fused_oneshot", 0)
+    assert (facts.hidden, facts.itemsize, facts.capability) == (5120, 4, (10, 0))
+    assert facts.group_class == "nvswitch" and facts.fixed == frozenset()
 
 
 @pytest.mark.parametrize(("dtype", "itemsize"), [("bfloat16", 2), ("float16", 2), ("float32", 4)])
@@ -54,10 +48,10 @@ def test_itemsize_of_each_trial_dtype(dtype: str, itemsize: int) -> None:
 
 
 def test_a_pattern_left_out_keeps_its_default_and_is_said_once() -> None:
-    reading = read(priced_profile(TABLES), patterns=("allreduce",))
-    assert reading.fixed == frozenset({"allreduce_rmsnorm"})
-    assert sorted(reading.tables) == ["allreduce", "allreduce_rmsnorm"]  # priced, to leave it as it is
-    assert [w for w in reading.warnings if "not requested" in w] == [
+    facts = read(priced_profile(TABLES), patterns=("allreduce",))
+    assert facts.fixed == frozenset({"allreduce_rmsnorm"})
+    assert sorted(facts.tables) == ["allreduce", "allreduce_rmsnorm"]  # priced, to leave it as it is
+    assert [w for w in facts.warnings if "not requested" in w] == [
         "allreduce_rmsnorm not requested (--pattern): its paths stay as the launcher's default"
     ]
 
@@ -70,15 +64,15 @@ def test_a_pattern_left_out_keeps_its_default_and_is_said_once() -> None:
     ],
 )
 def test_unknown_or_no_patterns_fall_back(patterns, reason: str) -> None:
-    reading = read(priced_profile(TABLES), patterns=patterns)
-    assert (reading.fallback_reason, reading.tables) == (reason, {})
+    facts = read(priced_profile(TABLES), patterns=patterns)
+    assert (facts.fallback_reason, facts.tables) == (reason, {})
 
 
 def test_a_fallback_names_the_pattern(tmp_path) -> None:
     only_fused = priced_profile({"allreduce_rmsnorm": TABLES["allreduce_rmsnorm"]})
-    reading = read(only_fused)
-    assert reading.fallback_reason.startswith("allreduce: the profile has no decision for TP 2, allreduce")
-    assert reading.tables == {}
+    facts = read(only_fused)
+    assert facts.fallback_reason.startswith("allreduce: the profile has no decision for TP 2, allreduce")
+    assert facts.tables == {}
     missing = read(tmp_path / "absent.yaml")
     assert missing.fallback_reason.startswith(f"allreduce: profile {tmp_path / 'absent.yaml'} unusable")
 
@@ -88,9 +82,9 @@ def test_a_profile_without_a_price_table_is_a_fallback_that_says_how_to_get_one(
     old = dataclasses.replace(
         priced_profile(TABLES), schema="topo-gate/profile/v1.2", measurements=()
     ).with_digest()
-    reading = read(old)
-    assert reading.tables == {}
-    assert reading.fallback_reason == (
+    facts = read(old)
+    assert facts.tables == {}
+    assert facts.fallback_reason == (
         "allreduce: the profile has no measurement table for TP 2 (nvswitch) (schema "
         "topo-gate/profile/v1.2; re-derive it with `topo-gate decide EVIDENCE`): the launcher's "
         "default cannot be priced"
@@ -118,15 +112,6 @@ def test_node_capability(gpus, capability) -> None:
 
 def test_no_gpu_list_is_no_capability() -> None:
     assert node_capability({}) is None and node_capability({"gpus": None}) is None
-
-
-@pytest.mark.parametrize(
-    ("nbytes", "words"),
-    [(None, "unbounded"), (1 << 20, "1 MiB"), (3 << 19, "1.5 MiB"), ((1 << 20) - 1024, "1023 KiB"),
-     (512 * 1024, "512 KiB"), (1536, "1.5 KiB"), (0, "0 KiB")],
-)  # fmt: skip
-def test_mib(nbytes, words: str) -> None:
-    assert mib(nbytes) == words
 
 
 def test_the_forced_plan_carries_the_warnings_first_and_everything_forced() -> None:
@@ -164,8 +149,8 @@ def test_the_default_fallback_changes_nothing_and_says_how_to_force_nccl() -> No
 def _offer(knobs: Knobs, note: str):
     """A planner's candidates: this one knob set."""
 
-    def candidates(reading, tp, user):
-        assert tp == 2 and reading.hidden == 7168 and reading.tables
+    def candidates(facts, tp, user):
+        assert tp == 2 and facts.hidden == 7168 and facts.tables
         return [Candidate(knobs, (note,))]
 
     return candidates
@@ -175,11 +160,12 @@ def test_following_a_profile_puts_the_readers_warnings_before_the_plans_notes(mo
     monkeypatch.delenv("TOPO_GATE_NODE_FINGERPRINT", raising=False)
     # SGLang on SM 9.0 TP2, no model: the fused pattern left out; the offered knob set changes nothing
     # measurable (PCIe IPC sits behind custom all-reduce v2, which takes every size it could): no knobs.
+    request = PlanRequest(
+        priced_profile(TABLES), tp=2, fallback="nccl", fingerprint=FINGERPRINT, patterns=("allreduce",)
+    )
     plan = follow_profile(
-        "sglang", FORCED, _offer(Knobs(args=("--disable-custom-all-reduce",)), "off"),
-        priced_profile(TABLES), tp=2, gpus=None, strict=False, fallback="nccl",
-        fingerprint=FINGERPRINT, patterns=("allreduce",),
-    )  # fmt: skip
+        "sglang", FORCED, _offer(Knobs(args=("--disable-custom-all-reduce",)), "off"), request
+    )
     assert (plan.fallback, plan.reason, plan.launcher_version_pinned) == (
         False,
         "following the profile",
@@ -209,12 +195,13 @@ def _trtllm(factor: float):
         "allreduce": {"nccl": nccl, "trtllm_oneshot": times(nccl, factor)},
         "allreduce_rmsnorm": {"nccl": times(nccl, 1.2), "trtllm_fused_oneshot": times(nccl, factor)},
     }
-    return follow_profile(
-        "trtllm", FORCED, _offer(Knobs(config={"allreduce_strategy": "NCCL"}), "nccl"),
-        priced_profile(tables, tokens=ladder), tp=2, gpus=None, strict=False, fallback="nccl",
-        fingerprint=FINGERPRINT, patterns=("allreduce", "allreduce_rmsnorm"), model="qwen3-32b",
-        user_env={"TLLM_DISABLE_ALLREDUCE_AUTOTUNE": "1"},
+    request = PlanRequest(
+        priced_profile(tables, tokens=ladder), tp=2, fallback="nccl", fingerprint=FINGERPRINT,
+        model="qwen3-32b", user_env={"TLLM_DISABLE_ALLREDUCE_AUTOTUNE": "1"},
     )  # fmt: skip
+    return follow_profile(
+        "trtllm", FORCED, _offer(Knobs(config={"allreduce_strategy": "NCCL"}), "nccl"), request
+    )
 
 
 def test_a_knob_set_slower_than_the_default_is_not_the_plan() -> None:
@@ -235,15 +222,14 @@ def test_a_knob_set_that_saves_is_the_plan_with_its_notes() -> None:
 def test_a_bad_fallback_mode_is_refused_before_anything_is_read() -> None:
     with pytest.raises(ValueError, match="fallback must be one of launcher-default, nccl, not 'auto'"):
         follow_profile(
-            "vllm", FORCED, _offer(Knobs(), "x"), "absent.yaml", tp=2, gpus=None, strict=False,
-            fallback="auto", fingerprint=None, patterns=("allreduce",),
-        )  # fmt: skip
+            "vllm", FORCED, _offer(Knobs(), "x"), PlanRequest("absent.yaml", tp=2, fallback="auto")
+        )
 
 
 def test_plans_readings_and_parts_cannot_be_changed_after_the_fact() -> None:
     plan = fallback_plan("vllm", "9.9", "why", fallback="nccl", forced=FORCED)
-    reading = read(priced_profile(TABLES))
-    for frozen, field in ((plan, "reason"), (reading, "hidden"), (FORCED, "args")):
+    facts = read(priced_profile(TABLES))
+    for frozen, field in ((plan, "reason"), (facts, "hidden"), (FORCED, "args")):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(frozen, field, None)
 
@@ -259,10 +245,10 @@ def test_plans_readings_and_parts_cannot_be_changed_after_the_fact() -> None:
 def test_a_named_model_supplies_its_hidden_size_architecture_and_layers(unknown: str) -> None:
     # --model qwen3-32b is a preset (hidden 5120, 64 layers, Qwen3ForCausalLM): the plan must not
     # warn that any of the three is unknown, as it does without a model.
-    plan = follow_profile(
-        "vllm", FORCED, _offer(Knobs(), "x"), priced_profile(TABLES), tp=2, gpus=None, strict=False, fallback="nccl",
-        fingerprint=FINGERPRINT, patterns=("allreduce", "allreduce_rmsnorm"), model="qwen3-32b", user_env={},
-    )  # fmt: skip
+    request = PlanRequest(
+        priced_profile(TABLES), tp=2, fallback="nccl", fingerprint=FINGERPRINT, model="qwen3-32b", user_env={}
+    )
+    plan = follow_profile("vllm", FORCED, _offer(Knobs(), "x"), request)
     assert plan.fallback is False
     assert not [note for note in plan.notes if note.startswith(unknown)], plan.notes
 
@@ -280,11 +266,15 @@ def test_a_named_model_supplies_its_hidden_size_architecture_and_layers(unknown:
 def test_the_users_own_env_that_cannot_be_modelled_is_a_fallback_that_says_so(env: dict, why: str) -> None:
     # The launcher's default cannot be priced when the user's own env cannot be routed: the plan is a
     # fallback (here NCCL forced) naming the env var, never a crash of the planner.
-    plan = follow_profile(
-        "vllm", FORCED, _offer(Knobs(), "x"), priced_profile(TABLES), tp=2, gpus=None, strict=False,
-        fallback="nccl", fingerprint=FINGERPRINT, patterns=("allreduce", "allreduce_rmsnorm"),
-        model="qwen3-32b", user_env=env,
-    )  # fmt: skip
+    request = PlanRequest(
+        priced_profile(TABLES),
+        tp=2,
+        fallback="nccl",
+        fingerprint=FINGERPRINT,
+        model="qwen3-32b",
+        user_env=env,
+    )
+    plan = follow_profile("vllm", FORCED, _offer(Knobs(), "x"), request)
     assert plan.fallback is True
     assert plan.reason.startswith(f"your own flags or env cannot be modelled: {why}")
     assert (plan.args, dict(plan.env), plan.notes) == (("--nccl",), {"X": "0"}, ("forced",))

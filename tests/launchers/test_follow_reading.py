@@ -1,5 +1,5 @@
-"""How every planner reads its profile when the caller says little: the defaults of ``read_profile``
-and ``follow_profile`` (a node that is not verified, software that drifted, no fallback named), a
+"""How every planner reads its profile when the caller says little: the defaults of ``PlanRequest``
+as ``read_profile`` and ``follow_profile`` take them (a node that is not verified, software that drifted, no fallback named), a
 profile set in place of a file, and a command line the launcher itself would refuse.
 
 Each default is the fail-closed one: left unsaid, a planner does not trust a node it cannot verify,
@@ -15,13 +15,15 @@ import pytest
 from priced_profiles import FINGERPRINT, priced_profile, scaled, times
 
 from topo_gate.cli import main
-from topo_gate.launchers.common import LaunchPlanParts, follow_profile, read_profile
+from topo_gate.launchers.common import LaunchPlanParts, PlanRequest
+from topo_gate.launchers.follow import follow_profile, read_profile
 from topo_gate.launchers.planning import Candidate
 from topo_gate.launchers.routes import Knobs
 from topo_gate.plugins import fallback_mode
-from topo_gate.profile import dump_profile
+from topo_gate.profile import compute_digest, dump_profile, reader
 from topo_gate.profile.drift import current_version
 from topo_gate.profile.reader import FINGERPRINT_ENV
+from topo_gate.profile.yaml_format import to_yaml
 
 NCCL = scaled(8.0, 0.01)
 TABLES = {
@@ -38,17 +40,14 @@ def no_fingerprint_in_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(FINGERPRINT_ENV, raising=False)
 
 
-def nothing_offered(reading, tp, user):
+def nothing_offered(facts, tp, user):
     return [Candidate(Knobs(), ("as it is",))]
 
 
 def follow(profile, **options):
-    """A vLLM plan for TP 2 with only the options a test names beyond the required ones."""
-    required = {"gpus": None, "strict": False, "fallback": "nccl", "fingerprint": FINGERPRINT}
-    return follow_profile(
-        "vllm", FORCED, nothing_offered, profile, tp=2, patterns=("allreduce", "allreduce_rmsnorm"),
-        **{**required, **options},
-    )  # fmt: skip
+    """A vLLM plan for TP 2, NCCL forced on a fallback, for this node unless a test says otherwise."""
+    request = PlanRequest(profile, tp=2, **{"fallback": "nccl", "fingerprint": FINGERPRINT, **options})
+    return follow_profile("vllm", FORCED, nothing_offered, request)
 
 
 def drifted_profile():
@@ -63,25 +62,23 @@ def drifted_profile():
 
 
 def test_by_default_a_node_that_cannot_be_verified_is_a_fallback() -> None:
-    reading = read_profile(priced_profile(TABLES), tp=2)
-    assert reading.fallback_reason is not None and reading.fallback_reason.startswith(
-        f"allreduce: {UNVERIFIED}"
-    )
+    facts = read_profile(PlanRequest(priced_profile(TABLES), tp=2))
+    assert facts.fallback_reason is not None and facts.fallback_reason.startswith(f"allreduce: {UNVERIFIED}")
     plan = follow(priced_profile(TABLES), fingerprint=None)
     assert plan.fallback is True and plan.reason.startswith(f"allreduce: {UNVERIFIED}")
     assert plan.args == ("--forced",)
 
 
 def test_trusting_an_unverified_node_is_asked_for_and_then_warned_about() -> None:
-    reading = read_profile(priced_profile(TABLES), tp=2, trust_unverified_node=True)
-    assert reading.fallback_reason is None and reading.warnings[0].startswith(UNVERIFIED)
+    facts = read_profile(PlanRequest(priced_profile(TABLES), tp=2, trust_unverified_node=True))
+    assert facts.fallback_reason is None and facts.warnings[0].startswith(UNVERIFIED)
 
 
 def test_by_default_drifted_software_is_a_warning_and_strict_makes_it_a_fallback() -> None:
     drift = f"software changed since the profile was measured: torch 1.0.0 -> {current_version('torch')}"
-    reading = read_profile(drifted_profile(), tp=2, fingerprint=FINGERPRINT)
-    assert reading.fallback_reason is None and drift in reading.warnings
-    strict = read_profile(drifted_profile(), tp=2, fingerprint=FINGERPRINT, strict=True)
+    facts = read_profile(PlanRequest(drifted_profile(), tp=2, fingerprint=FINGERPRINT))
+    assert facts.fallback_reason is None and drift in facts.warnings
+    strict = read_profile(PlanRequest(drifted_profile(), tp=2, fingerprint=FINGERPRINT, strict=True))
     assert strict.fallback_reason == f"allreduce: strict: {drift}"  # the first pattern read
 
 
@@ -94,6 +91,54 @@ def test_with_no_fallback_named_a_plan_that_cannot_follow_its_profile_changes_no
     out, err = capsys.readouterr()
     assert code == 0 and out == "\n"
     assert "FALLBACK (launcher-default)" in err
+
+
+# -- read once --------------------------------------------------------------------------------------------
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, calls: dict[str, int]) -> None:
+    real = getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls[name] = calls.get(name, 0) + 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+
+
+def test_a_plan_verifies_a_loaded_profile_once_for_both_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
+    profile = priced_profile(TABLES)
+    calls: dict[str, int] = {}
+    for name in ("compute_digest", "check_semantics"):
+        _counting(monkeypatch, reader, name, calls)
+    plan = follow(profile)
+    assert not plan.fallback, plan.reason
+    assert calls == {"compute_digest": 1, "check_semantics": 1}
+
+
+def test_a_plan_loads_a_profile_file_once_for_both_patterns(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "node.yaml"
+    dump_profile(priced_profile(TABLES), path)
+    calls: dict[str, int] = {}
+    _counting(monkeypatch, reader._CACHE, "load", calls)
+    plan = follow(path)
+    assert not plan.fallback, plan.reason
+    assert calls == {"load": 1}
+
+
+def test_a_newer_minor_with_fields_this_reader_does_not_know_is_planned_from(tmp_path: Path) -> None:
+    # The file's digest covers the unknown fields, which the loaded Profile drops: the planner reads the
+    # file as gate() does, once, and never re-seals the loaded object against the file's digest.
+    data = priced_profile(TABLES).to_dict()
+    del data["digest"]
+    data["schema"] = "topo-gate/profile/v1.9"
+    data["added_in_v1_9"] = [1, 2, 3]
+    path = tmp_path / "v1.9.yaml"
+    path.write_text(to_yaml({**data, "digest": compute_digest(data)}), encoding="utf-8")
+    plan = follow(path)
+    assert not plan.fallback, plan.reason
 
 
 # -- a profile set in place of a file ---------------------------------------------------------------------
@@ -118,19 +163,19 @@ def test_a_profile_set_gives_the_member_made_for_this_node(
     if given == "env":
         monkeypatch.setenv(FINGERPRINT_ENV, FINGERPRINT)
     fingerprint = FINGERPRINT if given == "argument" else None
-    reading = read_profile(str(profile_set), tp=2, fingerprint=fingerprint)
-    assert reading.fallback_reason is None
-    assert reading.warnings[0] == f"using profile set {profile_set}: here.yaml"
-    assert sorted(reading.tables) == ["allreduce", "allreduce_rmsnorm"]
+    facts = read_profile(PlanRequest(str(profile_set), tp=2, fingerprint=fingerprint))
+    assert facts.fallback_reason is None
+    assert facts.warnings[0] == f"using profile set {profile_set}: here.yaml"
+    assert sorted(facts.tables) == ["allreduce", "allreduce_rmsnorm"]
 
 
 def test_a_profile_set_without_this_nodes_member_is_a_fallback_that_says_so(profile_set: Path) -> None:
     (profile_set / "here.yaml").unlink()
-    reading = read_profile(profile_set, tp=2, fingerprint=FINGERPRINT)
-    assert reading.fallback_reason is not None and reading.fallback_reason.startswith(
+    facts = read_profile(PlanRequest(profile_set, tp=2, fingerprint=FINGERPRINT))
+    assert facts.fallback_reason is not None and facts.fallback_reason.startswith(
         f"profile set {profile_set}"
     )
-    assert reading.tables == {}
+    assert facts.tables == {}
 
 
 # -- the user's command line -------------------------------------------------------------------------------
