@@ -59,3 +59,29 @@ def test_shuffle_does_change_the_order_between_rounds() -> None:
 def test_bad_schedules_are_refused(arms, runs, order) -> None:
     with pytest.raises(ValueError):
         schedule(arms, runs=runs, order=order, seed=0)
+
+
+def test_the_smallest_session_is_one_run_without_warm_ups() -> None:
+    """The bounds are inclusive: one round, no warm-up, is a session; zero rounds or -1 warm-ups not."""
+    assert [(s.arm, s.round) for s in schedule(["A"], runs=1, order="alternate", seed=0, warmups=0)] == [
+        ("A", 1)
+    ]
+    with pytest.raises(ValueError, match="runs >= 1"):
+        schedule(["A"], runs=0, order="alternate", seed=0)
+    with pytest.raises(ValueError, match="warmups >= 0"):
+        schedule(["A"], runs=1, order="alternate", seed=0, warmups=-1)
+
+
+def test_an_order_read_from_a_command_line_is_compared_by_value() -> None:
+    """``alternate`` built at run time (as click hands it over) is not the interned literal."""
+    order = "".join(["alter", "nate"])
+    slots = schedule(["A", "B", "C"], runs=4, order=order, seed=1, warmups=0)
+    assert [s.arm for s in slots] == ["A", "B", "C"] * 4
+
+
+def test_a_slot_is_frozen_and_the_schedules_options_are_keywords() -> None:
+    slot = schedule(["A"], runs=1, order="alternate", seed=0)[0]
+    with pytest.raises(AttributeError):
+        slot.arm = "B"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        schedule(["A"], 1, "alternate", 0)  # type: ignore[misc]
