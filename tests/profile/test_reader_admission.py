@@ -153,3 +153,32 @@ def test_an_admission_cannot_be_changed_after_the_fact(example_path, fingerprint
     assert isinstance(admission, Admission)
     with pytest.raises(dataclasses.FrozenInstanceError):
         admission.reason = "changed"  # type: ignore[misc]
+
+
+def test_a_bug_while_deciding_from_an_admission_is_nccl_with_the_reason(
+    example_path, fingerprint, monkeypatch
+) -> None:
+    """An admitted profile's decide() never raises on the launcher: a bug is NCCL, saying so."""
+    admission = admit(example_path, tp=2, fingerprint=fingerprint)
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(reader, "_decision", broken)
+    decision = admission.decide("allreduce", 448 * KiB)
+    assert decision.backend == "nccl" and decision.fallback
+    assert decision.reason == "topo-gate reader failed (RuntimeError: boom); please report it"
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit, GeneratorExit])
+def test_an_interrupt_while_deciding_from_an_admission_is_not_swallowed(
+    example_path, fingerprint, monkeypatch, stop
+) -> None:
+    admission = admit(example_path, tp=2, fingerprint=fingerprint)
+
+    def interrupted(*_args, **_kwargs):
+        raise stop
+
+    monkeypatch.setattr(reader, "_decision", interrupted)
+    with pytest.raises(stop):
+        admission.decide("allreduce", 448 * KiB)

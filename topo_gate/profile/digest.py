@@ -7,7 +7,6 @@ another language can verify a profile without a YAML library that formats floats
 from __future__ import annotations
 
 import json
-import sys
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
 if TYPE_CHECKING:
@@ -17,12 +16,13 @@ if TYPE_CHECKING:
 else:
     # The interpreter's own SHA-256, the same digest as hashlib's: importing hashlib loads OpenSSL's
     # libcrypto, ~3 ms of a launcher's start for one hash of a few kilobytes.
-    try:
-        if sys.version_info >= (3, 12):
-            from _sha2 import sha256
-        else:
-            from _sha256 import sha256
-    except ImportError:  # an interpreter built without its own hashes
+    for _module in ("_sha2", "_sha256"):  # its name from Python 3.12 on, and before
+        try:
+            sha256 = __import__(_module).sha256
+            break
+        except ImportError:
+            continue
+    else:  # an interpreter built without its own hashes
         from hashlib import sha256
 
 
