@@ -182,3 +182,15 @@ def test_an_interrupt_while_deciding_from_an_admission_is_not_swallowed(
     monkeypatch.setattr(reader, "_decision", interrupted)
     with pytest.raises(stop):
         admission.decide("allreduce", 448 * KiB)
+
+
+@pytest.mark.parametrize("tp", [2, 4])
+def test_a_refused_admission_answers_its_own_reason_for_every_pattern(tmp_path, tp: int) -> None:
+    """A refusal keeps the TP size it was asked for, and its decide() says why it was refused, not
+    that the reader failed."""
+    admission = admit(tmp_path / "missing.yaml", tp=tp)
+    assert admission.profile is None and admission.tp == tp and admission.reason
+    for pattern in ("allreduce", "allreduce_rmsnorm"):
+        decision = admission.decide(pattern, 448 * KiB)
+        assert decision.fallback and decision.reason == admission.reason
+        assert "reader failed" not in decision.reason
