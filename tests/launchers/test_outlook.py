@@ -14,6 +14,8 @@ from topo_gate.launchers.outlook import CPU_HARNESS, NO_TP_ALL_REDUCE, outlooks,
 from topo_gate.models import UnknownModel
 from topo_gate.profile.io import load_profile
 
+pytestmark = pytest.mark.slow  # plans every launcher at every TP size, some twice
+
 REPO = Path(__file__).resolve().parents[2]
 H200 = load_profile(REPO / "profiles/h200-x2/h7168-run1.yaml")
 PCIE = load_profile(REPO / "profiles/examples/synthetic-rtxpro6000-pcie-x4.yaml")

@@ -209,6 +209,7 @@ def sglang_legacy(path, model: str):
     return sglang_plan(PlanRequest(path, tp=2, model=model, trust_unverified_node=True, user_env=LEGACY))
 
 
+@pytest.mark.slow  # prices the bundled H200 table for several models
 def test_a_transition_measured_after_2048_tokens_plans_sglangs_fusion_backend(h200) -> None:
     """Llama 3 405B's shape on the H200 table plus the SGLang FlashInfer kernels' transition after
     2048 tokens: the fusion backend wins over the legacy custom all-reduce, and no step is slower."""
@@ -224,6 +225,7 @@ def test_a_transition_measured_after_2048_tokens_plans_sglangs_fusion_backend(h2
     assert all(row["saving_us_per_step"] > 0 for row in data["steps"] if row["changed"])
 
 
+@pytest.mark.slow  # prices the bundled H200 table for several models
 def test_without_that_measurement_the_plan_stays_no_knobs_and_names_it(h200) -> None:
     plan = sglang_legacy(h200["bundled"], "llama-3-405b")
     assert plan.args == () and plan.estimate.startswith("no knobs")

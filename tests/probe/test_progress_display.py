@@ -160,6 +160,7 @@ def test_the_overall_progress_never_goes_back_when_the_next_pattern_starts(tmp_p
     assert done[-1] == sum(phases.values()) - phases["close"]
 
 
+@pytest.mark.slow  # a CPU probe with phases made to run long
 def test_a_probe_whose_phases_ran_long_says_so_in_its_notes(tmp_path) -> None:
     """The real gloo harness, on a clock that moves 10 s between readings: every phase a heartbeat
     named ran far past its estimate, and the probe's notes say which."""

@@ -13,6 +13,8 @@ from topo_gate.profile import BACKENDS
 from topo_gate.report import render
 from topo_gate.report.render import NOTE_WRAP, backend_colour, backend_style, build_figure, wrapped_notes
 
+pytestmark = pytest.mark.slow  # renders every figure of the bundled runs
+
 ONE_SHOTS = ("trtllm_oneshot", "trtllm_oneshot_vllm", "trtllm_oneshot_sglang")
 
 

@@ -82,6 +82,7 @@ def test_text_from_a_file_is_inert_in_every_style() -> None:
     assert re.search(r"``x`\|\*_<script>\\x1b\[2J``|`+[^`]*x`", markdown)
 
 
+@pytest.mark.slow  # a whole report or show of the bundled profile
 def test_show_prints_it_after_the_decisions_and_puts_it_in_the_json(capsys) -> None:
     assert main(["show", str(H200_PATH), "--model", "llama-3-70b"]) == 0
     out = capsys.readouterr().out
@@ -104,6 +105,7 @@ def test_the_probe_summary_ends_with_it() -> None:
     assert all(len(line) <= 80 for line in text.splitlines())
 
 
+@pytest.mark.slow  # a whole report or show of the bundled profile
 def test_the_report_writes_it_in_summary_md_and_report_html(tmp_path) -> None:
     assert main(["report", str(H200_PATH), "--out", str(tmp_path / "r"), "--format", "md"]) == 0
     markdown = (tmp_path / "r/summary.md").read_text()

@@ -67,6 +67,7 @@ def test_a_cpu_profile_in_summary_md(cpu_profile, tmp_path, capsys) -> None:
     assert any("| not measured |" in row for row in rows)
 
 
+@pytest.mark.slow  # writes a whole report
 def test_summary_md_gives_each_reason_on_one_line(tmp_path, capsys) -> None:
     assert main(["report", str(RUN1), "--out", str(tmp_path / "r"), "--format", "md"]) == 0
     capsys.readouterr()
