@@ -188,7 +188,7 @@ def refuse_cpu_harness(profile: str, launcher: str) -> None:
         loaded = load_profile(path)
     except (ProfileError, OSError, ValueError):
         return
-    if loaded.node.hardware.get("device") == "cpu":
+    if loaded.cpu_harness:
         raise fail(ExitCode.NOT_OK, f"{launcher}: {inert(profile)} is {CPU_HARNESS}")
 
 

@@ -58,12 +58,10 @@ class Row:
 
     @property
     def tokens(self) -> str:
-        if self.last_tokens is None:
-            return f"{self.first_tokens}+"
         return (
-            str(self.first_tokens)
-            if self.first_tokens == self.last_tokens
-            else f"{self.first_tokens}-{self.last_tokens}"
+            f"{self.first_tokens}+"
+            if self.last_tokens is None
+            else token_span(self.first_tokens, self.last_tokens)
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,6 +82,11 @@ class Row:
             "source": self.source,
             "note": self.note,
         }
+
+
+def token_span(first: int, last: int) -> str:
+    """``1-1024`` (``7`` for a single count)."""
+    return str(first) if first == last else f"{first}-{last}"
 
 
 def _round(value: float | None) -> float | None:
@@ -380,10 +383,7 @@ def summary_line(data: dict[str, Any]) -> str:
     default's limit."""
     found = [entry for entry in data.get("unmeasured") or [] if not entry.get("beyond")]
     beyond = [entry for entry in data.get("unmeasured") or [] if entry.get("beyond")]
-    spans = [
-        f"{e['tokens'][0]}" if e["tokens"][0] == e["tokens"][1] else "{}-{}".format(*e["tokens"])
-        for e in beyond
-    ]
+    spans = [token_span(*e["tokens"]) for e in beyond]
     uncovered = (
         f"; the steps at {' and '.join(spans)} tokens lie beyond the largest measured size and are left as they are"
         if beyond
@@ -393,12 +393,12 @@ def summary_line(data: dict[str, Any]) -> str:
         first, last = found[0]["tokens"]
         more = f" (and {len(found) - 1} more below)" if len(found) > 1 else ""
         return (
-            f"no knobs, because {found[0]['runs']} at {first if first == last else f'{first}-{last}'} tokens of the "
+            f"no knobs, because {found[0]['runs']} at {token_span(first, last)} tokens of the "
             f"workload, which is not measured: {found[0]['why']}{more}. Fix: {found[0]['action']}{uncovered}."
         )
     unlock = data.get("unlock")
     if not data["knobs"] and unlock is not None:
-        knobs = " ".join([*unlock["args"], *(f"{k}={v}" for k, v in unlock["env"].items())])
+        knobs = knob_words(Knobs(tuple(unlock["args"]), unlock["env"]))
         return (
             f"no knobs, because {knobs} is refused only for want of one measurement: {unlock['kernel']}'s "
             f"size transition after {_tokens(unlock['after_tokens'])}. Fix: re-probe this node to measure "
@@ -540,14 +540,14 @@ def headline(data: dict[str, Any]) -> list[str]:
     out = []
     for entry in data.get("unmeasured") or []:
         first, last = entry["tokens"]
-        span = f"{first}" if first == last else f"{first}-{last}"
+        span = token_span(first, last)
         out.append(
             f"not measured: {entry['runs']} at {span} tokens of this workload ({entry['why']}): "
             f"left as it is. To plan there: {entry['action']}."
         )
     unlock = data.get("unlock")
     if unlock is not None:
-        knobs = " ".join([*unlock["args"], *(f"{k}={v}" for k, v in unlock["env"].items())])
+        knobs = knob_words(Knobs(tuple(unlock["args"]), unlock["env"]))
         bound = unlock["bounded_by_bytes"]
         today = (
             "nothing measured after a larger size"

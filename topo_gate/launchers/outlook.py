@@ -23,8 +23,9 @@ from typing import Any
 from topo_gate._units import human_bytes
 from topo_gate.launchers import knobs
 from topo_gate.launchers.common import PlanRequest
-from topo_gate.launchers.explain import headline, rows, unlock_data, unmeasured
+from topo_gate.launchers.explain import headline, knob_words, rows, token_span, unlock_data, unmeasured
 from topo_gate.launchers.follow import LaunchPlan
+from topo_gate.launchers.routes import Knobs
 from topo_gate.launchers.sglang import sglang_plan
 from topo_gate.launchers.trtllm import trtllm_plan
 from topo_gate.launchers.unmeasured import cause, release
@@ -147,7 +148,7 @@ def outlooks(
     """Plan every launcher at every TP size the profile measured, for the served model (``model`` or
     ``hidden``; default: each preset shape with the profile's trial hidden size), on a node like the
     one profiled (its own fingerprint). Raises ``UnknownModel`` for an unknown ``model``."""
-    if profile.node.hardware.get("device") == "cpu":
+    if profile.cpu_harness:
         return Outlooks((), (CPU_HARNESS,))
     notes = tuple(
         f"TP 1: {NO_TP_ALL_REDUCE}"
@@ -213,8 +214,9 @@ def _outlook(profile: Profile, launcher: str, tp: int, shape: Shape, workload: s
     base = Outlook(launcher, tp, shape, chosen.name, _outcome(plan))
     if plan.choice is None or plan.workload is None:
         return base
-    causes = _causes(unmeasured(plan.choice, launcher, plan.workload))
-    args, env = _settings(plan, launcher)
+    untimed = unmeasured(plan.choice, launcher, plan.workload)
+    causes = _causes(untimed)
+    args, env = _settings(untimed, launcher)
     with_setting = None
     if args or env:
         with_setting = _outcome(_plan(profile, launcher, tp, shape, workload, env=env, args=args))
@@ -228,7 +230,7 @@ def _outlook(profile: Profile, launcher: str, tp: int, shape: Shape, workload: s
         base.outcome,
         defaults=tuple(default_spans(plan)),
         causes=causes,
-        setting=" ".join([*args, *(f"{key}={value}" for key, value in env.items())]),
+        setting=knob_words(Knobs(args, env)),
         with_setting=with_setting,
         unlock=unlock[0] if unlock else "",
     )
@@ -278,19 +280,15 @@ def _plan(
 def _outcome(plan: LaunchPlan) -> Outcome:
     if plan.fallback:
         return Outcome("", "", plan.reason)
-    config = ", ".join(f"{key}: {value}" for key, value in plan.config.items())
-    parts = [*plan.args, *(f"{key}={value}" for key, value in plan.env.items())]
-    if config:
-        parts.append(f"{{{config}}} in the LLM-API options")
-    return Outcome(" ".join(parts), plan.estimate)
+    words = knob_words(Knobs(plan.args, plan.env, plan.config))
+    return Outcome(words + (" in the LLM-API options" if plan.config else ""), plan.estimate)
 
 
-def _settings(plan: LaunchPlan, launcher: str) -> tuple[tuple[str, ...], dict[str, str]]:
-    """The launcher settings that make the plan's unmeasured default paths timed (``UNTIMED``)."""
-    assert plan.choice is not None and plan.workload is not None
+def _settings(untimed: Sequence[Mapping[str, Any]], launcher: str) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The launcher settings that make the unmeasured default paths ``untimed`` timed (``UNTIMED``)."""
     args: list[str] = []
     env: dict[str, str] = {}
-    for entry in unmeasured(plan.choice, launcher, plan.workload):
+    for entry in untimed:
         found = cause(entry["path"], launcher)
         if found is None:
             continue
@@ -328,8 +326,3 @@ def default_spans(plan: LaunchPlan) -> list[DefaultSpan]:
                 DefaultSpan(row.pattern, row.first_tokens, row.last_tokens, row.default, status, row_bytes)
             )
     return spans
-
-
-def token_span(first: int, last: int) -> str:
-    """``1-1024`` (``7`` for a single count)."""
-    return str(first) if first == last else f"{first}-{last}"

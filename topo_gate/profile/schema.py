@@ -88,6 +88,11 @@ class Profile:
     fleet: Fleet | None = None  # v1.2; written only when set, so older profiles keep their digest
     digest: str | None = None
 
+    @property
+    def cpu_harness(self) -> bool:
+        """Measured by the CPU harness (gloo on CPU processes): no GPU launcher runs what it measured."""
+        return self.node.hardware.get("device") == "cpu"
+
     def __post_init__(self) -> None:
         schema_minor(self.schema)
         expect_str(self.created, "created")

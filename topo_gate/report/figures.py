@@ -22,7 +22,7 @@ from topo_gate.evidence.bar import STEP_CALLS
 from topo_gate.profile.schema import DecisionEntry, Rule
 from topo_gate.report import extensions
 from topo_gate.report.changes import ranges
-from topo_gate.report.rule_words import backend_words, cpu_harness, shows_speedup
+from topo_gate.report.rule_words import backend_words, shows_speedup
 from topo_gate.report.series import Point, Unmeasured, latency_points, speedup_points, unmeasured_cells
 from topo_gate.report.sources import Source
 
@@ -290,7 +290,7 @@ def _shades(key: Key, sources: Sequence[Source]) -> tuple[str | None, tuple[Shad
     ]
     if len(decided) > 1 and not notes:
         notes.append(f"shaded ranges: {label}; {', '.join(o for o, _ in decided[1:])} decided the same")
-    cpu = any(cpu_harness(source.profile) for source in sources)
+    cpu = any(source.profile.cpu_harness for source in sources)
     return label, tuple(_shade_for(low, rule, cpu=cpu) for low, rule in ranges(entry)), notes
 
 

@@ -18,7 +18,6 @@ from topo_gate.report.markdown import node_words
 from topo_gate.report.outlook import render as render_outlook
 from topo_gate.report.rule_words import (
     backend_words,
-    cpu_harness,
     is_fast_path,
     reason_parts,
     shows_speedup,
@@ -119,7 +118,7 @@ def _section(key: Key, sources: Sequence[Source], figures: Sequence[tuple[Figure
     for group in _same_ladders(decided):
         labels = ", ".join(label for label, _ in group)
         same = " (the same ranges and backends)" if len(group) > 1 else ""
-        cpu = any(cpu_harness(source.profile) for source in sources)
+        cpu = any(source.profile.cpu_harness for source in sources)
         parts.append(
             f"<h3>Decisions (each backend vs NCCL): {html_text(labels)}{same}</h3>{_decision_table(group, cpu=cpu)}"
         )

@@ -13,7 +13,6 @@ from topo_gate.report.inert import cell, markdown_text
 from topo_gate.report.outlook import render as render_outlook
 from topo_gate.report.rule_words import (
     backend_words,
-    cpu_harness,
     is_fast_path,
     one_line_reason,
     shows_speedup,
@@ -91,7 +90,7 @@ def _decisions(sources: Sequence[Source]) -> list[str]:
     )
     rows = [head, "|" + " --- |" * (head.count("|") - 1)]
     for source in sources:
-        cpu = cpu_harness(source.profile)
+        cpu = source.profile.cpu_harness
         for entry in source.profile.decisions:
             for lower, rule in ranges(entry):
                 words = backend_words(rule.backend, cpu=cpu)
@@ -123,7 +122,7 @@ def _decisions(sources: Sequence[Source]) -> list[str]:
                 "-",
                 "-",
                 "all sizes",
-                backend_words(NCCL, cpu=cpu_harness(source.profile)),
+                backend_words(NCCL, cpu=source.profile.cpu_harness),
                 "",
                 f"not measured: {cell(skipped.reason)}",
             ]

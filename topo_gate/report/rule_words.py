@@ -9,14 +9,10 @@ machine does not have -- there nothing was measured. Pure text: no rich, no matp
 from __future__ import annotations
 
 from topo_gate.evidence.names import BASELINE_BACKEND
-from topo_gate.profile.schema import NCCL, Profile, Rule
+from topo_gate.profile.schema import NCCL, Rule
 
 CPU_BASELINE = BASELINE_BACKEND["cpu"]
 NOT_MEASURED = "not measured"
-
-
-def cpu_harness(profile: Profile) -> bool:
-    return profile.node.hardware.get("device") == "cpu"
 
 
 def backend_words(backend: str, *, cpu: bool) -> str:

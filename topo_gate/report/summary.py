@@ -21,7 +21,7 @@ from topo_gate.profile.figures import ci_text, speedup_text
 from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
 from topo_gate.report.outlook import terminal as outlook_terminal
 from topo_gate.report.preflight import preflight_view
-from topo_gate.report.rule_words import CPU_BASELINE, backend_words, cpu_harness, is_fast_path, shows_speedup
+from topo_gate.report.rule_words import CPU_BASELINE, backend_words, is_fast_path, shows_speedup
 from topo_gate.report.tables import alternatives_words
 from topo_gate.report.text import file_text
 
@@ -44,7 +44,7 @@ def decisions_table(profile: Profile, *, with_reasons: bool = True) -> Table:
     Without reasons it fits 80 columns: TP, group and pattern share one stacked cell, and the
     speed-up sits above its CI. No cell is ever cut short with an ellipsis; text folds instead.
     """
-    cpu = cpu_harness(profile)
+    cpu = profile.cpu_harness
     title = f"Decisions (each backend vs {CPU_BASELINE if cpu else 'NCCL'})"
     table = Table(title=title, title_justify="left", show_lines=False, expand=False)
     table.add_column("TP / group / pattern", overflow="fold")
@@ -142,7 +142,7 @@ def _footer(summary: Summary, wide: bool) -> list[RenderableType]:
     profile = summary.profile
     parts: list[RenderableType] = []
     opted_in = sum(is_fast_path(rule.backend) for entry in profile.decisions for rule in entry.rules)
-    baseline = CPU_BASELINE if cpu_harness(profile) else "NCCL"
+    baseline = CPU_BASELINE if profile.cpu_harness else "NCCL"
     headline = (
         f"{opted_in} size range(s) opt into a backend measured faster than {baseline}; {baseline} everywhere else."
         if opted_in
@@ -158,7 +158,7 @@ def _footer(summary: Summary, wide: bool) -> list[RenderableType]:
                     style="bold red",
                 )
             )
-    if profile.node.hardware.get("device") == "cpu":
+    if profile.cpu_harness:
         parts.append(
             Text(
                 "CPU harness (gloo) profile: a demo of the pipeline, never valid for a GPU node.",

@@ -17,7 +17,7 @@ from topo_gate._units import human_bytes
 from topo_gate.profile.compare import BackendChange, PriceChange
 from topo_gate.profile.figures import speedup_ci_text, speedup_text
 from topo_gate.profile.schema import NCCL, DecisionEntry, Measurement, Profile, Rule
-from topo_gate.report.rule_words import backend_words, cpu_harness, is_fast_path, shows_speedup
+from topo_gate.report.rule_words import backend_words, is_fast_path, shows_speedup
 from topo_gate.report.text import file_text
 
 
@@ -52,7 +52,7 @@ def profile_header(profile: Profile, *, path: str, digest_problem: str | None = 
     trials = profile.trials
     trials_words = f"{trials.dtype}, hidden {trials.hidden}, TP {', '.join(map(str, trials.tp))}"
     grid.add_row("Trials", file_text(trials_words))
-    fallback = "" if cpu_harness(profile) else " (NCCL)"
+    fallback = "" if profile.cpu_harness else " (NCCL)"
     for skipped in profile.skipped:
         grid.add_row("Not measured", Text(f"TP {skipped.tp}: {shown(skipped.reason)}{fallback}"))
     return grid
@@ -112,7 +112,7 @@ def profile_view(profile: Profile, *, path: str, digest_problem: str | None = No
     if not profile.decisions:
         parts.append(Text("\nNo decisions: NCCL for every TP size and message size.", style="yellow"))
     for entry in profile.decisions:
-        parts.append(decision_table(entry, cpu=cpu_harness(profile)))
+        parts.append(decision_table(entry, cpu=profile.cpu_harness))
         table = profile.measurement(entry.tp, entry.group_class, entry.pattern)
         if table is not None:
             parts.append(Text(price_line(table), style="dim"))
