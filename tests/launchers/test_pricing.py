@@ -117,11 +117,6 @@ def test_kernels_share_a_buffer_only_within_one_launchers_trtllm_workspace(name:
 # -- latency at a rung -------------------------------------------------------------------------------
 
 
-def test_latency_adds_the_extras_to_the_median_and_each_end_of_its_interval() -> None:
-    # The median moves with the high extra: a pessimistic price.
-    assert Latency(10.0, 9.0, 11.0).plus(0.5, 2.0) == Latency(12.0, 9.5, 13.0)
-
-
 @pytest.mark.parametrize(
     ("rung", "source", "latency"),
     [

@@ -46,9 +46,6 @@ class Latency:
     low: float
     high: float
 
-    def plus(self, extra_low: float, extra_high: float) -> Latency:
-        return Latency(self.median + extra_high, self.low + extra_low, self.high + extra_high)
-
 
 def table_name(pattern: str, routed: str | None, nccl: str = NCCL) -> str:
     """The measurement-table name of what a route sends a message of ``pattern`` to; ``nccl`` is the
