@@ -110,15 +110,15 @@ MODULES = (
     Target("topo_gate/evidence/check.py", ("tests/decide/test_evidence_samples_refused.py", "tests/trials/test_evidence.py", "tests/trials/test_evidence_session_and_after_sizes.py", "tests/trials/test_evidence_bounds.py", "tests/trials/test_evidence_preflight_and_call_settings.py", "tests/test_fuzz_inputs.py")),
     # The planner: the step's price, the workload's weights, the knob search and its words.
     Target("topo_gate/launchers/costmodel.py", ("tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py", "tests/launchers/test_workload.py", "tests/launchers/test_planning.py", "tests/launchers/test_step_rule.py")),
-    Target("topo_gate/launchers/pricing.py", ("tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py", "tests/launchers/test_step_rule.py", "tests/launchers/test_planning.py")),
-    Target("topo_gate/launchers/workload.py", ("tests/launchers/test_workload.py", "tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py", "tests/launchers/test_planning.py", "tests/launchers/test_step_rule.py")),
+    Target("topo_gate/launchers/pricing.py", ("tests/launchers/test_pricing.py", "tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py", "tests/launchers/test_step_rule.py", "tests/launchers/test_planning.py")),
+    Target("topo_gate/launchers/workload.py", ("tests/launchers/test_workload_bounds.py", "tests/launchers/test_workload.py", "tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py", "tests/launchers/test_planning.py", "tests/launchers/test_step_rule.py")),
     Target("topo_gate/launchers/planning.py", ("tests/launchers/test_planning.py", "tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py", "tests/launchers/test_step_rule.py", "tests/launchers/test_follow.py", "tests/launchers/test_follow_reading.py")),
     Target("topo_gate/launchers/explain.py", ("tests/launchers/test_step_rule.py", "tests/launchers/test_recommend_explain_words.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_outlook.py", "tests/launchers/test_recommend_cli.py")),
     # ab: the run order, the metric read from a run's output, the verdict, the sealed record and
     # what it hides.
     Target("topo_gate/ab/schedule.py", ("tests/ab/test_schedule.py", "tests/ab/test_record_semantics.py")),
     Target("topo_gate/ab/metrics.py", ("tests/ab/test_metrics.py", "tests/ab/test_regex_bounds.py", "tests/ab/test_record_semantics.py")),
-    Target("topo_gate/ab/verdict.py", ("tests/ab/test_verdict.py", "tests/ab/test_record_semantics.py")),
+    Target("topo_gate/ab/verdict.py", ("tests/ab/test_verdict.py", "tests/ab/test_verdict_boundaries.py", "tests/ab/test_record_semantics.py")),
     Target("topo_gate/ab/outcome.py", ("tests/ab/test_record_semantics.py", "tests/ab/test_ab_cli.py")),
     Target("topo_gate/ab/redact.py", ("tests/ab/test_redact.py", "tests/ab/test_redact_corpus.py")),
     # The runner's multicast-off settings for every worker (the watchdog is the line above).
