@@ -43,7 +43,7 @@ from mutation_report import (  # noqa: E402
     write_results,
 )
 from mutation_run import NOT_SAMPLED, UNREACHABLE, Plan, Run, read_session, reopen, scope_words  # noqa: E402
-from mutation_scope import Budget, Selection, read_base_commit, select  # noqa: E402
+from mutation_scope import Budget, Selection, read_base_commit, read_module_bases, select  # noqa: E402
 
 EQUIVALENT_FILE = REPO / "tests" / "mutation" / "equivalent.txt"
 FORKSERVER = REPO / "scripts" / "mutation_forkserver.py"
@@ -160,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     selections: dict[str, Selection] = {}
     if args.changed or args.base:
-        chosen, notes = select(targets, args.base or read_base_commit())
+        # --base REV compares every module with REV; without it each module with its own base.
+        bases = {} if args.base else read_module_bases()
+        chosen, notes = select(targets, args.base or read_base_commit(), module_bases=bases)
         print("\n".join(notes), flush=True)
         targets, selections = [t for t, _ in chosen], {t.slug: s for t, s in chosen}
         if not targets:

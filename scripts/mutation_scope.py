@@ -25,7 +25,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,13 +56,33 @@ class Selection:
 
 
 def read_base_commit(path: Path = BASE_FILE) -> str | None:
-    """The first line of ``path`` that is not a comment: a commit id."""
+    """The commit of the first line of ``path`` that is neither a comment nor names modules: the base
+    of every module without a base of its own."""
+    return next((commit for commit, modules in _base_lines(path) if not modules), None)
+
+
+def read_module_bases(path: Path = BASE_FILE) -> dict[str, str]:
+    """Modules with a base of their own (a line ``COMMIT MODULE ...``): the commit of their last whole
+    run. A module joins the core, or has its whole run recorded, without moving every other module's
+    base past changes that no whole run has judged yet."""
+    bases: dict[str, str] = {}
+    for commit, modules in _base_lines(path):
+        for module in modules:
+            if module in bases:
+                raise ValueError(f"{path.name}: {module} has two base commits")
+            bases[module] = commit
+    return bases
+
+
+def _base_lines(path: Path) -> list[tuple[str, tuple[str, ...]]]:
     if not path.exists():
-        return None
+        return []
+    found = []
     for raw in path.read_text(encoding="utf-8").splitlines():
-        if raw.strip() and not raw.lstrip().startswith("#"):
-            return raw.strip()
-    return None
+        words = raw.split("#", 1)[0].split()
+        if words:
+            found.append((words[0], tuple(words[1:])))
+    return found
 
 
 def _git(repo: Path, *args: str) -> str | None:
@@ -105,18 +125,18 @@ def changed_lines(base: str, repo: Path = REPO) -> dict[str, frozenset[int]]:
 
 
 def select(
-    targets: Iterable[Any], base: str | None, repo: Path = REPO
+    targets: Iterable[Any], base: str | None, repo: Path = REPO, module_bases: Mapping[str, str] | None = None
 ) -> tuple[list[tuple[Any, Selection]], list[str]]:
-    """The targets a change since ``base`` touches, each with its selection, and lines to print."""
+    """The targets a change since ``base`` touches, each with its selection, and lines to print.
+    ``module_bases``: modules compared with a base of their own instead (``read_module_bases``)."""
     targets = list(targets)
-    known = (
-        base is not None and _git(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}") is not None
-    )
-    if not known:
+    module_bases = dict(module_bases or {})
+    unknown = sorted(b for b in {base, *module_bases.values()} if b is not None and not _is_commit(repo, b))
+    if base is None or unknown:
         where = (
             "no base commit recorded"
             if base is None
-            else f"base commit {base} is not in this clone's history"
+            else f"base commit {', '.join(unknown)} is not in this clone's history"
         )
         chosen = [
             (t, Selection(None, "fallback set, whole module"))
@@ -133,24 +153,36 @@ def select(
             banner,
         ]
     assert base is not None
-    changed = changed_lines(base, repo)
+    changes: dict[str, dict[str, frozenset[int]]] = {}  # one diff per distinct base
     chosen = []
     for target in targets:
+        since = module_bases.get(target.module, base)
+        if since not in changes:
+            changes[since] = changed_lines(since, repo)
+        changed = changes[since]
         tests = sorted({test.split("::")[0] for test in target.tests} & changed.keys())
         if target.module in changed:
-            chosen.append((target, Selection(changed[target.module], f"changed since {base[:12]}")))
+            chosen.append((target, Selection(changed[target.module], f"changed since {since[:12]}")))
         elif tests:
             chosen.append(
-                (target, Selection(None, f"its tests changed since {base[:12]} ({', '.join(tests)})"))
+                (target, Selection(None, f"its tests changed since {since[:12]} ({', '.join(tests)})"))
             )
     core = {target.module for target in targets}
+    changed = changes[base] if base in changes else changed_lines(base, repo)
     outside = sorted(p for p in changed if p.startswith("topo_gate/") and p.endswith(".py") and p not in core)
     notes = [f"mutation scope: changes since {base[:12]} ({BASE_FILE.relative_to(REPO)})"]
+    own = sorted(m for m in module_bases if m in core)
+    if own:
+        notes.append(f"  {len(own)} module(s) since their own base (their last whole run): {', '.join(own)}")
     if outside:
         notes.append(f"changed, not in the mutation core (scripts/mutation.py MODULES): {', '.join(outside)}")
     if not chosen:
         notes.append("no module of the mutation core changed: nothing to mutate")
     return chosen, notes
+
+
+def _is_commit(repo: Path, revision: str) -> bool:
+    return _git(repo, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}") is not None
 
 
 def seeded_order(jobs: Iterable[tuple[Any, ...]], seed: int, label: str) -> list[Any]:

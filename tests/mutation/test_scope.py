@@ -14,6 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 
+import mutation  # noqa: E402
 import mutation_scope  # noqa: E402
 from mutation_scope import Budget, changed_lines, out_of_scope, seeded_order, select  # noqa: E402
 
@@ -114,11 +115,65 @@ def test_a_missing_base_commit_falls_back_loudly(repo: tuple[Path, str], base: s
     assert any("NOT mutation-tested" in line for line in notes)
 
 
-def test_the_base_commit_file_names_a_commit_of_this_history() -> None:
+def test_a_module_with_its_own_base_is_judged_on_what_changed_since_that_base(repo: tuple[Path, str]) -> None:
+    # b.py's whole run is recorded on "whole run": its change before that is judged, a.py's is not
+    # hidden by b.py's later base.
+    root, base = repo
+    (root / "topo_gate" / "a.py").write_text(ORIGINAL.replace("line 4\n", "line four\n"))
+    (root / "topo_gate" / "b.py").write_text(ORIGINAL.replace("line 6\n", "line six\n"))
+    _git(root, "commit", "-qam", "whole run")
+    whole_run = _git(root, "rev-parse", "HEAD").strip()
+    (root / "topo_gate" / "b.py").write_text(
+        ORIGINAL.replace("line 6\n", "line six\n").replace("line 8\n", "8\n")
+    )
+    targets = [FakeTarget("topo_gate/a.py", ()), FakeTarget("topo_gate/b.py", ("tests/test_b.py",))]
+    chosen, notes = select(targets, base, root, module_bases={"topo_gate/b.py": whole_run})
+    assert [(t.module, s.lines, s.why) for t, s in chosen] == [
+        ("topo_gate/a.py", {4}, f"changed since {base[:12]}"),
+        ("topo_gate/b.py", {8}, f"changed since {whole_run[:12]}"),
+    ]
+    assert any("since their own base" in note and "topo_gate/b.py" in note for note in notes)
+    (root / "topo_gate" / "b.py").write_text(ORIGINAL.replace("line 6\n", "line six\n"))
+    chosen, _ = select(targets, base, root, module_bases={"topo_gate/b.py": whole_run})
+    assert [t.module for t, _ in chosen] == ["topo_gate/a.py"]
+
+
+def test_a_module_base_missing_from_the_history_falls_back_loudly(repo: tuple[Path, str]) -> None:
+    root, base = repo
+    targets = [FakeTarget(module, ()) for module in (*mutation_scope.FALLBACK_MODULES, "topo_gate/a.py")]
+    chosen, notes = select(targets, base, root, module_bases={"topo_gate/a.py": "1" * 40})
+    assert [t.module for t, _ in chosen] == list(mutation_scope.FALLBACK_MODULES)
+    assert any("1" * 40 in line and "not in this clone's history" in line for line in notes)
+
+
+def test_the_base_file_gives_the_default_and_each_modules_own_base(tmp_path: Path) -> None:
+    path = tmp_path / "base-commit"
+    path.write_text(
+        "# the default first, then modules with a whole run of their own\n"
+        f"{'a' * 40}\n"
+        f"{'b' * 40} topo_gate/x.py topo_gate/y.py  # both run whole there\n"
+        f"{'c' * 40} topo_gate/z.py\n"
+    )
+    assert mutation_scope.read_base_commit(path) == "a" * 40
+    assert mutation_scope.read_module_bases(path) == {
+        "topo_gate/x.py": "b" * 40,
+        "topo_gate/y.py": "b" * 40,
+        "topo_gate/z.py": "c" * 40,
+    }
+    path.write_text(f"{'a' * 40}\n{'b' * 40} topo_gate/x.py\n{'c' * 40} topo_gate/x.py\n")
+    with pytest.raises(ValueError, match="topo_gate/x.py has two base commits"):
+        mutation_scope.read_module_bases(path)
+
+
+def test_the_base_commit_file_names_commits_of_this_history_and_modules_of_the_core() -> None:
     base = mutation_scope.read_base_commit()
-    assert base is not None and len(base) == 40
-    if (REPO / ".git").exists():
-        assert subprocess.run(["git", "cat-file", "-e", f"{base}^{{commit}}"], cwd=REPO).returncode == 0
+    own = mutation_scope.read_module_bases()
+    modules = {target.module for target in mutation.MODULES}
+    assert set(own) <= modules, f"own bases for modules outside MODULES: {sorted(set(own) - modules)}"
+    for commit in (base, *own.values()):
+        assert commit is not None and len(commit) == 40
+        if (REPO / ".git").exists():
+            assert subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=REPO).returncode == 0
 
 
 def test_a_mutant_is_in_scope_when_its_span_touches_a_changed_line() -> None:
