@@ -131,3 +131,9 @@ def test_a_missing_path_is_a_file_that_cannot_be_read_not_an_unknown_preset(tmp_
     message = str(caught.value)
     assert str(missing) in message and "unknown workload" not in message
     assert os.sep in str(missing)
+
+
+@pytest.mark.parametrize("weight", ["3", None, True, float("inf"), float("nan")], ids=repr)
+def test_a_weight_that_is_no_finite_number_is_refused_by_name(weight: object) -> None:
+    with pytest.raises(WorkloadError, match=r"weight .* of 8 tokens is not a finite number"):
+        Workload.from_weights("odd", {1: 1.0, 8: weight})  # type: ignore[dict-item]
