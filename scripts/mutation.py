@@ -113,7 +113,7 @@ MODULES = (
     Target("topo_gate/launchers/pricing.py", ("tests/launchers/test_pricing.py", "tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py", "tests/launchers/test_step_rule.py", "tests/launchers/test_planning.py")),
     Target("topo_gate/launchers/workload.py", ("tests/launchers/test_workload_bounds.py", "tests/launchers/test_workload.py", "tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py", "tests/launchers/test_planning.py", "tests/launchers/test_step_rule.py")),
     Target("topo_gate/launchers/planning.py", ("tests/launchers/test_planning.py", "tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py", "tests/launchers/test_step_rule.py", "tests/launchers/test_follow.py", "tests/launchers/test_follow_reading.py")),
-    Target("topo_gate/launchers/explain.py", ("tests/launchers/test_step_rule.py", "tests/launchers/test_recommend_explain_words.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_outlook.py", "tests/launchers/test_recommend_cli.py")),
+    Target("topo_gate/launchers/explain.py", ("tests/launchers/test_explain.py", "tests/launchers/test_step_rule.py", "tests/launchers/test_recommend_explain_words.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_outlook.py", "tests/launchers/test_recommend_cli.py")),
     # ab: the run order, the metric read from a run's output, the verdict, the sealed record and
     # what it hides.
     Target("topo_gate/ab/schedule.py", ("tests/ab/test_schedule.py", "tests/ab/test_record_semantics.py")),
