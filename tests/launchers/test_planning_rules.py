@@ -530,11 +530,6 @@ def test_an_unlock_names_the_first_site_whose_transitions_are_only_bounded() -> 
     assert (found.saving_us, found.bound_us) == (pytest.approx(14.0), pytest.approx(300.0))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="planning.py:331 prices the bounded checks with the chosen plan's in-context rungs "
-    "(self.context, restored), not the candidate's own (pricing.in_context)",
-)
 def test_an_unlock_is_found_where_only_the_chosen_plans_paths_were_timed_in_context() -> None:
     """NCCL was timed in context, the one-shot kernel never was: the candidate's own rungs (its
     kernel's, up to 8 tokens) are priced in isolation, as ``choose`` would price it once admitted, so

@@ -327,8 +327,10 @@ class _Evaluator:
         room = None
         for _ctx, mine, theirs, pricing in sides:
             free = step_checks(mine, theirs, pricing)
+            # At the bound, on the candidate's own in-context rungs (``pricing``'s), not the chosen
+            # plan's, which the ``finally`` above put back.
             bounded = step_checks(
-                mine, theirs, Pricing(pricing.tables, pricing.step, pricing.row_bytes, self.context)
+                mine, theirs, Pricing(pricing.tables, pricing.step, pricing.row_bytes, pricing.in_context)
             )
             if isinstance(free, Problem) or isinstance(bounded, Problem):
                 return None
