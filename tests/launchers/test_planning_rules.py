@@ -574,3 +574,50 @@ def test_a_route_reads_as_its_limits(spans: tuple, words: str) -> None:
 def test_an_unlock_threshold_is_its_room_over_its_chance() -> None:
     found = Unlock(NO_KNOBS, 1.0, 2.0, None, "k", 0, 0.25, 3.0, 9.0, None)  # type: ignore[arg-type]
     assert found.threshold_us == 12.0
+
+
+def test_no_unlock_when_the_lower_bound_only_ties_the_chosen_plan() -> None:
+    # vllm_custom at 4 us is chosen; the one-shot kernel, at its lower bound, costs the same per step:
+    # unlocking it would save nothing over the plan the user already gets.
+    read = facts(
+        {**NCCL_8, "trtllm_oneshot": lamport({16 * ROW: flat(300.0)}), "vllm_custom": {"median": flat(4.0)}}
+    )
+    choice = plan(read, [fast(8, "trtllm_oneshot"), fast(8)])
+    assert choice.candidate == fast(8) and choice.worst.total.plan_us == pytest.approx(204.0)
+    assert choice.unlock is None
+
+
+def test_an_unlock_is_bound_at_the_size_with_the_least_room_for_its_bound() -> None:
+    """Both the 1- and the 4-token steps are refused at the bound (their transitions after the 8-token
+    step only timed after 16 tokens); the 4-token step's bound is dearer (2000 us against 300) for the
+    same room, so that is where a measurement must land."""
+    cost = [300.0, 300.0, 2000.0] + [2000.0] * 11
+    workload = Workload.from_weights("one-four-eight", {1: 1, 4: 1, 8: 1})
+    read = facts({**NCCL_8, "trtllm_oneshot": lamport({16 * ROW: cost})})
+    found = plan(read, [fast(8, "trtllm_oneshot")], workload=workload).unlock
+    assert found is not None
+    assert (found.check.nbytes, found.room_us, found.bound_us) == (
+        4 * ROW,
+        pytest.approx(4.08),
+        pytest.approx(2000.0 / 3),
+    )
+
+
+def test_an_unlock_does_not_name_a_later_site_whose_transitions_were_all_measured() -> None:
+    """The fused one-shot kernel's transitions after the 8-token step were timed (chance 0 of a bound):
+    the plain kernel, bounded half the time, is the one a measurement is missing for."""
+    read = facts(
+        {**NCCL_8, "trtllm_oneshot": lamport({16 * ROW: flat(300.0)})},
+        {
+            "nccl": {"median": flat(10.0)},
+            "trtllm_fused_oneshot_sglang": lamport({8 * ROW: flat(1.0), 16 * ROW: flat(1.0)}, 9.5),
+        },
+    )
+    both = Candidate(knobs(plain=(8, "trtllm_oneshot"), fused=(8, "trtllm_fused_oneshot_sglang")))
+    found = plan(read, [both]).unlock
+    assert found is not None
+    assert (found.kernel, found.largest_prior, found.chance) == (
+        "trtllm_oneshot",
+        8 * ROW,
+        pytest.approx(0.5),
+    )
