@@ -621,3 +621,38 @@ def test_an_unlock_does_not_name_a_later_site_whose_transitions_were_all_measure
         8 * ROW,
         pytest.approx(0.5),
     )
+
+
+def test_a_piece_starting_between_rungs_needs_its_path_timed_in_context_at_the_rung_below() -> None:
+    """The plan hands 9-16 tokens to NCCL (the default keeps vllm_custom up to 16), and NCCL was not
+    timed in context at 8 tokens, the rung the 9-token message is priced from: that rung is priced in
+    isolation, and the plan is admitted on its isolated prices there."""
+    nccl_in_context = [3.0] * 3 + [None] + [3.0] * 10  # none at rung 3 (8 tokens)
+    read = facts(
+        {
+            "nccl": in_context(nccl_in_context, 3.0),
+            "vllm_custom": in_context(flat(8.0), 8.0),
+            "pcie_ipc": in_context(flat(2.0), 2.0),
+        }
+    )
+    user = knobs(default_allreduce=(16, "vllm_custom"))
+    workload = Workload.from_weights("one-twelve", {1: 1, 12: 1})
+    candidate = fast(8, "pcie_ipc")
+    choice = plan(read, [candidate], user=user, workload=workload)
+    assert (choice.candidate, choice.rejected) == (candidate, ())
+    assert sorted(rung for pattern, rung in choice.worst.pricing.in_context if pattern == PLAIN) == [
+        rung for rung in range(len(SIZES)) if rung != 3
+    ]
+
+
+def test_a_variant_is_a_value_that_cannot_be_changed() -> None:
+    # A Choice's variants are what explain and the outlook read after the search: none may move.
+    found = plan(facts(NCCL_8), [fast(8)]).worst
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        found.total = None  # type: ignore[misc]
+
+
+def test_choose_takes_its_settings_by_keyword_only() -> None:
+    # follow.py passes them by name; a positional call would bind a workload to ``user``.
+    with pytest.raises(TypeError):
+        choose("trtllm", [NO_KNOBS], facts(NCCL_8), 2, NOTHING, ONE_AND_EIGHT, STEP)  # type: ignore[misc]
