@@ -656,3 +656,41 @@ def test_choose_takes_its_settings_by_keyword_only() -> None:
     # follow.py passes them by name; a positional call would bind a workload to ``user``.
     with pytest.raises(TypeError):
         choose("trtllm", [NO_KNOBS], facts(NCCL_8), 2, NOTHING, ONE_AND_EIGHT, STEP)  # type: ignore[misc]
+
+
+def test_an_unlock_looks_past_a_size_its_bound_leaves_within_the_limit() -> None:
+    """At 1 token the transition's bound is cheap (1 us) and the step stays within the limit; at 4
+    tokens it is 2000 us: the search goes on to the 4-token step and binds there."""
+    cost = [1.0, 1.0, 2000.0] + [2000.0] * 11
+    workload = Workload.from_weights("one-four-eight", {1: 1, 4: 1, 8: 1})
+    read = facts({**NCCL_8, "trtllm_oneshot": lamport({16 * ROW: cost})})
+    found = plan(read, [fast(8, "trtllm_oneshot")], workload=workload).unlock
+    assert found is not None
+    assert (found.check.nbytes, found.chance) == (4 * ROW, pytest.approx(1 / 3))
+
+
+def test_an_unlocks_chance_counts_only_the_earlier_messages_whose_transition_is_unmeasured() -> None:
+    """One-shot up to 16 tokens: after the 16-token step its transition was timed (9 us, charged in
+    full), after the 8-token step only bounded by that: the unlock is that third of the steps alone."""
+    workload = Workload.from_weights("one-eight-sixteen", {1: 1, 8: 1, 16: 1})
+    read = facts({**NCCL_8, "trtllm_oneshot": lamport({16 * ROW: flat(9.0), 32 * ROW: flat(300.0)})})
+    choice = plan(read, [fast(16, "trtllm_oneshot")], workload=workload)
+    assert choice.rejected[0][1].startswith("step slower at 1 token (14336 B): 210.0 us/step")
+    found = choice.unlock
+    assert found is not None
+    assert (found.check.nbytes, found.chance, found.largest_prior) == (ROW, pytest.approx(1 / 3), 8 * ROW)
+
+
+def test_a_choices_routes_are_its_first_variants() -> None:
+    # Unknown group class: the NVSwitch variant comes first, and its routes are the ones shown.
+    read = facts({**NCCL_8, "vllm_custom": {"median": flat(3.0)}}, group_class=None)
+    candidate = Candidate(knobs(plain={"nvswitch": (8, "vllm_custom"), "pcie-switch": (4, "vllm_custom")}))
+    choice = plan(read, [candidate])
+    assert choice.candidate == candidate
+    assert [v.ctx.group_class for v in choice.variants] == ["nvswitch", "pcie-switch"]
+    assert choice.routes[PLAIN] == ((8 * ROW + 1, "vllm_custom"), (None, None))
+
+
+def test_a_choices_repr_leaves_out_its_unlock_search() -> None:
+    # The search is a closure: in a repr it would be an address that changes from run to run.
+    assert "unlock_search" not in repr(plan(facts(NCCL_8), [fast(8)]))
