@@ -694,3 +694,11 @@ def test_a_choices_routes_are_its_first_variants() -> None:
 def test_a_choices_repr_leaves_out_its_unlock_search() -> None:
     # The search is a closure: in a repr it would be an address that changes from run to run.
     assert "unlock_search" not in repr(plan(facts(NCCL_8), [fast(8)]))
+
+
+def test_an_unlocks_bound_comes_from_the_nearest_measurement_after_a_larger_message() -> None:
+    # A transition timed after 2 tokens says nothing of one after 8: the bound is the 16-token one.
+    read = facts({**NCCL_8, "trtllm_oneshot": lamport({2 * ROW: flat(0.5), 16 * ROW: flat(300.0)})})
+    found = plan(read, [fast(8, "trtllm_oneshot")]).unlock
+    assert found is not None
+    assert (found.largest_prior, found.bounded_by) == (8 * ROW, 16 * ROW)
