@@ -702,3 +702,41 @@ def test_an_unlocks_bound_comes_from_the_nearest_measurement_after_a_larger_mess
     found = plan(read, [fast(8, "trtllm_oneshot")]).unlock
     assert found is not None
     assert (found.largest_prior, found.bounded_by) == (8 * ROW, 16 * ROW)
+
+
+def test_an_unlock_names_the_site_whose_unmeasured_transitions_come_most_often() -> None:
+    """The plain one-shot runs up to 4 tokens, the fused one up to 8: at 1 token the fused buffer is
+    bounded after two of the three steps, the plain one after one: the fused kernel is named."""
+    workload = Workload.from_weights("one-four-eight", {1: 1, 4: 1, 8: 1})
+    read = facts(
+        {**NCCL_8, "trtllm_oneshot": lamport({16 * ROW: flat(300.0)})},
+        {
+            "nccl": {"median": flat(10.0)},
+            "trtllm_fused_oneshot_sglang": lamport({16 * ROW: flat(300.0)}, 9.5),
+        },
+    )
+    both = Candidate(knobs(plain=(4, "trtllm_oneshot"), fused=(8, "trtllm_fused_oneshot_sglang")))
+    found = plan(read, [both], workload=workload).unlock
+    assert found is not None
+    assert (found.kernel, found.chance) == ("trtllm_fused_oneshot_sglang", pytest.approx(2 / 3))
+
+
+def test_a_pattern_left_out_refuses_a_change_to_a_kernel_that_sorts_before_the_defaults() -> None:
+    # "pcie_ipc" sorts before "vllm_custom": any change of a left-out pattern is refused, not only one
+    # to a later name.
+    read = facts(
+        {**NCCL_8, "vllm_custom": {"median": flat(6.0)}, "pcie_ipc": {"median": flat(3.0)}},
+        fixed=frozenset({PLAIN}),
+    )
+    choice = plan(read, [fast(8, "pcie_ipc")], user=knobs(default_allreduce=(8, "vllm_custom")))
+    assert choice.candidate == NO_KNOBS
+    assert [why for _, why in choice.rejected] == [
+        "allreduce: changes vllm_custom to pcie_ipc, a pattern left out (--pattern)"
+    ]
+
+
+def test_a_choice_is_a_value_that_cannot_be_changed() -> None:
+    # Launch plans, explain and the outlook all read the one Choice the search returns.
+    choice = plan(facts(NCCL_8), [fast(8)])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        choice.candidate = NO_KNOBS  # type: ignore[misc]
