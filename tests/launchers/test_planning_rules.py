@@ -740,3 +740,12 @@ def test_a_choice_is_a_value_that_cannot_be_changed() -> None:
     choice = plan(facts(NCCL_8), [fast(8)])
     with pytest.raises(dataclasses.FrozenInstanceError):
         choice.candidate = NO_KNOBS  # type: ignore[misc]
+
+
+def test_an_unlock_is_a_value_that_cannot_be_changed() -> None:
+    # explain and the outlook word the one Unlock a Choice carries.
+    read = facts({**NCCL_8, "trtllm_oneshot": lamport({16 * ROW: flat(300.0)})})
+    found = plan(read, [fast(8, "trtllm_oneshot")]).unlock
+    assert found is not None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        found.chance = 1.0  # type: ignore[misc]
