@@ -749,3 +749,39 @@ def test_an_unlock_is_a_value_that_cannot_be_changed() -> None:
     assert found is not None
     with pytest.raises(dataclasses.FrozenInstanceError):
         found.chance = 1.0  # type: ignore[misc]
+
+
+def test_two_searches_over_the_same_evidence_give_equal_choices() -> None:
+    # The unlock search is a closure per search: it takes no part in a Choice's equality.
+    read = facts({**NCCL_8, "vllm_custom": {"median": flat(3.0)}})
+    assert plan(read, [fast(8)]) == plan(read, [fast(8)])
+
+
+def test_a_left_out_patterns_refusal_names_its_first_change() -> None:
+    # pcie_ipc up to 4 tokens, NCCL from 5 to 8, where the user's default runs vllm_custom up to 8.
+    read = facts(
+        {**NCCL_8, "vllm_custom": {"median": flat(6.0)}, "pcie_ipc": {"median": flat(3.0)}},
+        fixed=frozenset({PLAIN}),
+    )
+    choice = plan(read, [fast(4, "pcie_ipc")], user=knobs(default_allreduce=(8, "vllm_custom")))
+    assert [why for _, why in choice.rejected] == [
+        "allreduce: changes vllm_custom to pcie_ipc, a pattern left out (--pattern)"
+    ]
+
+
+def test_an_unlock_of_the_fused_pattern_alone_names_the_fused_kernel() -> None:
+    # The plain pattern stays on NCCL (no Lamport buffer): the search goes past it to the fused site.
+    read = facts(
+        NCCL_8,
+        {
+            "nccl": {"median": flat(10.0)},
+            "trtllm_fused_oneshot_sglang": lamport({16 * ROW: flat(300.0)}, 9.5),
+        },
+    )
+    found = plan(read, [Candidate(knobs(fused=(8, "trtllm_fused_oneshot_sglang")))]).unlock
+    assert found is not None
+    assert (found.kernel, found.largest_prior, found.chance) == (
+        "trtllm_fused_oneshot_sglang",
+        8 * ROW,
+        pytest.approx(0.5),
+    )
