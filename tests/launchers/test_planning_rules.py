@@ -785,3 +785,16 @@ def test_an_unlock_of_the_fused_pattern_alone_names_the_fused_kernel() -> None:
         8 * ROW,
         pytest.approx(0.5),
     )
+
+
+def test_an_unlocks_saving_is_that_of_its_dearest_node_variant() -> None:
+    """Unknown group class: on NVSwitch the one-shot kernel would run up to 8 tokens, on a PCIe switch
+    up to 4; the unlock promises only the PCIe variant's saving (8/3 us per step), not NVSwitch's 4."""
+    workload = Workload.from_weights("one-four-eight", {1: 1, 4: 1, 8: 1})
+    read = facts({**NCCL_8, "trtllm_oneshot": lamport({16 * ROW: flat(300.0)})}, group_class=None)
+    candidate = Candidate(
+        knobs(plain={"nvswitch": (8, "trtllm_oneshot"), "pcie-switch": (4, "trtllm_oneshot")})
+    )
+    found = plan(read, [candidate], workload=workload).unlock
+    assert found is not None
+    assert (found.saving_us, found.default_us) == (pytest.approx(8 / 3), pytest.approx(208.0))
