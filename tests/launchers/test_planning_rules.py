@@ -5,7 +5,8 @@ a candidate's worst variant, what a missing measurement could unlock, and ``desc
 
 The stand-in launcher replaces TensorRT-LLM's router: its config names each pattern's route
 directly, ``{"allreduce": (tokens, backend)}`` (that backend up to ``tokens`` tokens, NCCL above;
-``tokens`` None: every size), optionally per group class (``{"nvswitch": (...), ...}``); a pattern
+``tokens`` None: every size) or as spans, ``((tokens, backend), ..., (None, backend))`` (each backend
+up to its token count, the last one above), optionally per group class (``{"nvswitch": (...), ...}``); a pattern
 it does not name runs ``{"default_allreduce": ...}`` if given (the user's default), else NCCL
 everywhere, and ``{"refuse": why}`` is refused with that reason.
 """
@@ -57,6 +58,8 @@ def stand_in_routes(knobset: Knobs, ctx: Context) -> dict:
             spec = spec.get(ctx.group_class)
         if spec is None:
             out[pattern] = NCCL_EVERYWHERE
+        elif isinstance(spec[0], tuple):
+            out[pattern] = tuple((None if t is None else t * ctx.row_bytes + 1, b) for t, b in spec)
         else:
             tokens, backend = spec
             out[pattern] = up_to(None if tokens is None else tokens * ctx.row_bytes + 1, backend)
@@ -798,3 +801,52 @@ def test_an_unlocks_saving_is_that_of_its_dearest_node_variant() -> None:
     found = plan(read, [candidate], workload=workload).unlock
     assert found is not None
     assert (found.saving_us, found.default_us) == (pytest.approx(8 / 3), pytest.approx(208.0))
+
+
+def seven_token_unlock(plain_transitions: dict) -> Unlock | None:
+    """The one-shot kernel at 7 tokens only (vllm_custom below, NCCL above), where the default runs
+    vllm_custom and NCCL: 7 tokens, between the 4- and 8-token rungs, is the only size checked. Its
+    buffer, shared with the fused one-shot kernel both sides run up to 16 tokens, last held the 5-,
+    7- or 16-token step's message, a third each; the fused kernel's transitions were all timed."""
+    read = facts(
+        {**NCCL_8, "vllm_custom": {"median": flat(8.0)}, "trtllm_oneshot_sglang": lamport(plain_transitions)},
+        {
+            "nccl": {"median": flat(10.0)},
+            "trtllm_fused_oneshot_sglang": lamport({16 * ROW: flat(1.0), 32 * ROW: flat(1.0)}, 9.5),
+        },
+    )
+    user = knobs(
+        default_allreduce=((6, "vllm_custom"), (None, None)),
+        default_allreduce_rmsnorm=((16, "trtllm_fused_oneshot_sglang"), (None, None)),
+    )
+    candidate = Candidate(knobs(plain=((6, "vllm_custom"), (7, "trtllm_oneshot_sglang"), (None, None))))
+    workload = Workload.from_weights("five-seven-sixteen", {5: 1, 7: 1, 16: 1})
+    choice = plan(read, [candidate], user=user, workload=workload)
+    assert choice.rejected[0][1].startswith("step slower at 7 tokens (100352 B)")
+    return choice.unlock
+
+
+def test_an_unlocks_chance_leaves_out_earlier_messages_no_larger_than_the_binding_size() -> None:
+    """After the 5- and the 7-token steps the 7-token call pays no transition, though the 4-token
+    rung below it was never timed after them: only the 16-token step's third is what a measurement
+    could unlock."""
+    found = seven_token_unlock({32 * ROW: flat(2000.0)})
+    assert found is not None
+    assert (found.check.nbytes, found.kernel, found.largest_prior, found.bounded_by) == (
+        7 * ROW,
+        "trtllm_oneshot_sglang",
+        16 * ROW,
+        32 * ROW,
+    )
+    assert found.chance == pytest.approx(1 / 3)
+
+
+def test_an_unlocks_bound_is_named_by_the_measurement_it_comes_from() -> None:
+    """After 16 and after 32 tokens the one-shot transition was timed at the 8-token rung but not at
+    the 4-token one, where the bound is the one timed after 64 tokens: that is the measurement named,
+    not the exact one after 16 tokens nor the one after 32 that bounds nothing at 4 tokens."""
+    untimed_at_four = [None] * 3 + [1.0] * 11
+    found = seven_token_unlock({16 * ROW: untimed_at_four, 32 * ROW: untimed_at_four, 64 * ROW: flat(2000.0)})
+    assert found is not None
+    assert (found.check.nbytes, found.largest_prior, found.bounded_by) == (7 * ROW, 16 * ROW, 64 * ROW)
+    assert found.chance == pytest.approx(1 / 3)

@@ -34,7 +34,7 @@ from topo_gate.launchers.costmodel import (
     total,
 )
 from topo_gate.launchers.merge import merge_into_command
-from topo_gate.launchers.pricing import bracket, in_context_rungs
+from topo_gate.launchers.pricing import PriceTable, bracket, in_context_rungs
 from topo_gate.launchers.routes import Context, Knobs, Route, RouteError, route
 from topo_gate.launchers.routes.nccl import nccl_path
 from topo_gate.launchers.workload import Workload
@@ -360,7 +360,10 @@ class _Evaluator:
 
 def _bounded_priors(check: StepCheck, side: Side, pricing: Pricing) -> tuple[str, int, float, int | None]:
     """At ``check``'s size, the plan kernel whose transitions are only bounded, the largest earlier
-    message that bound covers, their chance together, and the measured size the bound comes from."""
+    message that bound covers, their chance together, and the measured size the bound comes from.
+
+    Only earlier messages larger than the check's size count: smaller ones are charged no transition
+    (``_rung_price``), even where the rung below the check was not timed after them."""
     best: tuple[str, int, float, int | None] = ("", 0, 0.0, None)
     for site in check.plan:
         table = pricing.tables[site.pattern]
@@ -375,9 +378,23 @@ def _bounded_priors(check: StepCheck, side: Side, pricing: Pricing) -> tuple[str
             ):
                 chance, largest = chance + share, max(largest, prior)
         if chance > best[2]:
-            measured = [after for after in table.transition_priors(site.name) if after >= largest]
-            best = (site.name, largest, chance, min(measured, default=None))
+            best = (site.name, largest, chance, _bound_source(table, site.name, around, largest))
     return best
+
+
+def _bound_source(table: PriceTable, name: str, around: tuple[int, int], prior: int) -> int | None:
+    """The earlier size whose measurement bounds ``name``'s transition after ``prior`` bytes: the
+    nearest larger one timed at a rung around the check where ``prior`` itself was not. A measurement
+    after ``prior`` at the other rung is exact there and bounds nothing (``transition_bounds``)."""
+    untimed = [rung for rung in set(around) if not table.transition_measured(name, rung, prior)]
+    return min(
+        (
+            after
+            for after in table.transition_priors(name)
+            if after > prior and any(table.transition_measured(name, rung, after) for rung in untimed)
+        ),
+        default=None,
+    )
 
 
 def _unique(candidates: Sequence[Candidate]) -> list[Candidate]:
