@@ -83,7 +83,8 @@ class ProfileFacts:
     ``hidden`` is the profile's trial hidden size; ``served_hidden`` the served model's, which the
     launchers convert their token limits with (the profile's when the caller named no model);
     ``layers`` the served model's decoder layers and ``architecture`` its HF ``architectures[0]``
-    (None: unknown). ``fixed`` names the patterns the caller left out (``--pattern``): a plan must
+    (None: unknown). ``release`` and ``flashinfer`` are the modelled launcher and FlashInfer releases
+    the routes are computed for (``releases.resolve``; None: the newest). ``fixed`` names the patterns the caller left out (``--pattern``): a plan must
     leave their paths as they are by default.
     """
 
@@ -100,6 +101,8 @@ class ProfileFacts:
     layers: int | None = None
     architecture: str | None = None
     fixed: frozenset[str] = frozenset()
+    release: str | None = None
+    flashinfer: str | None = None
 
 
 def check_fallback_mode(fallback: str) -> None:

@@ -12,39 +12,65 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-# The releases whose knobs topo-gate emits. TensorRT-LLM is pinned to a source commit: its wheel is
-# several GB, so its manifest was extracted from the source files at that commit instead.
-PINNED: dict[str, str] = {"sglang": "0.5.23", "vllm": "0.33.0", "trtllm": "git-f6a156b"}
-LAUNCHERS: tuple[str, ...] = tuple(PINNED)
-#: Libraries the launchers call whose tables the route models read (FlashInfer's one-/two-shot heuristic).
-LIBRARIES: dict[str, str] = {"flashinfer": "0.7.2.post1"}
+#: The releases topo-gate has a route model and a knob manifest for, oldest first (``releases`` says
+#: which installed release plans with which). TensorRT-LLM is pinned to a source commit: its wheel is
+#: several GB, so its manifest was extracted from the source files at that commit instead.
+SUPPORTED: dict[str, tuple[str, ...]] = {
+    "sglang": ("0.5.23",),
+    "vllm": ("0.33.0",),
+    "trtllm": ("git-f6a156b",),
+}
+#: Libraries the launchers call whose tables the route models read (FlashInfer's one-/two-shot
+#: heuristic), with their modelled releases, oldest first.
+LIBRARY_RELEASES: dict[str, tuple[str, ...]] = {"flashinfer": ("0.7.2.post1",)}
+#: The newest modelled release of each launcher: what a plan models when the release the user runs
+#: is not known (``recommend`` without ``--launcher-version``).
+PINNED: dict[str, str] = {launcher: releases[-1] for launcher, releases in SUPPORTED.items()}
+LAUNCHERS: tuple[str, ...] = tuple(SUPPORTED)
+LIBRARIES: dict[str, str] = {library: releases[-1] for library, releases in LIBRARY_RELEASES.items()}
 MiB = 1 << 20
 
 
+def releases_of(name: str) -> tuple[str, ...]:
+    """The modelled releases of a launcher or library, oldest first (KeyError: not one of them)."""
+    return SUPPORTED[name] if name in SUPPORTED else LIBRARY_RELEASES[name]
+
+
 @cache
-def manifest(launcher: str) -> dict[str, Any]:
-    """The knob manifest of the pinned release of ``launcher`` (or of a library in LIBRARIES)."""
-    name = f"knobs-{launcher}-{PINNED.get(launcher) or LIBRARIES[launcher]}.json"
+def manifest(launcher: str, release: str | None = None) -> dict[str, Any]:
+    """The knob manifest of ``release`` of ``launcher`` (or of a library in LIBRARY_RELEASES); None:
+    the newest modelled. ``KeyError`` for a release with no manifest."""
+    release = release or releases_of(launcher)[-1]
+    if release not in releases_of(launcher):
+        raise KeyError(f"{launcher} {release} is not a modelled release ({', '.join(releases_of(launcher))})")
+    name = f"knobs-{launcher}-{release}.json"
     # One joinpath() per component: several arguments need Python 3.11's Traversable.
     text = resources.files("topo_gate.launchers").joinpath("data").joinpath(name).read_text("utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 
 
-def table(launcher: str, name: str) -> Any:
-    """One of the launcher's built-in tables, as extracted (dict keys are strings)."""
-    return manifest(launcher)["tables"][name]
+def table(launcher: str, name: str, release: str | None = None) -> Any:
+    """One of the launcher's built-in tables in ``release`` (None: the newest), as extracted (dict
+    keys are strings)."""
+    return manifest(launcher, release)["tables"][name]
 
 
 def per_capability(
-    launcher: str, name: str, tp: int, capability: tuple[int, int] | None, key: str, scale: float = 1
+    launcher: str,
+    name: str,
+    tp: int,
+    capability: tuple[int, int] | None,
+    key: str,
+    scale: float = 1,
+    release: str | None = None,
 ) -> list[int | None]:
     """A per-(capability, TP) size limit in bytes: one value, or every table row's when the capability is
     unknown (the caller must then be safe for all of them). None: no entry, the launcher's path is off.
 
     ``key`` says how the table spells capabilities: ``"int"`` (90), ``"dotted"`` ("9.0"), ``"major"`` ("9").
     """
-    rows: dict[str, dict[str, float]] = table(launcher, name)
+    rows: dict[str, dict[str, float]] = table(launcher, name, release)
     if capability is not None:
         major, minor = capability
         spelled = {"int": f"{major}{minor}", "dotted": f"{major}.{minor}", "major": f"{major}"}[key]

@@ -147,6 +147,8 @@ def contexts(facts: ProfileFacts, tp: int) -> list[Context]:
             itemsize=facts.itemsize or 2,
             model=facts.model,
             architecture=facts.architecture,
+            release=facts.release,
+            flashinfer=facts.flashinfer,
         )
         for c in capabilities
         for g in classes

@@ -56,6 +56,9 @@ class Context:
     them); ``group_class`` is ``topology.classify``'s; ``capability`` is ``(major, minor)``.
     ``model`` is a ``topo_gate.models`` preset name when known; ``architecture`` the served model's
     HF ``architectures[0]`` (``DeepseekV3ForCausalLM``), None when unknown (only ``--hidden`` given).
+    ``release`` is the launcher release whose dispatch is modelled (``knobs.SUPPORTED``; None: the
+    newest), ``flashinfer`` the FlashInfer release it calls (``knobs.LIBRARY_RELEASES``; None: the
+    newest); ``releases.resolve`` maps what is installed onto them.
     """
 
     tp: int
@@ -65,6 +68,8 @@ class Context:
     itemsize: int = 2
     model: str | None = None
     architecture: str | None = None
+    release: str | None = None
+    flashinfer: str | None = None
 
     @property
     def served_architecture(self) -> str | None:
