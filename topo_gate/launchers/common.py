@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from topo_gate.launchers.pricing import PriceTable
 
 if TYPE_CHECKING:
+    from topo_gate.launchers.releases import Installed
     from topo_gate.launchers.workload import Workload
     from topo_gate.profile.schema import Profile, Rule
 
@@ -54,6 +55,9 @@ class PlanRequest:
     - ``layers``: the served model's decoder layers; None: ``model``'s, else a step of 32 (with a note).
     - ``architecture``: the served model's HF ``architectures[0]``; None: ``model``'s, else the sizes a
       launcher routes by architecture are left to its default (with a note).
+    - ``installed``: the launcher (and FlashInfer) release the user runs, as read
+      (``releases.Installed``); None: not read, the newest modelled release is planned for (with a
+      note). A release with no route model changes nothing (``releases.resolve``).
     """
 
     profile: str | os.PathLike[str] | Profile
@@ -72,6 +76,7 @@ class PlanRequest:
     workload: str | Workload | None = None
     layers: int | None = None
     architecture: str | None = None
+    installed: Installed | None = None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from topo_gate.launchers import knobs
 from topo_gate.launchers.cmdline import CmdlineError, user_knobs
 from topo_gate.launchers.common import (
     ITEMSIZE,
@@ -30,6 +29,7 @@ from topo_gate.launchers.costmodel import DEFAULT_LAYERS, EMBEDDING_FUSED_LAUNCH
 from topo_gate.launchers.explain import estimate_line
 from topo_gate.launchers.planning import Candidate, Choice, choose
 from topo_gate.launchers.pricing import PriceTable
+from topo_gate.launchers.releases import Resolution, resolve
 from topo_gate.launchers.routes import Knobs, RouteError
 from topo_gate.launchers.routes.nccl import NVLS_ENV
 from topo_gate.launchers.workload import Workload, lookup_workload
@@ -48,7 +48,8 @@ class LaunchPlan:
     the plan then changes nothing (or, under ``fallback="nccl"``, forces NCCL); ``reason`` says why.
     ``notes`` explain every choice. ``estimate`` is the one-line price of the plan against the
     launcher's default over the workload (empty for a fallback); ``choice`` the priced candidate
-    behind it (``recommend --explain`` renders it).
+    behind it (``recommend --explain`` renders it). ``release`` says which release was modelled for
+    which installed one (``releases.resolve``; None for a plan made without asking).
     """
 
     launcher: str
@@ -62,12 +63,20 @@ class LaunchPlan:
     estimate: str = ""
     choice: Choice | None = field(default=None, compare=False, repr=False)
     workload: Workload | None = field(default=None, compare=False, repr=False)
+    release: Resolution | None = None
+
+    def release_name(self) -> str:
+        """The release modelled, and the one installed where they differ: ``vLLM 0.34.0 (installed: 0.35.0)``."""
+        if self.release is None:
+            return f"{self.launcher} {self.launcher_version_pinned}"
+        return self.release.describe()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--format json|yaml``."""
         return {
             "launcher": self.launcher,
             "version": self.launcher_version_pinned,
+            "release": None if self.release is None else self.release.to_dict(),
             "args": list(self.args),
             "env": dict(self.env),
             "config": dict(self.config),
@@ -176,6 +185,7 @@ def fallback_plan(
     fallback: str,
     forced: LaunchPlanParts,
     warnings: tuple[str, ...] = (),
+    release: Resolution | None = None,
 ) -> LaunchPlan:
     """The plan when the profile cannot be used: nothing changed (launcher-default), or NCCL forced."""
     if fallback == "launcher-default":
@@ -190,9 +200,18 @@ def fallback_plan(
             ),
             True,
             reason,
+            release=release,
         )
     return LaunchPlan(
-        launcher, version, forced.args, forced.env, (*warnings, *forced.notes), True, reason, forced.config
+        launcher,
+        version,
+        forced.args,
+        forced.env,
+        (*warnings, *forced.notes),
+        True,
+        reason,
+        forced.config,
+        release=release,
     )
 
 
@@ -237,7 +256,12 @@ def follow_profile(
     ``request.workload``."""
     tp, fallback, workload = request.tp, request.fallback, request.workload
     check_fallback_mode(fallback)
-    version = knobs.PINNED[launcher]
+    release = resolve(launcher, request.installed, strict=request.strict)
+    version = release.modelled
+    if release.refusal is not None:
+        return fallback_plan(
+            launcher, version, release.refusal, fallback=fallback, forced=forced, release=release
+        )
     chosen_workload = workload if isinstance(workload, Workload) else lookup_workload(workload, tp)
     facts = read_profile(request)
     if facts.fallback_reason is not None:
@@ -247,9 +271,12 @@ def follow_profile(
             facts.fallback_reason,
             fallback=fallback,
             forced=forced,
-            warnings=facts.warnings,
+            warnings=(*release.notes, *facts.warnings),
+            release=release,
         )
     facts, model_notes = served_model(facts, request)
+    facts = replace(facts, release=release.release, flashinfer=release.flashinfer)
+    model_notes = (*release.notes, *model_notes)
     environ = os.environ if request.user_env is None else request.user_env
     try:
         user = user_knobs(launcher, request.user_args, environ)
@@ -261,6 +288,7 @@ def follow_profile(
             fallback=fallback,
             forced=forced,
             warnings=(*facts.warnings, *model_notes),
+            release=release,
         )
     if NVLS_ENV in environ:  # not a launcher knob, but it decides which NCCL the default runs
         user = Knobs(user.args, {**user.env, NVLS_ENV: environ[NVLS_ENV]}, user.config)
@@ -287,6 +315,7 @@ def follow_profile(
             fallback=fallback,
             forced=forced,
             warnings=(*facts.warnings, *model_notes),
+            release=release,
         )
     chosen = choice.candidate.knobs
     layer_note = (
@@ -304,4 +333,5 @@ def follow_profile(
         estimate=estimate_line(choice, chosen_workload),
         choice=choice,
         workload=chosen_workload,
+        release=release,
     )
