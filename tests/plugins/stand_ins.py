@@ -26,6 +26,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from topo_gate.launchers.knobs import PINNED
+from topo_gate.launchers.releases import NAMES
+
 
 @dataclass
 class StandInServerArgs:
@@ -83,3 +86,8 @@ class StandInEngineArgs:
 def field_defaults(config: object) -> dict[str, object]:
     """A stand-in's fields and their defaults: what a plugin compares the parsed values with."""
     return {f.name: f.default for f in dataclasses.fields(config)}  # type: ignore[arg-type]
+
+
+def release(launcher: str) -> str:
+    """How a plugin's line names the release a plan modelled (the newest, for a plan made unasked)."""
+    return f"{NAMES[launcher]} {PINNED[launcher]}"

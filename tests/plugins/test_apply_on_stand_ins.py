@@ -24,6 +24,7 @@ from stand_ins import (
     StandInPassConfig,
     StandInServerArgs,
     field_defaults,
+    release,
 )
 
 from topo_gate.launchers import LaunchPlan
@@ -107,7 +108,7 @@ def test_sglang_every_flag_of_the_plan_sets_its_field(capsys: pytest.CaptureFixt
     assert os.environ["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] == "0"
     record(Outcome("sglang", DIGEST, SGLANG_FAST, (), kept), None, os.environ)
     assert capsys.readouterr().err == (
-        f"topo-gate: sglang plugin: profile {DIGEST}: following profile h200-x2 for TP 2; applied "
+        f"topo-gate: sglang plugin: {release('sglang')}: profile {DIGEST}: following profile h200-x2 for TP 2; applied "
         "--disable-custom-all-reduce --enable-torch-symm-mem --flashinfer-allreduce-fusion-backend trtllm "
         "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=0\n"
     )
@@ -123,7 +124,7 @@ def test_sglang_the_nccl_plan_turns_every_path_off(capsys: pytest.CaptureFixture
     )
     record(Outcome("sglang", DIGEST, SGLANG_NCCL, (), kept), None, os.environ)
     assert capsys.readouterr().err == (
-        f"topo-gate: sglang plugin: profile {DIGEST}: NCCL forced (NCCL because the test says so); applied "
+        f"topo-gate: sglang plugin: {release('sglang')}: profile {DIGEST}: NCCL forced (NCCL because the test says so); applied "
         "--disable-custom-all-reduce --enforce-disable-flashinfer-allreduce-fusion "
         "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=0\n"
     )
@@ -142,7 +143,7 @@ def test_sglang_a_value_the_user_set_is_kept_and_not_claimed(
     assert server_args.disable_custom_all_reduce is True and server_args.enable_torch_symm_mem is True
     record(Outcome("sglang", DIGEST, SGLANG_FAST, (), kept), None, os.environ)
     assert capsys.readouterr().err == (
-        f"topo-gate: sglang plugin: profile {DIGEST}: following profile h200-x2 for TP 2; applied "
+        f"topo-gate: sglang plugin: {release('sglang')}: profile {DIGEST}: following profile h200-x2 for TP 2; applied "
         "--disable-custom-all-reduce --enable-torch-symm-mem; "
         "yours kept: flashinfer_allreduce_fusion_backend=mnnvl, SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1\n"
     )
@@ -193,7 +194,7 @@ def test_vllm_every_flag_of_the_plan_sets_its_field(capsys: pytest.CaptureFixtur
     assert {name: os.environ[name] for name in VLLM_FUSING.env} == dict(VLLM_FUSING.env)
     record(Outcome("vllm", DIGEST, VLLM_FUSING, (), kept), None, os.environ)
     assert capsys.readouterr().err == (
-        f"topo-gate: vllm plugin: profile {DIGEST}: following profile h200-x2 for TP 2; applied "
+        f"topo-gate: vllm plugin: {release('vllm')}: profile {DIGEST}: following profile h200-x2 for TP 2; applied "
         '--disable-custom-all-reduce --compilation-config {"pass_config":{"fuse_allreduce_rms":true}} '
         "VLLM_ALLREDUCE_USE_SYMM_MEM=0 VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm\n"
     )
@@ -213,7 +214,7 @@ def test_vllm_the_nccl_plan_turns_fusion_and_custom_all_reduce_off(
     record(Outcome("vllm", DIGEST, VLLM_NCCL, (), kept), None, os.environ)
     line = capsys.readouterr().err
     assert line.startswith(
-        f"topo-gate: vllm plugin: profile {DIGEST}: NCCL forced (NCCL because the test says so); "
+        f"topo-gate: vllm plugin: {release('vllm')}: profile {DIGEST}: NCCL forced (NCCL because the test says so); "
     )
     assert line.endswith(
         'applied --disable-custom-all-reduce --compilation-config {"pass_config":{"fuse_allreduce_rms":false}} '
@@ -235,7 +236,7 @@ def test_vllm_a_value_the_user_set_is_kept_and_not_claimed(
     assert engine_args.disable_custom_all_reduce is True
     record(Outcome("vllm", DIGEST, VLLM_FUSING, (), kept), None, os.environ)
     assert capsys.readouterr().err == (
-        f"topo-gate: vllm plugin: profile {DIGEST}: following profile h200-x2 for TP 2; applied "
+        f"topo-gate: vllm plugin: {release('vllm')}: profile {DIGEST}: following profile h200-x2 for TP 2; applied "
         '--disable-custom-all-reduce --compilation-config {"pass_config":{"fuse_allreduce_rms":true}} '
         "VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm; yours kept: VLLM_ALLREDUCE_USE_SYMM_MEM=1\n"
     )

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from stand_ins import release
 
 from topo_gate.launchers import nccl_plan, sglang, vllm
 from topo_gate.plugins import APPLIED_ENV, FALLBACK_ENV, PROFILE_ENV, Outcome, export_env, say
@@ -71,7 +72,7 @@ def _cannot_hook(launcher: str, **env: str) -> tuple[dict, str]:
         pytest.skip(f"{launcher} is installed here: tests/plugins/test_real_launchers.py covers it")
     assert done.returncode == 0
     (line,) = done.stderr.splitlines()
-    assert line.startswith(f"topo-gate: {launcher} plugin: profile sha256:")
+    assert line.startswith(f"topo-gate: {launcher} plugin: {release(launcher)}: profile sha256:")
     return json.loads(done.stdout), line
 
 
@@ -159,7 +160,7 @@ def test_the_log_line_names_plugin_digest_and_what_was_done() -> None:
     line = Outcome("sglang", "sha256:ab", plan, ("--x not applied",), kept).line()
     # What the user kept is not reported as applied.
     assert line == (
-        "topo-gate: sglang plugin: profile sha256:ab: NCCL forced (node not checked: no NVIDIA driver); "
+        f"topo-gate: sglang plugin: {release('sglang')}: profile sha256:ab: NCCL forced (node not checked: no NVIDIA driver); "
         "applied --enforce-disable-flashinfer-allreduce-fusion; --x not applied; "
         "yours kept: disable_custom_all_reduce=False, SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1"
     )
@@ -167,8 +168,11 @@ def test_the_log_line_names_plugin_digest_and_what_was_done() -> None:
 
 def test_the_plugins_log_line_is_inert(capsys) -> None:
     """It names files (a profile set's member, a workload): a terminal escape in one is shown inert."""
-    say("topo-gate: vllm plugin: profile set /p: member \x1b]0;owned\x07\x1b[2J.yaml")
+    say(f"topo-gate: vllm plugin: {release('vllm')}: profile set /p: member \x1b]0;owned\x07\x1b[2J.yaml")
     err = capsys.readouterr().err
-    assert err == "topo-gate: vllm plugin: profile set /p: member \\x1b]0;owned\\x07\\x1b[2J.yaml\n"
+    assert (
+        err
+        == f"topo-gate: vllm plugin: {release('vllm')}: profile set /p: member \\x1b]0;owned\\x07\\x1b[2J.yaml\n"
+    )
     say("line\nbreak\u202e")  # a newline and a bidi override: one line still
     assert capsys.readouterr().err == "line\\x0abreak\\u202e\n"

@@ -33,9 +33,11 @@ from stand_ins import (
     StandInPassConfig,
     StandInServerArgs,
     field_defaults,
+    release,
 )
 
 from topo_gate.launchers import sglang, vllm
+from topo_gate.launchers.releases import installed_here
 from topo_gate.plugins import (
     APPLIED_ENV,
     FALLBACK_ENV,
@@ -52,6 +54,7 @@ from topo_gate.plugins import vllm as vllm_plugin
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
 pytestmark = pytest.mark.slow
+
 
 OTHER_NODE = "sha256:" + "cd" * 32
 #: llama-3.1-70b, the knob cases' served model: what the launcher's model config says of it.
@@ -139,11 +142,16 @@ def test_sglang_applies_the_plan_and_logs_its_estimate(tmp_path, plugin_environm
     server_args = LlamaServerArgs(tp_size=2)
     plan, line = sglang_step(server_args, profile, capsys)
     assert plan == case.plan(
-        profile, hidden=8192, layers=80, architecture="LlamaForCausalLM", user_env=os.environ
+        profile,
+        hidden=8192,
+        layers=80,
+        architecture="LlamaForCausalLM",
+        user_env=os.environ,
+        installed=installed_here(("sglang", "flashinfer")),
     )
     assert plan.args == ("--disable-custom-all-reduce",) and server_args.disable_custom_all_reduce is True
     assert line == (
-        "topo-gate: sglang plugin: profile sha256:test: following the profile; applied "
+        f"topo-gate: sglang plugin: {release('sglang')}: profile sha256:test: following the profile; applied "
         f"--disable-custom-all-reduce; {plan.estimate}"
     )
     assert plan.estimate.startswith("est. -") and "all-reduce time vs default over the workload" in line
@@ -265,7 +273,9 @@ def test_on_a_foreign_node_the_plugin_changes_nothing_by_default(
     plan, line = sglang_step(server_args, profile, capsys)
     assert plan.fallback and (plan.args, dict(plan.env)) == ((), {})
     assert server_args == LlamaServerArgs(tp_size=2)
-    assert line.startswith("topo-gate: sglang plugin: profile sha256:test: nothing changed (allreduce: ")
+    assert line.startswith(
+        f"topo-gate: sglang plugin: {release('sglang')}: profile sha256:test: nothing changed (allreduce: "
+    )
     assert "fingerprint" in line and "applied" not in line
 
 
@@ -277,7 +287,9 @@ def test_on_a_foreign_node_fallback_nccl_forces_nccl(tmp_path, plugin_environmen
     assert plan.fallback and plan.args == sglang.FORCE_NCCL.args
     assert server_args.disable_custom_all_reduce and server_args.enforce_disable_flashinfer_allreduce_fusion
     assert os.environ["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] == "0"
-    assert line.startswith("topo-gate: sglang plugin: profile sha256:test: NCCL forced (allreduce: ")
+    assert line.startswith(
+        f"topo-gate: sglang plugin: {release('sglang')}: profile sha256:test: NCCL forced (allreduce: "
+    )
     assert "applied --disable-custom-all-reduce --enforce-disable-flashinfer-allreduce-fusion" in line
 
 

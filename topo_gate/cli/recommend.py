@@ -14,7 +14,7 @@ import yaml
 from topo_gate._terminal import shown, shown_lines
 from topo_gate.cli._errors import ExitCode, fail, inert
 from topo_gate.cli._params import bounded
-from topo_gate.launchers import LAUNCHERS, PINNED, PLANNERS, LaunchPlan, PlanRequest, nccl_plan
+from topo_gate.launchers import LAUNCHERS, PINNED, PLANNERS, LaunchPlan, PlanRequest, knobs, nccl_plan
 from topo_gate.launchers.cmdline import CmdlineError, tp_disagreement
 from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS, PATTERNS
 from topo_gate.launchers.detect import tp_from_command
@@ -23,6 +23,7 @@ from topo_gate.launchers.explain import render as render_explain
 from topo_gate.launchers.explain import rows as explain_rows
 from topo_gate.launchers.explain import totals as explain_totals
 from topo_gate.launchers.outlook import CPU_HARNESS, NO_TP_ALL_REDUCE
+from topo_gate.launchers.releases import ALLOW_ENV, Installed
 from topo_gate.launchers.workload import DEFAULT_WORKLOAD, Workload, WorkloadError, lookup_workload
 from topo_gate.launchers.workload import PRESETS as WORKLOADS
 from topo_gate.models import UnknownModel, lookup_model
@@ -114,6 +115,17 @@ def served_hidden(hidden: int | None, model: str | None) -> None:
             raise fail(ExitCode.USAGE, str(error)) from None
 
 
+def named_release(launcher: str, version: str | None) -> Installed | None:
+    """``--launcher-version`` as what is installed (None: not named, the newest modelled release is
+    planned for). FlashInfer is taken as the newest modelled: recommend plans for a node it does not
+    read."""
+    if version is None:
+        return None
+    return Installed(
+        {launcher: version.strip(), "flashinfer": knobs.LIBRARIES["flashinfer"]}, "(--launcher-version)"
+    )
+
+
 def requested_patterns(pattern: str) -> tuple[str, ...]:
     """``--pattern`` as the planners' ``patterns`` argument."""
     return PATTERNS if pattern == "all" else (pattern,)
@@ -193,8 +205,10 @@ def refuse_cpu_harness(profile: str, launcher: str) -> None:
 
 
 def strict_failure(plan: LaunchPlan) -> None:
-    """Under --strict a fallback is an error: drift exits 7, anything else 1."""
-    code = ExitCode.DRIFT if "software changed" in plan.reason else ExitCode.NOT_OK
+    """Under --strict a fallback is an error: drift (a release with no route model, one that cannot be
+    read, or software changed since the probe) exits 7, anything else 1."""
+    release_refused = plan.release is not None and plan.release.refusal is not None
+    code = ExitCode.DRIFT if release_refused or "software changed" in plan.reason else ExitCode.NOT_OK
     raise fail(code, f"profile not used: {plan.reason}")
 
 
@@ -292,8 +306,8 @@ On any fallback (missing, invalid, tampered or foreign profile, TP not
 measured) nothing is changed and the reason goes to stderr; --fallback nccl
 forces NCCL instead; --strict makes a fallback an error.
 Exit codes: 0 ok, 1 profile unusable under --strict, 2 usage (bad option,
-unknown model or workload), 3 unreadable --workload file, 7 software drift
-under --strict.""",
+unknown model or workload), 3 unreadable --workload file, 7 software drift or
+a --launcher-version with no route model under --strict.""",
 )
 @click.argument("profile", type=click.Path(dir_okay=True))
 @click.option("--launcher", type=click.Choice(list(LAUNCHERS)), required=True, help="Which launcher.")
@@ -329,6 +343,14 @@ under --strict.""",
 @click.option(
     "--explain", is_flag=True, help="Also print, per size range, the default's price and the plan's."
 )
+@click.option(
+    "--launcher-version",
+    metavar="VERSION",
+    help=f"The launcher release you run (e.g. 0.34.0; a local part such as +cu129 is ignored). "
+    f"A release topo-gate has no route model for changes nothing (exit 7 under --strict); "
+    f"{ALLOW_ENV}=VERSION plans it with the newest model at your own risk. "
+    "Default: the newest release modelled.",
+)
 def command(
     profile: str,
     launcher: str,
@@ -346,6 +368,7 @@ def command(
     as_json: bool,
     node_fingerprint: str | None,
     explain: bool,
+    launcher_version: str | None,
 ) -> None:
     """Print the flags, env and config of LAUNCHER's cheapest plan for PROFILE at TP size --tp that is
     nowhere slower than the launcher's own default."""
@@ -355,7 +378,7 @@ def command(
     fmt = "json" if as_json else fmt
     if tp == 1:
         plan = LaunchPlan(launcher, PINNED[launcher], (), {}, (), False, f"TP 1: {NO_TP_ALL_REDUCE}")
-        click.echo(f"topo-gate: {launcher} {plan.launcher_version_pinned}: {plan.reason}", err=True)
+        click.echo(f"topo-gate: {plan.release_name()}: {plan.reason}", err=True)
         click.echo(render(plan, fmt))
         return
     # recommend plans for the profile's node class, not for this machine: the node is not read.
@@ -375,6 +398,7 @@ def command(
         user_args=launcher_args,
         user_env=launcher_env,
         workload=workload,
+        installed=named_release(launcher, launcher_version),
     )
     plan = plan_command(launcher, request)
     if strict and plan.fallback:
@@ -384,7 +408,7 @@ def command(
         # the profile's, and the plan can differ for the model really served.
         click.echo(f"topo-gate: warning: {NO_MODEL_WARNING}", err=True)
     status = f"FALLBACK ({fallback}): {plan.reason}" if plan.fallback else plan.reason
-    click.echo(f"topo-gate: {launcher} {plan.launcher_version_pinned}: {inert(status)}", err=True)
+    click.echo(f"topo-gate: {inert(plan.release_name())}: {inert(status)}", err=True)
     if plan.estimate:
         click.echo(f"topo-gate: {shown(plan.estimate)}", err=True)
     if fmt == "args" and plan.config:

@@ -29,7 +29,7 @@ from topo_gate.launchers.costmodel import DEFAULT_LAYERS, EMBEDDING_FUSED_LAUNCH
 from topo_gate.launchers.explain import estimate_line
 from topo_gate.launchers.planning import Candidate, Choice, choose
 from topo_gate.launchers.pricing import PriceTable
-from topo_gate.launchers.releases import Resolution, resolve
+from topo_gate.launchers.releases import NAMES, Resolution, resolve
 from topo_gate.launchers.routes import Knobs, RouteError
 from topo_gate.launchers.routes.nccl import NVLS_ENV
 from topo_gate.launchers.workload import Workload, lookup_workload
@@ -68,7 +68,7 @@ class LaunchPlan:
     def release_name(self) -> str:
         """The release modelled, and the one installed where they differ: ``vLLM 0.34.0 (installed: 0.35.0)``."""
         if self.release is None:
-            return f"{self.launcher} {self.launcher_version_pinned}"
+            return f"{NAMES.get(self.launcher, self.launcher)} {self.launcher_version_pinned}"
         return self.release.describe()
 
     def to_dict(self) -> dict[str, Any]:

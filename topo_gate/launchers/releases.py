@@ -9,7 +9,8 @@ importing the launcher) and ``resolve`` maps it onto a modelled one:
 - a modelled release plans with its own route model;
 - a release in ``EQUIVALENT`` (reviewed: every cited span and table unchanged) plans with the one it
   is equivalent to, and says so;
-- any other release changes nothing, with one line naming both releases and the way out: upgrade
+- any other release changes nothing (the plan is a fallback), with one line naming both releases and
+  the way out: upgrade
   topo-gate, or name the release in ``TOPO_GATE_ALLOW_RELEASE`` to plan with the newest model at your
   own risk (a warning on every use, recorded wherever the plan is);
 - a release that cannot be read (no metadata, a wrapper script) plans with the newest model and a
@@ -50,6 +51,20 @@ CALLS_FLASHINFER = frozenset({"vllm", "sglang"})
 #: FlashInfer 0.7.2: the one-shot heuristic and the choice that applies it (``comm/trtllm_ar.py``
 #: 707-721 and 844-862) are 0.7.2.post1's (711-725, 848-866) line for line.
 EQUIVALENT: dict[str, dict[str, str]] = {"flashinfer": {"0.7.2": "0.7.2.post1"}}
+
+
+def installed_here(names: tuple[str, ...] = tuple(DISTRIBUTIONS)) -> Installed:
+    """The versions installed in this interpreter (a plugin runs inside the launcher's process), read
+    from their distribution metadata: nothing is imported."""
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(DISTRIBUTIONS[name])
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return Installed(versions, "in this process")
 
 
 def public_version(version: str) -> str:
@@ -156,8 +171,7 @@ def _match(name: str, version: str, environ: Mapping[str, str]) -> _Match:
         None,
         refusal=(
             f"{NAMES[name]} {version} installed; topo-gate {__version__} models {NAMES[name]} {_listed(name)}: "
-            f"nothing changed; upgrade topo-gate, or {ALLOW_ENV}={public} to plan with the {newest} model "
-            "at your own risk"
+            f"upgrade topo-gate, or {ALLOW_ENV}={public} to plan with the {newest} model at your own risk"
         ),
     )
 
@@ -170,7 +184,7 @@ def _absent(name: str, installed: Installed, strict: bool) -> _Match:
         else f"{NAMES[name]} is not installed {installed.where}"
     )
     if strict:
-        return _Match(None, refusal=f"{why}: nothing changed (--strict)")
+        return _Match(None, refusal=f"{why} (--strict)")
     newest = knobs.releases_of(name)[-1]
     return _Match(newest, note=f"warning: {why}: planned with the {NAMES[name]} {newest} model")
 

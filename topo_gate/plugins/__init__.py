@@ -59,7 +59,7 @@ class Outcome:
             if fields.get(flag, (flag,))[0] not in yours
         ]
         applied = [*args, *(f"{name}={value}" for name, value in plan.env.items() if name not in yours)]
-        parts = [f"topo-gate: {self.plugin} plugin: profile {self.digest}: {what}"]
+        parts = [f"topo-gate: {self.plugin} plugin: {plan.release_name()}: profile {self.digest}: {what}"]
         if applied:
             parts.append("applied " + " ".join(applied))
         if plan.estimate:
@@ -182,6 +182,8 @@ def make_plan(launcher: str, *, served: Callable[[], Served], profile: str) -> t
     if problem is not None:
         return fallback(launcher, "not planned"), fingerprint
     facts = served()
+    from topo_gate.launchers.releases import installed_here
+
     request = PlanRequest(
         profile,
         tp=facts.tp,
@@ -192,6 +194,7 @@ def make_plan(launcher: str, *, served: Callable[[], Served], profile: str) -> t
         fallback=mode,
         user_args=facts.user_args,
         user_env=os.environ,
+        installed=installed_here((launcher, "flashinfer")),
     )
     plan = PLANNERS[launcher](request)
     return plan, fingerprint

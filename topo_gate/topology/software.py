@@ -2,7 +2,9 @@
 
 Driver, CUDA driver API and NVML versions come from the capture (NVML); torch, NCCL, FlashInfer and
 Python from package metadata -- never by importing torch, so reading versions costs milliseconds.
-A version that cannot be found is ``None`` (unknown), not an empty string.
+The launcher releases installed beside them (vLLM, SGLang, TensorRT-LLM) are recorded too: a plan is
+for a launcher release (DESIGN.md, principle 8), and a profile says which ones the probed node held.
+A version that cannot be found is ``None`` (unknown, or not installed), not an empty string.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from topo_gate.topology.model import Node
 
 # NCCL ships in one of these wheels depending on the CUDA major version torch was built for.
 _NCCL_DISTRIBUTIONS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11", "nvidia-nccl")
+#: The launchers' distributions, recorded under these names in ``node.software``.
+LAUNCHER_DISTRIBUTIONS = ("vllm", "sglang", "tensorrt_llm")
 
 
 def package_version(*distributions: str) -> str | None:
@@ -32,6 +36,7 @@ def python_versions() -> dict[str, str | None]:
         "nccl": package_version(*_NCCL_DISTRIBUTIONS),
         "flashinfer": package_version("flashinfer-python", "flashinfer"),
         "python": platform.python_version(),
+        **{name: package_version(name) for name in LAUNCHER_DISTRIBUTIONS},
     }
 
 
