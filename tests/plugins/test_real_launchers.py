@@ -51,14 +51,19 @@ def served_model(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def launch(code: str, scenarios: list[dict], profile: Path) -> tuple[list[dict], list[str]]:
+def launch(
+    code: str, scenarios: list[dict], profile: Path, *, metadata_first: Path | None = None
+) -> tuple[list[dict], list[str]]:
     """Run ``code`` in one fresh interpreter, a launcher process: the plugins load once per process.
 
     ``code`` defines ``scenario(user_args) -> dict``; each scenario starts from the same environment
     plus its own ``env`` (so what one applied does not leak into the next). Returns one result per
-    scenario and the stderr lines of each.
+    scenario and the stderr lines of each. ``metadata_first``: a folder put first on the path, whose
+    distribution metadata then stands for what is installed.
     """
     base = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCH_ENV_PREFIXES)}
+    if metadata_first is not None:
+        base["PYTHONPATH"] = os.pathsep.join(filter(None, (str(metadata_first), base.get("PYTHONPATH"))))
     driver = (
         code
         + "\nimport json, os, sys\nstart = dict(os.environ)\nresults = []\n"
@@ -316,3 +321,62 @@ VLLM_DEFAULT_ENVS = {
     "VLLM_FLASHINFER_ALLREDUCE_BACKEND": "auto",
     "VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC": False,
 }
+
+
+def stand_in_distribution(folder: Path, name: str, version: str) -> Path:
+    """A ``<name>-<version>.dist-info`` in ``folder``: what the metadata of an installed release says."""
+    info = folder / f"{name}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", encoding="utf-8"
+    )
+    return folder
+
+
+def test_the_vllm_plugin_plans_for_the_installed_release(served_model: Path, tmp_path: Path) -> None:
+    pytest.importorskip("vllm.engine.arg_utils")
+    from importlib.metadata import version
+
+    from topo_gate.launchers import knobs
+
+    installed = version("vllm")
+    assert installed in knobs.releases_of("vllm"), f"vLLM {installed} here has no route model"
+    fusing = BY_NAME["vllm-fusion-size"].write(tmp_path / "fusing.yaml")
+    node = {FINGERPRINT_ENV: FINGERPRINT}
+    (followed,), errs = launch(
+        f"MODEL = {str(served_model)!r}\n" + VLLM_SERVER, [{"env": node, "user_args": []}], fusing
+    )
+    (line,) = plugin_lines(errs[0], "vllm")
+    assert line.startswith(f"topo-gate: vllm plugin: vLLM {installed}: profile ")
+    assert "following the profile" in line and followed["fuse_allreduce_rms"] is True
+
+
+def test_the_vllm_plugin_changes_nothing_for_a_release_it_does_not_model(
+    served_model: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("vllm.engine.arg_utils")
+    from topo_gate.launchers import knobs
+
+    fusing = BY_NAME["vllm-fusion-size"].write(tmp_path / "fusing.yaml")
+    node = {FINGERPRINT_ENV: FINGERPRINT}
+    scenarios = [
+        {"env": node, "user_args": []},
+        {"env": {**node, "TOPO_GATE_ALLOW_RELEASE": "0.35.0"}, "user_args": []},
+    ]
+    (refused, allowed), errs = launch(
+        f"MODEL = {str(served_model)!r}\n" + VLLM_SERVER,
+        scenarios,
+        fusing,
+        metadata_first=stand_in_distribution(tmp_path / "stand-in", "vllm", "0.35.0"),
+    )
+    newest = knobs.PINNED["vllm"]
+    # vLLM's own values (its CPU platform leaves the pass off), where the plan would set both.
+    assert (refused["fuse_allreduce_rms"], refused["fi_allreduce_fusion_max_size_mb"]) == (False, None)
+    assert refused["envs"] == VLLM_DEFAULT_ENVS
+    (line,) = plugin_lines(errs[0], "vllm")
+    assert line.startswith(f"topo-gate: vllm plugin: vLLM {newest} (installed: 0.35.0): profile ")
+    assert "nothing changed (vLLM 0.35.0 installed; topo-gate " in line
+    assert f"TOPO_GATE_ALLOW_RELEASE=0.35.0 to plan with the {newest} model at your own risk" in line
+    assert allowed["fuse_allreduce_rms"] is True
+    (line,) = plugin_lines(errs[1], "vllm")
+    assert "following the profile" in line
