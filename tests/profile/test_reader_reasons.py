@@ -56,3 +56,15 @@ def test_an_unusable_file_is_named_as_the_profile_not_as_a_reader_bug(tmp_path: 
     assert decision.backend == "nccl"
     assert decision.reason.startswith(f"profile {broken} unusable: "), decision.reason
     assert "please report it" not in decision.reason
+
+
+H200_X2 = REPO / "profiles" / "h200-x2" / "h7168-run1.yaml"  # gpu_count: 2, nothing skipped
+
+
+def test_a_tp_size_larger_than_the_profiled_node_says_how_many_gpus_it_needs() -> None:
+    fingerprint = load_profile(H200_X2).node.fingerprint
+    over = topo_gate.gate(H200_X2, tp=4, fingerprint=fingerprint)
+    assert over.fallback and over.reason == "TP 4 was not measured: it needs 4 GPUs, the profiled node has 2"
+    # At the node's own size a group it did not measure is still named as a group.
+    other = topo_gate.gate(H200_X2, tp=2, gpus=[0, 3], fingerprint=fingerprint)
+    assert other.reason == "GPU group [0, 3] is not in the profile (TP 2)"

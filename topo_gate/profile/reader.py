@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from topo_gate.profile.digest import compute_digest
 from topo_gate.profile.drift import software_drift
@@ -331,7 +331,20 @@ def _group_class(profile: Profile, tp: int, group: list[int]) -> str:
     for skipped in profile.skipped:
         if skipped.tp == tp:
             raise _Fallback(f"TP {tp} was not measured: {skipped.reason}")
+    gpus = _gpu_count(profile.node.hardware)
+    if gpus is not None and tp > gpus:
+        raise _Fallback(f"TP {tp} was not measured: it needs {tp} GPUs, the profiled node has {gpus}")
     raise _Fallback(f"GPU group {sorted(group)} is not in the profile (TP {tp})")
+
+
+def _gpu_count(hardware: Mapping[str, object]) -> int | None:
+    """The profiled node's GPU count (``gpu_count``, an integer wherever the profile validated; else
+    the GPUs listed), None when it does not say."""
+    count = hardware.get("gpu_count")
+    if isinstance(count, int):
+        return count
+    listed = hardware.get("gpus")
+    return len(listed) if isinstance(listed, list) else None
 
 
 def _rule_words(rule: Rule) -> str:
