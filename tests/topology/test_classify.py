@@ -101,9 +101,8 @@ def test_excluded_and_fabric(case: tuple[Node, dict]) -> None:
 
 def test_tp_larger_than_the_node_is_unavailable_with_a_reason(case: tuple[Node, dict]) -> None:
     node, _ = case
-    assert node.tp_unavailable(
-        len(node.gpus) + 1
-    ) == f"node has {len(node.usable)} usable GPU{'s' if len(node.usable) != 1 else ''}" + (
+    tp = len(node.gpus) + 1
+    assert node.tp_unavailable(tp) == f"needs {tp} GPUs, this node has {len(node.usable)} usable" + (
         " (" + "; ".join(f"GPU {i} excluded: {r}" for i, r in node.excluded) + ")" if node.excluded else ""
     )
     assert node.tp_unavailable(0) is not None

@@ -208,7 +208,7 @@ def test_make_sessions_measures_one_group_per_class_and_skips_impossible_tps() -
     ]
     assert all(isinstance(p, TrialPlan) and p.backends[0] == "nccl" for p in plans)
     assert [s.tp for s in skipped] == [1, 16]
-    assert "no all-reduce" in skipped[0].reason and skipped[1].reason == "node has 8 usable GPUs"
+    assert "no all-reduce" in skipped[0].reason and skipped[1].reason == "needs 16 GPUs, this node has 8 usable"
 
 
 def test_make_sessions_puts_every_pattern_of_a_group_in_one_session() -> None:
@@ -230,4 +230,4 @@ def test_make_sessions_says_why_mig_gpus_leave_no_group() -> None:
         dtype="bfloat16", hidden=4096, max_tokens=16, graph_calls=32, rounds=15, warmup=3,
     )  # fmt: skip
     assert plans == []
-    assert "MIG enabled" in skipped[0].reason and "node has 1 usable GPU" in skipped[0].reason
+    assert "MIG enabled" in skipped[0].reason and "needs 2 GPUs, this node has 1 usable" in skipped[0].reason

@@ -24,6 +24,7 @@ from topo_gate.models import UnknownModel, lookup_model
 from topo_gate.probe import (
     BudgetTooSmall,
     DecideSettings,
+    NothingToProbe,
     PlanFailed,
     ProbeOptions,
     ProbeResult,
@@ -268,6 +269,8 @@ def _probe_or_fail(options: ProbeOptions, console: Console, *, show_progress: bo
         raise fail(ExitCode.UNREADABLE, str(error)) from None
     except BudgetTooSmall as error:
         raise fail(ExitCode.USAGE, f"--budget: {error}") from None
+    except NothingToProbe as error:
+        raise fail(ExitCode.USAGE, str(error)) from None
     except (TrialsFailed, PlanFailed) as error:
         raise fail(ExitCode.TRIALS_FAILED, str(error)) from None
     except ProfileError as error:  # the loader's semantic checks refuse what the trials imply

@@ -1,7 +1,8 @@
 """What a probe is asked (``ProbeOptions``), what it tells while it runs, what it returns, and how it fails.
 
 Errors the CLI maps to exit codes: ``NvmlUnavailable`` (4), ``NvmlCrash`` (5), ``CaptureError`` and
-``EvidenceError`` (3), ``BudgetTooSmall`` (2), ``TrialsFailed`` and ``PlanFailed`` (6).
+``EvidenceError`` (3), ``BudgetTooSmall`` and ``NothingToProbe`` (2), ``TrialsFailed`` and
+``PlanFailed`` (6).
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ BufferCaps = Callable[..., Sequence[Any]]
 
 class BudgetTooSmall(Exception):
     """Even the smallest useful probe (15 rounds, one message size) does not fit ``--budget``."""
+
+
+class NothingToProbe(Exception):
+    """No requested TP size can run on this node: nothing would be measured, so nothing is written
+    (a profile of NCCL rows that no trial measured would read as a decision)."""
 
 
 class TrialsFailed(Exception):

@@ -20,6 +20,7 @@ from topo_gate.probe.jit import flashinfer_jit_note
 from topo_gate.probe.node import NodeFacts, cpu_node, gpu_node
 from topo_gate.probe.options import (
     JIT_STARTUP_TIMEOUT_S,
+    NothingToProbe,
     PlanFailed,
     ProbeOptions,
     ProbeProgress,
@@ -68,6 +69,8 @@ def _probe_holding_out(
 ) -> ProbeResult:
     facts = cpu_node(options.tps) if options.device == "cpu" else gpu_node(options.capture, options.command)
     sessions, skipped = plan_trials(facts, options)
+    if not sessions:
+        raise NothingToProbe(nothing_to_probe(facts, skipped))
     sessions, fitted = fit_to_budget(sessions, options.budget_s, options.device)
     checks = preflight_rows(facts, sessions, options)
     if on_preflight is not None:
@@ -112,6 +115,22 @@ def _probe_holding_out(
             "--allow-partial writes one that records the plan as failed)"
         )
     return decide_and_write(evidence, evidence_path, options.out, options.settings, notes)
+
+
+def nothing_to_probe(facts: NodeFacts, skipped: Sequence[planning.Skipped]) -> str:
+    """Why no requested TP size runs, in one line: "this node has 1 usable GPU: TP 2, 4 and 8 need
+    2, 4 and 8; nothing to probe" where the GPU count is the cause, else each size's reason."""
+    usable = getattr(facts.planner, "usable", None)
+    sizes = [item.tp for item in skipped]
+    if usable is not None and sizes and all(tp > len(usable) for tp in sizes):
+        listed = _and_list([str(tp) for tp in sizes])
+        gpus = f"{len(usable)} usable GPU{'s' if len(usable) != 1 else ''}"
+        return f"this node has {gpus}: TP {listed} need{'s' if len(sizes) == 1 else ''} {listed}; nothing to probe"
+    return "nothing to probe: " + "; ".join(f"TP {item.tp}: {item.reason}" for item in skipped)
+
+
+def _and_list(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def plan_label(plan: planning.TrialPlan) -> str:

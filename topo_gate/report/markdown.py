@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from topo_gate.launchers.outlook import Outlooks
-from topo_gate.profile.schema import NCCL, Profile
+from topo_gate.profile.schema import Profile
 from topo_gate.report.ab_report import AbSource, ab_markdown
 from topo_gate.report.changes import Changes, ranges
 from topo_gate.report.inert import cell, markdown_text
@@ -122,9 +122,9 @@ def _decisions(sources: Sequence[Source]) -> list[str]:
                 "-",
                 "-",
                 "all sizes",
-                backend_words(NCCL, cpu=source.profile.cpu_harness),
+                "not measured",
                 "",
-                f"not measured: {cell(skipped.reason)}",
+                cell(skipped.reason),
             ]
             rows.append("| " + " | ".join(row) + " |")
     return rows

@@ -18,7 +18,7 @@ from topo_gate._terminal import shown
 from topo_gate._units import human_bytes
 from topo_gate.launchers.outlook import Outlooks
 from topo_gate.profile.figures import ci_text, speedup_text
-from topo_gate.profile.schema import NCCL, DecisionEntry, Profile, Rule
+from topo_gate.profile.schema import DecisionEntry, Profile, Rule
 from topo_gate.report.outlook import terminal as outlook_terminal
 from topo_gate.report.preflight import preflight_view
 from topo_gate.report.rule_words import CPU_BASELINE, backend_words, is_fast_path, shows_speedup
@@ -57,8 +57,13 @@ def decisions_table(profile: Profile, *, with_reasons: bool = True) -> Table:
         _add_entry(table, entry, with_reasons, cpu=cpu)
         table.add_section()
     for skipped in profile.skipped:
-        row = [f"TP {skipped.tp}", "all sizes", backend_words(NCCL, cpu=cpu), ""]
-        table.add_row(*row, *([Text(f"skipped: {shown(skipped.reason)}")] if with_reasons else []))
+        # Not a decision: nothing was measured there (a reader answers NCCL, a plan keeps the default).
+        if with_reasons:
+            table.add_row(f"TP {skipped.tp}", "all sizes", "not measured", "", Text(shown(skipped.reason)))
+        else:
+            table.add_row(
+                Text(f"TP {skipped.tp}\n({shown(skipped.reason)})"), "all sizes", "not measured", ""
+            )
     return table
 
 

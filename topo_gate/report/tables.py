@@ -52,9 +52,8 @@ def profile_header(profile: Profile, *, path: str, digest_problem: str | None = 
     trials = profile.trials
     trials_words = f"{trials.dtype}, hidden {trials.hidden}, TP {', '.join(map(str, trials.tp))}"
     grid.add_row("Trials", file_text(trials_words))
-    fallback = "" if profile.cpu_harness else " (NCCL)"
     for skipped in profile.skipped:
-        grid.add_row("Not measured", Text(f"TP {skipped.tp}: {shown(skipped.reason)}{fallback}"))
+        grid.add_row("Not measured", Text(f"TP {skipped.tp}: {shown(skipped.reason)}"))
     return grid
 
 

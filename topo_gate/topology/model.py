@@ -159,7 +159,7 @@ class Node:
         usable = len(self.usable)
         if usable >= tp:
             return None
-        why = f"node has {usable} usable GPU{'s' if usable != 1 else ''}"
+        why = f"needs {tp} GPUs, this node has {usable} usable"
         if self.excluded:
             why += " (" + "; ".join(f"GPU {i} excluded: {reason}" for i, reason in self.excluded) + ")"
         return why
