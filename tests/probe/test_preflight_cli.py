@@ -79,3 +79,12 @@ def test_the_table_fits_the_terminal(width: int, sglang: bool) -> None:
     assert sum("no [" in line for line in lines) == (4 if sglang else 6)  # one per untimed range
     text = buffer.getvalue()
     assert ("[3]" in text) is (not sglang)  # three distinct reasons without SGLang, two with it
+
+
+def test_an_empty_preflight_makes_no_claim_over_a_table_it_does_not_show() -> None:
+    buffer = io.StringIO()
+    Console(file=buffer, width=80, color_system=None).print(preflight_view([]))
+    assert buffer.getvalue().splitlines() == [
+        TITLE,
+        "No launcher default path to compare on this run: none is timed.",
+    ]

@@ -22,10 +22,16 @@ PATTERN_WORDS = {"allreduce": "plain", "allreduce_rmsnorm": "norm"}
 TITLE = "Preflight: each launcher's default path here, and whether this run times it"
 
 
+NO_ROWS = "No launcher default path to compare on this run: none is timed."
+
+
 def preflight_view(rows: Sequence[Mapping[str, Any]]) -> Group:
     """The table, a numbered note per distinct reason a path is not timed (why, then what makes it
     timed), and a line saying how many ranges are not timed. The notes stay out of the table so it
-    fits 80 columns."""
+    fits 80 columns. No rows (no launcher default to compare, as on the CPU harness): one line
+    saying so, and no claim about a table that is not there."""
+    if not rows:
+        return Group(Text(TITLE, style="bold"), Text(NO_ROWS))
     reasons: dict[tuple[str, str | None], int] = {}
     for row in rows:
         if not row["timed"]:
