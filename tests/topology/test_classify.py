@@ -226,3 +226,28 @@ def test_software_block_adds_this_environment() -> None:
 
     block = software_block(build_node(load_capture(CAPTURES / "h200-x2.real.json")))
     assert block["cuda_driver"] == "13.0" and set(block) >= {"torch", "nccl", "flashinfer", "python"}
+
+
+def test_flashinfer_without_metadata_is_read_from_its_build_meta(tmp_path, monkeypatch) -> None:
+    # An offline GPU node unpacks FlashInfer onto PYTHONPATH: importable, no dist-info.
+    from topo_gate.topology import software
+
+    package = tmp_path / "flashinfer"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise ImportError('reading the version must not import it')\n")
+    (package / "_build_meta.py").write_text('# generated\n__version__ = "0.7.2.post1"\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(software, "package_version", lambda *names: None)
+    assert software.flashinfer_version() == "0.7.2.post1"
+    (package / "_build_meta.py").write_text("version = 'no'\n")
+    assert software.flashinfer_version() is None
+
+
+def test_the_software_block_records_the_launcher_releases_installed(monkeypatch) -> None:
+    from topo_gate.topology import software
+
+    versions = {"vllm": "0.34.0", "sglang": None, "tensorrt_llm": "1.2.1"}
+    real = software.package_version
+    monkeypatch.setattr(software, "package_version", lambda *names: versions.get(names[0], real(*names)))
+    recorded = software.python_versions()
+    assert {name: recorded[name] for name in versions} == versions

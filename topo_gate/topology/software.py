@@ -10,7 +10,10 @@ A version that cannot be found is ``None`` (unknown, or not installed), not an e
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import platform
+import re
+from pathlib import Path
 
 from topo_gate.topology.model import Node
 
@@ -30,11 +33,38 @@ def package_version(*distributions: str) -> str | None:
     return None
 
 
+#: ``__version__ = "0.7.2.post1"`` in FlashInfer's ``_build_meta.py``, which its ``version.py`` reads.
+_BUILD_META_VERSION = re.compile(r"""^__version__\s*=\s*["']([^"']+)["']""", re.MULTILINE)
+
+
+def flashinfer_version() -> str | None:
+    """FlashInfer's version from its distribution metadata, else from its ``_build_meta.py`` where the
+    package is importable without metadata (a tree unpacked onto ``PYTHONPATH``, as on offline GPU
+    nodes). Read as text: importing FlashInfer takes seconds and initialises CUDA."""
+    found = package_version("flashinfer-python", "flashinfer")
+    if found is not None:
+        return found
+    try:
+        spec = importlib.util.find_spec("flashinfer")
+    except (ImportError, ValueError):
+        return None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in locations:
+        try:
+            text = (Path(folder) / "_build_meta.py").read_text(encoding="utf-8", errors="replace")[:4096]
+        except OSError:
+            continue
+        match = _BUILD_META_VERSION.search(text)
+        if match:
+            return match.group(1)
+    return None
+
+
 def python_versions() -> dict[str, str | None]:
     return {
         "torch": package_version("torch"),
         "nccl": package_version(*_NCCL_DISTRIBUTIONS),
-        "flashinfer": package_version("flashinfer-python", "flashinfer"),
+        "flashinfer": flashinfer_version(),
         "python": platform.python_version(),
         **{name: package_version(name) for name in LAUNCHER_DISTRIBUTIONS},
     }
