@@ -34,6 +34,8 @@ _ERROR_CODE = {
     UnknownReason.LIBRARY_NOT_FOUND: real.NVML_ERROR_LIBRARY_NOT_FOUND,
     UnknownReason.ARGUMENT_ERROR: real.NVML_ERROR_INVALID_ARGUMENT,
     UnknownReason.OTHER: real.NVML_ERROR_UNKNOWN,
+    # A capture older than the question: replayed as the driver refusing it.
+    UnknownReason.NOT_RECORDED: real.NVML_ERROR_NOT_SUPPORTED,
 }
 
 
@@ -144,6 +146,14 @@ class ReplayNvml(types.ModuleType):
         self._enter("nvmlDeviceGetMemoryInfo", handle)
         total = self._mig(handle).memory_total if handle.mig_slot is not None else handle.gpu.memory_total
         return types.SimpleNamespace(total=_answer(total), free=0, used=0)
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: _Handle) -> list[Any]:
+        self._enter("nvmlDeviceGetComputeRunningProcesses", handle)
+        return [types.SimpleNamespace(pid=0, usedGpuMemory=0)] * _answer(handle.gpu.compute_processes)
+
+    def nvmlDeviceGetUtilizationRates(self, handle: _Handle) -> Any:
+        self._enter("nvmlDeviceGetUtilizationRates", handle)
+        return types.SimpleNamespace(gpu=_answer(handle.gpu.utilization_gpu), memory=0)
 
     def nvmlDeviceGetMigMode(self, handle: _Handle) -> list[int]:
         self._enter("nvmlDeviceGetMigMode", handle)

@@ -15,11 +15,15 @@ from topo_gate.topology.errors import NvmlUnavailable
 
 
 def facts(capture: Capture) -> tuple:
-    """The answers only (not when/where recorded), with Unknown details reduced to the reason."""
+    """The answers only (not when/where recorded), with Unknown details reduced to the reason. A
+    question the capture predates (``NOT_RECORDED``) replays as the driver refusing it."""
 
     def reduce(value: object) -> object:
         if isinstance(value, Unknown):
-            return ("unknown", value.reason)
+            refused = (
+                UnknownReason.NOT_SUPPORTED if value.reason is UnknownReason.NOT_RECORDED else value.reason
+            )
+            return ("unknown", refused)
         if dataclasses.is_dataclass(value):
             return tuple(reduce(getattr(value, f.name)) for f in dataclasses.fields(value))
         if isinstance(value, tuple):
@@ -63,7 +67,7 @@ def test_link_scan_is_bounded_by_the_link_count_field() -> None:
     assert fake.calls.count("nvmlDeviceGetNvLinkState") == 8 * 18
 
 
-@pytest.mark.parametrize("reason", list(UnknownReason))
+@pytest.mark.parametrize("reason", [r for r in UnknownReason if r is not UnknownReason.NOT_RECORDED])
 def test_each_nvml_error_class_becomes_its_unknown_reason(reason: UnknownReason) -> None:
     capture = load_capture(_capture("l40s-no-p2p-x4"))
     gpu0 = dataclasses.replace(capture.gpus[0], numa_node=Unknown(reason, "recorded"))
@@ -107,3 +111,14 @@ def _capture(stem: str) -> Path:
     from capture_paths import CAPTURES
 
     return CAPTURES / f"{stem}.synthetic.json"
+
+
+def test_a_busy_gpu_is_read_as_it_is_and_left_out_of_the_fingerprint() -> None:
+    from topo_gate.topology.fingerprint import node_fingerprint
+    from topo_gate.topology.model import build_node
+
+    capture = load_capture(_capture("l40s-no-p2p-x4"))
+    busy = dataclasses.replace(capture.gpus[0], compute_processes=2, utilization_gpu=97)
+    collected = nvml.collect(ReplayNvml(dataclasses.replace(capture, gpus=(busy, *capture.gpus[1:]))))
+    assert (collected.gpus[0].compute_processes, collected.gpus[0].utilization_gpu) == (2, 97)
+    assert node_fingerprint(build_node(collected)) == node_fingerprint(build_node(capture))

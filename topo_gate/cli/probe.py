@@ -32,6 +32,7 @@ from topo_gate.probe import (
     probe,
     replay,
 )
+from topo_gate.probe.activity import GpuBusy
 from topo_gate.profile.errors import ProfileError
 from topo_gate.profile.schema import PATTERNS
 from topo_gate.report.preflight import preflight_view
@@ -142,6 +143,12 @@ disk full, another probe writing the same --out), 130 interrupted.""",
     "recording that plan as failed. Without it the probe exits 6 and writes no profile.",
 )
 @click.option(
+    "--allow-busy",
+    is_flag=True,
+    help="Measure even on GPUs running something else (a compute process, or utilisation >= 10%): "
+    "their load spoils the timings. Without it such a probe exits 6. Recorded in the evidence.",
+)
+@click.option(
     "--replay",
     "replay_path",
     type=click.Path(path_type=Path),
@@ -165,6 +172,7 @@ def command(
     margin: float,
     allow_multicast: bool,
     allow_partial: bool,
+    allow_busy: bool,
     replay_path: Path | None,
     as_json: bool,
 ) -> None:
@@ -198,6 +206,7 @@ def command(
             max_tokens=max_tokens,
             allow_multicast=allow_multicast,
             allow_partial=allow_partial,
+            allow_busy=allow_busy,
             default_paths=default_paths,
             default_routes=default_routes,
             buffer_caps=buffer_caps,
@@ -271,7 +280,7 @@ def _probe_or_fail(options: ProbeOptions, console: Console, *, show_progress: bo
         raise fail(ExitCode.USAGE, f"--budget: {error}") from None
     except NothingToProbe as error:
         raise fail(ExitCode.USAGE, str(error)) from None
-    except (TrialsFailed, PlanFailed) as error:
+    except (TrialsFailed, PlanFailed, GpuBusy) as error:
         raise fail(ExitCode.TRIALS_FAILED, str(error)) from None
     except ProfileError as error:  # the loader's semantic checks refuse what the trials imply
         raise fail(

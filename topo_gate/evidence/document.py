@@ -74,12 +74,14 @@ def evidence_from_results(
     created: datetime | None = None,
     budget: Mapping[str, Any] | None = None,
     preflight: Sequence[Mapping[str, Any]] | None = None,
+    activity: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The evidence document. ``plan_results`` are ``results.PlanResult``; ``node_block`` holds
     ``fingerprint``, ``hardware``, ``software`` and ``provenance``; ``trials`` is ``trials_meta(...)``;
     ``budget``: ``{"seconds": float | None, "dropped": [{tp, pattern, what, reason}]}`` (the default:
     no budget, nothing dropped); ``preflight``: the probe's rows (``probe.preflight.PreflightRow``),
-    recorded when given."""
+    recorded when given; ``activity``: what the probe found running on its GPUs before the trials and
+    whether ``--allow-busy`` let it measure anyway, recorded when given."""
     node = dict(node_block)
     if capture is not None:
         node["capture"] = dict(capture)
@@ -96,6 +98,8 @@ def evidence_from_results(
     }
     if preflight is not None:
         evidence["preflight"] = [dict(row) for row in preflight]
+    if activity is not None:
+        evidence["activity"] = dict(activity)
     return evidence
 
 

@@ -1,8 +1,8 @@
 """What a probe is asked (``ProbeOptions``), what it tells while it runs, what it returns, and how it fails.
 
 Errors the CLI maps to exit codes: ``NvmlUnavailable`` (4), ``NvmlCrash`` (5), ``CaptureError`` and
-``EvidenceError`` (3), ``BudgetTooSmall`` and ``NothingToProbe`` (2), ``TrialsFailed`` and
-``PlanFailed`` (6).
+``EvidenceError`` (3), ``BudgetTooSmall`` and ``NothingToProbe`` (2), ``TrialsFailed``,
+``PlanFailed`` and ``activity.GpuBusy`` (6).
 """
 
 from __future__ import annotations
@@ -79,6 +79,8 @@ class ProbeOptions:
     allow_multicast: bool = False
     #: Write a profile even when a plan failed; it then records that plan as failed.
     allow_partial: bool = False
+    #: Measure on GPUs found busy (a compute process, or utilisation; ``activity.py``); recorded.
+    allow_busy: bool = False
     #: The harness tests' fault injection, per pattern (``TrialPlan.faults``; honoured by workers only
     #: with TOPO_GATE_ALLOW_FAULT_INJECTION=1).
     faults: Mapping[str, Mapping[str, str]] = field(default_factory=dict)

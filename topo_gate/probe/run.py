@@ -14,6 +14,7 @@ from typing import Any
 
 from topo_gate._atomic import check_output_path, exclusive_output, new_unique_path
 from topo_gate.evidence.document import evidence_from_results, trials_meta, write_evidence
+from topo_gate.probe.activity import Activity, GpuBusy, activity
 from topo_gate.probe.budget import dropped_notes, duration_words, fit_to_budget, total_seconds
 from topo_gate.probe.installed import unavailable_up_front
 from topo_gate.probe.jit import flashinfer_jit_note
@@ -71,12 +72,15 @@ def _probe_holding_out(
     sessions, skipped = plan_trials(facts, options)
     if not sessions:
         raise NothingToProbe(nothing_to_probe(facts, skipped))
+    found = _activity(facts, sessions)
+    if found.busy and not options.allow_busy:
+        raise GpuBusy(found.refusal())
     sessions, fitted = fit_to_budget(sessions, options.budget_s, options.device)
     checks = preflight_rows(facts, sessions, options)
     if on_preflight is not None:
         on_preflight(checks)
     jit_note = flashinfer_jit_note(facts.sms) if options.device == "cuda" else None
-    notes = ([jit_note] if jit_note else []) + dropped_notes(fitted)
+    notes = ([jit_note] if jit_note else []) + dropped_notes(fitted) + _activity_notes(found, options)
     if on_note is not None:
         estimate = duration_words(total_seconds(sessions, options.device))
         on_note(
@@ -103,6 +107,7 @@ def _probe_holding_out(
     evidence = evidence_from_results(
         results, node_block, _trials_block(sessions, options), skipped, capture=facts.capture, budget=budget,
         preflight=[row.to_dict() for row in checks],
+        activity={"allow_busy": options.allow_busy, "busy": list(found.busy), "unread": list(found.unread)},
     )  # fmt: skip
     write_evidence(evidence_path, evidence)
     if results and all(result.error for result in results):
@@ -115,6 +120,21 @@ def _probe_holding_out(
             "--allow-partial writes one that records the plan as failed)"
         )
     return decide_and_write(evidence, evidence_path, options.out, options.settings, notes)
+
+
+def _activity(facts: NodeFacts, sessions: Sequence[planning.SessionPlan]) -> Activity:
+    """What the node's capture says the GPUs of this run's groups are doing (nothing on the CPU harness)."""
+    capture = getattr(facts.planner, "capture", None)
+    if capture is None:
+        return Activity((), ())
+    return activity(capture, (gpu for session in sessions for gpu in session.group))
+
+
+def _activity_notes(found: Activity, options: ProbeOptions) -> list[str]:
+    notes = [f"measuring on a busy GPU (--allow-busy): {'; '.join(found.busy)}"] if found.busy else []
+    if found.unread:
+        notes.append(f"whether these GPUs are in use could not be read: {'; '.join(found.unread)}")
+    return notes if options.device == "cuda" else []
 
 
 def nothing_to_probe(facts: NodeFacts, skipped: Sequence[planning.Skipped]) -> str:

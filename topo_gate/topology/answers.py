@@ -24,6 +24,7 @@ class UnknownReason(str, Enum):
     LIBRARY_NOT_FOUND = "library_not_found"  # no libnvidia-ml / driver not loaded
     ARGUMENT_ERROR = "argument_error"  # NVML or ctypes rejected the arguments (e.g. link index too high)
     OTHER = "other"  # any other NVML error; the detail names it
+    NOT_RECORDED = "not_recorded"  # the capture predates the question (an older topo-gate recorded it)
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,10 @@ class GpuAnswers:
     # Links scanned; when the scan stopped early, the last entry's Unknown state says why.
     nvlinks: tuple[NvLinkAnswers, ...]
     fabric: Answer[FabricAnswers]
+    # What the GPU was doing when it was read, not what it is: a probe refuses a busy GPU (its trials
+    # would time someone else's load too). Left out of the fingerprint, as the node's class is not.
+    compute_processes: Answer[int] = Unknown(UnknownReason.NOT_RECORDED, "not asked when this was recorded")
+    utilization_gpu: Answer[int] = Unknown(UnknownReason.NOT_RECORDED, "not asked when this was recorded")
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,10 @@ def _gpu_to_dict(gpu: GpuAnswers) -> dict[str, Any]:
         for link in gpu.nvlinks
     ]
     data["fabric"] = encode_answer(gpu.fabric)
+    for name in _GPU_ACTIVITY:
+        answer = getattr(gpu, name)
+        if not (isinstance(answer, Unknown) and answer.reason is UnknownReason.NOT_RECORDED):
+            data[name] = encode_answer(answer)  # an older capture's gap stays a gap, not a new field
     return data
 
 
@@ -163,6 +167,8 @@ _GPU_ANSWERS = {
     "cpu_affinity": "str",
     "nvlink_link_count": "int",
 }
+#: Read since captures recorded activity; an older capture has none (``NOT_RECORDED``), not an error.
+_GPU_ACTIVITY = {"compute_processes": "int", "utilization_gpu": "int"}
 _LINK_ANSWERS = {"state": "int", "version": "int", "remote_type": "int", "remote_bus_id": "str"}
 _MIG_ANSWERS = {"name": "str", "uuid": "str", "memory_total": "int"}
 _PAIR_ANSWERS = {
@@ -259,7 +265,13 @@ def _gpu_from_dict(root: _Reader, gpu: dict[str, Any], at: str) -> GpuAnswers:
         nvlinks=links,
         fabric=root.fabric(root.field(gpu, "fabric", at), f"{at}.fabric"),
         **root.answers(gpu, _GPU_ANSWERS, at),
+        **root.answers(gpu, _recorded(gpu, _GPU_ACTIVITY), at),
     )
+
+
+def _recorded(data: dict[str, Any], fields: dict[str, str]) -> dict[str, str]:
+    """The fields of ``fields`` that ``data`` holds (optional answers an older capture lacks)."""
+    return {name: kind for name, kind in fields.items() if name in data}
 
 
 class _Reader:

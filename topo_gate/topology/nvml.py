@@ -188,6 +188,8 @@ class _Session:
             nvlink_link_count=link_count,
             nvlinks=self.nvlinks(index, handle, link_count),
             fabric=self.fabric(index, handle),
+            compute_processes=ask("nvmlDeviceGetComputeRunningProcesses", convert=len),
+            utilization_gpu=ask("nvmlDeviceGetUtilizationRates", convert=lambda rates: int(rates.gpu)),
         )
 
     def nvlink_link_count(self, index: int, handle: Any) -> Answer[int]:
