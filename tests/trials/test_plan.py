@@ -208,7 +208,9 @@ def test_make_sessions_measures_one_group_per_class_and_skips_impossible_tps() -
     ]
     assert all(isinstance(p, TrialPlan) and p.backends[0] == "nccl" for p in plans)
     assert [s.tp for s in skipped] == [1, 16]
-    assert "no all-reduce" in skipped[0].reason and skipped[1].reason == "needs 16 GPUs, this node has 8 usable"
+    assert (
+        "no all-reduce" in skipped[0].reason and skipped[1].reason == "needs 16 GPUs, this node has 8 usable"
+    )
 
 
 def test_make_sessions_puts_every_pattern_of_a_group_in_one_session() -> None:
