@@ -90,6 +90,29 @@ def test_auto_default_is_the_autotuners_unknown_pick() -> None:
         }
 
 
+@pytest.mark.parametrize("context", [ctx(), ctx(tp=8), ctx(hidden=4096, capability=(10, 0))])
+def test_auto_without_mpi_skips_the_autotuner_and_reads_the_table(context: Context) -> None:
+    # AllReduce.forward tunes only with MPI on; allreduce_pg runs the same AllreduceOp dispatch.
+    assert routes_with("AUTO", context, {trtllm.MPI_OFF_ENV: "1"}) == routes_with("AUTO", context, TABLE)
+    for value in ("0", "true", "", " 1"):  # mpi_disabled() and the autotune switch read exactly "1"
+        for env in ({trtllm.MPI_OFF_ENV: value}, {trtllm.AUTOTUNE_OFF_ENV: value}):
+            assert routes_with("AUTO", context, env)["allreduce"] == ((None, "trtllm_autotuned"),)
+
+
+@pytest.mark.parametrize("variable", trtllm.DETERMINISTIC_ENVS)
+def test_deterministic_all_reduce_is_refused_where_the_routing_limit_decides(variable: str) -> None:
+    # getMaxRequiredWorkspaceSize's first branch: its limit comes from a rule the model does not read.
+    on = {variable: "1"}
+    for strategy, env in (("ONESHOT", on), ("TWOSHOT", on), ("LOWPRECISION", on), ("AUTO", {**TABLE, **on})):
+        with pytest.raises(RouteError, match=variable):
+            routes_with(strategy, ctx(), env)
+    # Strategies that never consult the limit route as before, and getBoolEnv reads only "1" as on.
+    assert routes_with("NCCL_SYMMETRIC", ctx(), on) == routes_with("NCCL_SYMMETRIC", ctx())
+    assert routes_with("AUTO", ctx(), on) == routes_with("AUTO", ctx())
+    for value in ("0", "true", "11"):
+        assert routes_with("ONESHOT", ctx(), {variable: value}) == routes_with("ONESHOT", ctx())
+
+
 def test_auto_with_the_autotuner_off_reads_the_table_at_sm90_tp8_hidden_7168() -> None:
     # SM90, TP8, hidden 7168 -> the 4096 row of Fusion=NONE: {4 x7, 0, 5, 5, 0, ...}.
     row = 7168 * 2

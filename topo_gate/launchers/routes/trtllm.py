@@ -19,10 +19,26 @@ other files are read at the stored commits named in ``CITES`` (each the version 
   routed message fails, so such knobs are refused.
 
 **AUTO is autotuned by default.** The PyTorch backend sends ``AUTO`` to ``tunable_allreduce`` unless
-``TLLM_DISABLE_ALLREDUCE_AUTOTUNE=1`` (``AllReduce.forward``): TensorRT-LLM's AutoTuner times
-NCCL_SYMMETRIC, NCCL, ONESHOT and TWOSHOT per token bucket at warm-up and runs its pick, which no
-source can tell -- that route is ``trtllm_autotuned`` at every size. Only with the autotuner off does
-AUTO follow the table, resolving to the trial backends ``trtllm_[fused_]oneshot`` / ``_twoshot``.
+``TLLM_DISABLE_ALLREDUCE_AUTOTUNE=1`` or ``TLLM_DISABLE_MPI=1`` (``AllReduce.forward``; without MPI
+it runs ``allreduce_pg``, the same ``AllreduceOp`` over a ProcessGroup): TensorRT-LLM's AutoTuner
+times NCCL_SYMMETRIC, NCCL, ONESHOT and TWOSHOT per token bucket at warm-up and runs its pick, which
+no source can tell -- that route is ``trtllm_autotuned`` at every size. Only with the autotuner out
+of the way does AUTO follow the table, resolving to the trial backends ``trtllm_[fused_]oneshot`` /
+``_twoshot``. Deterministic all-reduce (``FORCE_ALL_REDUCE_DETERMINISTIC=1`` or
+``FORCE_DETERMINISTIC=1``) moves the routing limit by a rule the model does not read: refused.
+
+**Releases.** No installed TensorRT-LLM equals this pin: ``f6a156b`` and the commits in ``CITES`` are
+main-branch commits, and a release is cut from a ``release/*`` branch. The release users install
+(1.2.1) could not be read to map it here: the package index serves ``tensorrt-llm`` only as a
+placeholder that downloads the wheel from NVIDIA's own index, and the source index holds none of the
+cited files at the v1.2.1 tag or at the release-branch commits a downstream project pins
+(1.2.0rc6 ``9ba1426``, 1.2.0rc7 ``a65b0d4``). The public record shows these spans moving around the
+1.2 branch point (late 2025): the 64 MiB limit and TWOSHOT's fall-back to ONESHOT (PR 9145, Nov
+2025), NCCL_SYMMETRIC as the table's out-of-range answer (PR 9314, Nov 2025; another stored version
+of the header, same tables, answers NCCL), the autotuned AUTO (PR 8531, reviewed Dec 2025) and the
+workspace rule moved from ``plugin.py`` to ``allreduce_helper.py`` (2026). So no release is mapped onto this
+pin (``releases.EQUIVALENT`` has no TensorRT-LLM entry) and a plan for an installed TensorRT-LLM
+changes nothing until a release's own files are read.
 """
 
 from __future__ import annotations
@@ -66,6 +82,14 @@ CITES = {
 }
 WORKSPACE_ENV = "TRTLLM_ALLREDUCE_FUSION_WORKSPACE_SIZE"
 AUTOTUNE_OFF_ENV = "TLLM_DISABLE_ALLREDUCE_AUTOTUNE"
+#: ``mpi_disabled()`` (``TLLM_DISABLE_MPI == "1"``): ``AllReduce`` then runs ``allreduce_pg``, which
+#: builds the same ``AllreduceOp`` over a torch ProcessGroup, and never the autotuner.
+MPI_OFF_ENV = "TLLM_DISABLE_MPI"
+#: ``getEnvForceDeterministicAllReduce``: either, set to exactly ``"1"`` (``getBoolEnv``), sends
+#: ``getMaxRequiredWorkspaceSize`` down its first branch, a limit from ``FORCE_ALLREDUCE_KERNEL_WORKSPACE_SIZE``.
+DETERMINISTIC_ENVS = ("FORCE_ALL_REDUCE_DETERMINISTIC", "FORCE_DETERMINISTIC")
+#: The one value ``getBoolEnv`` and ``mpi_disabled`` read as on; anything else is off.
+ENV_ON = "1"
 #: ``getMaxRequiredWorkspaceSize``: a non-NCCL strategy takes messages of at most this many bytes (any
 #: TP), unless ``WORKSPACE_ENV`` is set -- the same value the PyTorch backend sizes its workspace with
 #: (``max_workspace_size_auto``), so the two never disagree.
@@ -99,6 +123,17 @@ KNOB_DOCS = (
         ("limit", "workspace"),
     ),
     (
+        f"`{MPI_OFF_ENV}`",
+        "`1`: AUTO skips the autotuner (the ProcessGroup all-reduce, same dispatch) and follows the lookup table",
+        ("autotune", "select"),
+    ),
+    (
+        "`FORCE_ALL_REDUCE_DETERMINISTIC`, `FORCE_DETERMINISTIC`",
+        "`1`: the routing limit comes from `FORCE_ALLREDUCE_KERNEL_WORKSPACE_SIZE` instead; not modelled, "
+        "so a plan with either set changes nothing",
+        ("limit",),
+    ),
+    (
         "`NCCL_NVLS_ENABLE`",
         "not set by TensorRT-LLM: NCCL's default may use NVLS at TP > 2 on NVSwitch, unlike the trial baseline",
         (),
@@ -130,7 +165,15 @@ def strategy(knobset: Knobs) -> str:
 def routing_limit(tp: int, env: dict[str, str] | None = None) -> int:
     """The largest message (bytes) a non-NCCL strategy runs (``getMaxRequiredWorkspaceSize``)."""
     del tp  # the pinned limit is the same at every TP
-    raw = (env or {}).get(WORKSPACE_ENV)
+    env = env or {}
+    deterministic = [name for name in DETERMINISTIC_ENVS if env.get(name) == ENV_ON]
+    if deterministic:
+        # That branch reads its limit through envUtils' getUInt64Env, which the model does not cite.
+        raise RouteError(
+            f"{deterministic[0]}=1: deterministic all-reduce takes its routing limit from "
+            f"FORCE_ALLREDUCE_KERNEL_WORKSPACE_SIZE ({CITES['limit']}), which is not modelled"
+        )
+    raw = env.get(WORKSPACE_ENV)
     if raw is None:
         return ROUTING_LIMIT_DEFAULT
     # C++ reads it with atoi (an empty or non-numeric value is 0); Python with int(), which raises.
@@ -192,7 +235,7 @@ def _route(knobset: Knobs, ctx: Context, *, fused: bool) -> Route:
     env = dict(knobset.env)
     if chosen in ("NCCL", "UB", "NCCL_SYMMETRIC"):
         return up_to(None, name(chosen, fused=fused))  # as given, no fallback
-    if chosen == "AUTO" and env.get(AUTOTUNE_OFF_ENV) != "1":
+    if chosen == "AUTO" and ENV_ON not in (env.get(AUTOTUNE_OFF_ENV), env.get(MPI_OFF_ENV)):
         return up_to(None, name("AUTOTUNED", fused=fused))  # the AutoTuner's pick: unknown at every size
     if chosen == "MNNVL":
         # MNNVLAllReduce where the mapping passes is_mnnvl, else AUTO's autotuned path (AllReduce.forward):
