@@ -46,6 +46,22 @@ def test_the_routing_limit_is_64_mib_at_every_tp_unless_the_workspace_env_moves_
     assert trtllm.routing_limit(2, {trtllm.WORKSPACE_ENV: ""}) == 0  # atoi("") is 0: nothing is routed
     with pytest.raises(RouteError):
         trtllm.routing_limit(2, {trtllm.WORKSPACE_ENV: "64MiB"})  # Python's int() raises at startup
+    assert trtllm.routing_limit(2, {trtllm.WORKSPACE_ENV: " +4096\n"}) == 4096  # both skip blanks and a sign
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "1_000",  # int() reads 1000, atoi 1
+        "\u0661\u0662",  # Arabic-Indic digits: int() reads 12, atoi 0
+        "-1",  # a negative workspace; the routing limit casts atoi's -1 to a size_t near 2**64
+        "0x100",  # int() raises, atoi reads 0
+        str(2**31),  # past atoi's int: undefined
+    ],
+)
+def test_workspace_values_atoi_and_int_read_differently_are_refused(value: str) -> None:
+    with pytest.raises(RouteError, match=trtllm.WORKSPACE_ENV):
+        trtllm.routing_limit(2, {trtllm.WORKSPACE_ENV: value})
 
 
 @pytest.mark.parametrize("pattern", ["allreduce", "allreduce_rmsnorm"])

@@ -43,6 +43,8 @@ changes nothing until a release's own files are read.
 
 from __future__ import annotations
 
+import re
+
 from topo_gate.launchers import knobs
 from topo_gate.launchers.routes import trtllm_table
 from topo_gate.launchers.routes.base import (
@@ -91,11 +93,14 @@ DETERMINISTIC_ENVS = ("FORCE_ALL_REDUCE_DETERMINISTIC", "FORCE_DETERMINISTIC")
 #: The one value ``getBoolEnv`` and ``mpi_disabled`` read as on; anything else is off.
 ENV_ON = "1"
 #: ``getMaxRequiredWorkspaceSize``: a non-NCCL strategy takes messages of at most this many bytes (any
-#: TP), unless ``WORKSPACE_ENV`` is set -- the same value the PyTorch backend sizes its workspace with
-#: (``max_workspace_size_auto``), so the two never disagree.
+#: TP), unless ``WORKSPACE_ENV`` is set -- the same default and env the PyTorch backend sizes its workspace
+#: with (``max_workspace_size_auto``); ``routing_limit`` refuses the values the two would read differently.
 ROUTING_LIMIT_DEFAULT: int = knobs.table(LAUNCHER, "allreduce_routing_limit_default")
 #: ``std::atoi`` returns an ``int``: a larger env value is undefined behaviour, refused here.
 ATOI_MAX = 2**31 - 1
+#: The values ``atoi`` and Python's ``int()`` read as the same number: C blanks around an optional
+#: sign and ASCII digits (``int()`` also takes ``1_000`` and non-ASCII digits, which atoi stops at).
+ATOI_AND_INT_AGREE = re.compile(r"[ \t\n\v\f\r]*[+-]?[0-9]+[ \t\n\v\f\r]*")
 #: TP sizes the Lamport one-/two-shot kernels are compiled for (``DISPATCH_RANKS``).
 FUSION_KERNEL_TPS = frozenset({2, 4, 8, 16})
 #: The fusion op each pattern passes (AllReduceFusionOp): plain, and all-reduce + residual + RMSNorm.
@@ -176,16 +181,23 @@ def routing_limit(tp: int, env: dict[str, str] | None = None) -> int:
     raw = env.get(WORKSPACE_ENV)
     if raw is None:
         return ROUTING_LIMIT_DEFAULT
-    # C++ reads it with atoi (an empty or non-numeric value is 0); Python with int(), which raises.
-    try:
-        value = int(raw) if raw else 0
-    except ValueError:
+    if raw == "":
+        return 0  # atoi("") is 0, so nothing is routed (the Python workspace keeps its default)
+    # C++ routes by atoi, Python sizes the workspace by int(): they agree only on plain decimals.
+    if not ATOI_AND_INT_AGREE.fullmatch(raw):
         raise RouteError(
-            f"{WORKSPACE_ENV}={raw!r}: TensorRT-LLM's int() rejects it ({CITES['workspace']})"
-        ) from None
+            f"{WORKSPACE_ENV}={raw!r}: TensorRT-LLM's int() ({CITES['workspace']}) rejects it or reads "
+            f"another number than atoi ({CITES['limit']})"
+        )
+    value = int(raw)
+    if value < 0:
+        raise RouteError(
+            f"{WORKSPACE_ENV}={raw}: a negative workspace; the routing limit casts it to a size_t near "
+            f"2**64 ({CITES['limit']})"
+        )
     if value > ATOI_MAX:
         raise RouteError(f"{WORKSPACE_ENV}={raw}: over atoi's int range, undefined in {CITES['limit']}")
-    return max(value, 0)
+    return value
 
 
 def name(outcome: str, *, fused: bool) -> str | None:
