@@ -115,6 +115,21 @@ def test_auto_without_mpi_skips_the_autotuner_and_reads_the_table(context: Conte
             assert routes_with("AUTO", context, env)["allreduce"] == ((None, "trtllm_autotuned"),)
 
 
+@pytest.mark.parametrize("env", [{}, TABLE, {trtllm.MPI_OFF_ENV: "1"}])
+def test_mnnvl_runs_as_auto_on_one_node(env: dict) -> None:
+    # is_mnnvl needs a multi-node group; forward hands MNNVL to AUTO (autotuned, or the table).
+    for context in (ctx(), ctx(tp=8), ctx(group="pcie-switch")):
+        assert routes_with("MNNVL", context, env) == routes_with("AUTO", context, env)
+
+
+@pytest.mark.parametrize("strategy", ["AUTO", "MNNVL"])
+def test_the_mnnvl_test_bypass_is_refused_where_it_reroutes(strategy: str) -> None:
+    with pytest.raises(RouteError, match=trtllm.MNNVL_TEST_ENV):
+        routes_with(strategy, ctx(), {trtllm.MNNVL_TEST_ENV: "1"})
+    assert routes_with(strategy, ctx(), {trtllm.MNNVL_TEST_ENV: "0"}) == routes_with(strategy, ctx())
+    assert routes_with("ONESHOT", ctx(), {trtllm.MNNVL_TEST_ENV: "1"}) == routes_with("ONESHOT", ctx())
+
+
 @pytest.mark.parametrize("variable", trtllm.DETERMINISTIC_ENVS)
 def test_deterministic_all_reduce_is_refused_where_the_routing_limit_decides(variable: str) -> None:
     # getMaxRequiredWorkspaceSize's first branch: its limit comes from a rule the model does not read.

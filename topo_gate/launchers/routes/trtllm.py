@@ -15,6 +15,8 @@ other files are read at the stored commits named in ``CITES`` (each the version 
   group lacks P2P or NVLink (``ifFallbackToNCCL``) -- so on PCIe it is NCCL at every size.
 - Then ``TWOSHOT`` below TP tokens runs ``ONESHOT``; ``AUTO`` takes the lookup table's *preference*
   (``trtllm_table``); the fusion op at the norm site is ``RESIDUAL_RMS_NORM``.
+- ``MNNVL`` is ``AUTO`` on one node: ``MNNVLAllReduce.is_mnnvl`` needs a multi-node group, and
+  ``AllReduce.forward`` hands what it does not take to ``AUTO``.
 - The one-/two-shot Lamport kernels dispatch only TP 2/4/8/16 (``DISPATCH_RANKS``): elsewhere a
   routed message fails, so such knobs are refused.
 
@@ -71,6 +73,9 @@ CITES = {
     "table": Cite(RELEASE, _UTILS, "89-124"),
     "table_data": Cite(RELEASE, _UTILS, "126-259"),
     "autotune": Cite("TensorRT-LLM 0071496", "tensorrt_llm/_torch/distributed/ops.py", "AllReduce.forward"),
+    "mnnvl": Cite(
+        "TensorRT-LLM 0071496", "tensorrt_llm/_torch/distributed/ops.py", "MNNVLAllReduce.is_mnnvl"
+    ),
     "workspace": Cite(
         "TensorRT-LLM 4fb601b",
         "tensorrt_llm/_torch/distributed/allreduce_helper.py",
@@ -90,6 +95,8 @@ MPI_OFF_ENV = "TLLM_DISABLE_MPI"
 #: ``getEnvForceDeterministicAllReduce``: either, set to exactly ``"1"`` (``getBoolEnv``), sends
 #: ``getMaxRequiredWorkspaceSize`` down its first branch, a limit from ``FORCE_ALLREDUCE_KERNEL_WORKSPACE_SIZE``.
 DETERMINISTIC_ENVS = ("FORCE_ALL_REDUCE_DETERMINISTIC", "FORCE_DETERMINISTIC")
+#: ``MNNVLAllReduce.is_mnnvl``'s test bypass: set to ``"1"``, every group passes, one node too.
+MNNVL_TEST_ENV = "TLLM_TEST_MNNVL"
 #: The one value ``getBoolEnv`` and ``mpi_disabled`` read as on; anything else is off.
 ENV_ON = "1"
 #: ``getMaxRequiredWorkspaceSize``: a non-NCCL strategy takes messages of at most this many bytes (any
@@ -112,8 +119,9 @@ KNOB_DOCS = (
         "NCCL / UB / NCCL_SYMMETRIC as given; any other strategy runs NCCL for messages over the routing limit "
         "and on groups without NVLink or P2P (so on PCIe ONESHOT and TWOSHOT are NCCL at every size); "
         "TWOSHOT below TP tokens runs ONESHOT; AUTO follows the lookup table by SM / TP / fusion op / "
-        "log2 hidden / log2 tokens",
-        ("select", "fallback", "table"),
+        "log2 hidden / log2 tokens; MNNVL runs as AUTO on one node (refused with the test bypass "
+        f"`{MNNVL_TEST_ENV}=1`)",
+        ("select", "fallback", "table", "mnnvl"),
     ),
     (
         f"`{AUTOTUNE_OFF_ENV}`",
@@ -247,12 +255,17 @@ def _route(knobset: Knobs, ctx: Context, *, fused: bool) -> Route:
     env = dict(knobset.env)
     if chosen in ("NCCL", "UB", "NCCL_SYMMETRIC"):
         return up_to(None, name(chosen, fused=fused))  # as given, no fallback
+    if chosen in ("AUTO", "MNNVL"):
+        if env.get(MNNVL_TEST_ENV) == ENV_ON:
+            # Then MNNVLAllReduce runs first wherever the layer built its AllReduce with a dtype.
+            raise RouteError(
+                f"{MNNVL_TEST_ENV}=1 sends AUTO and MNNVL to MNNVLAllReduce on one node, for the layers "
+                f"that pass a dtype, which the model cannot tell ({CITES['mnnvl']})"
+            )
+        # is_mnnvl needs a multi-node group, so on one node forward runs MNNVL as AUTO.
+        chosen = "AUTO"
     if chosen == "AUTO" and ENV_ON not in (env.get(AUTOTUNE_OFF_ENV), env.get(MPI_OFF_ENV)):
         return up_to(None, name("AUTOTUNED", fused=fused))  # the AutoTuner's pick: unknown at every size
-    if chosen == "MNNVL":
-        # MNNVLAllReduce where the mapping passes is_mnnvl, else AUTO's autotuned path (AllReduce.forward):
-        # unmeasured either way.
-        return up_to(None, name(chosen, fused=fused))
     max_tokens = admitted_tokens(ctx, env)
     if max_tokens == 0:
         return up_to(None, None)
