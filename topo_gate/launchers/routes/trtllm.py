@@ -28,6 +28,9 @@ no source can tell -- that route is ``trtllm_autotuned`` at every size. Only wit
 of the way does AUTO follow the table, resolving to the trial backends ``trtllm_[fused_]oneshot`` /
 ``_twoshot``. Deterministic all-reduce (``FORCE_ALL_REDUCE_DETERMINISTIC=1`` or
 ``FORCE_DETERMINISTIC=1``) moves the routing limit by a rule the model does not read: refused.
+``TLLM_DISABLE_MPI``, ``FORCE_DETERMINISTIC`` and ``TLLM_TEST_MNNVL`` are not in the pinned manifest
+(its source excerpts predate them and cannot be re-read), so ``exec`` and the plugins, which keep
+the manifest's env names only, do not pass them on until it is re-extracted.
 
 **Releases.** No installed TensorRT-LLM equals this pin: ``f6a156b`` and the commits in ``CITES`` are
 main-branch commits, and a release is cut from a ``release/*`` branch. The release users install
