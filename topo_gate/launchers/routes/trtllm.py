@@ -29,21 +29,22 @@ of the way does AUTO follow the table, resolving to the trial backends ``trtllm_
 ``_twoshot``. Deterministic all-reduce (``FORCE_ALL_REDUCE_DETERMINISTIC=1`` or
 ``FORCE_DETERMINISTIC=1``) moves the routing limit by a rule the model does not read: refused.
 ``TLLM_DISABLE_MPI``, ``FORCE_DETERMINISTIC`` and ``TLLM_TEST_MNNVL`` are not in the pinned manifest
-(its source excerpts predate them and cannot be re-read), so ``exec`` and the plugins, which keep
-the manifest's env names only, do not pass them on until it is re-extracted.
+(its extraction did not keep them, and its source excerpts cannot be re-read), so ``exec`` and the
+plugins, which pass on the manifest's env names only, drop them until it is re-extracted.
 
 **Releases.** No installed TensorRT-LLM equals this pin: ``f6a156b`` and the commits in ``CITES`` are
 main-branch commits, and a release is cut from a ``release/*`` branch. The release users install
 (1.2.1) could not be read to map it here: the package index serves ``tensorrt-llm`` only as a
-placeholder that downloads the wheel from NVIDIA's own index, and the source index holds none of the
-cited files at the v1.2.1 tag or at the release-branch commits a downstream project pins
-(1.2.0rc6 ``9ba1426``, 1.2.0rc7 ``a65b0d4``). The public record shows these spans moving around the
-1.2 branch point (late 2025): the 64 MiB limit and TWOSHOT's fall-back to ONESHOT (PR 9145, Nov
-2025), NCCL_SYMMETRIC as the table's out-of-range answer (PR 9314, Nov 2025; another stored version
-of the header, same tables, answers NCCL), the autotuned AUTO (PR 8531, reviewed Dec 2025) and the
-workspace rule moved from ``plugin.py`` to ``allreduce_helper.py`` (2026). So no release is mapped onto this
-pin (``releases.EQUIVALENT`` has no TensorRT-LLM entry) and a plan for an installed TensorRT-LLM
-changes nothing until a release's own files are read.
+placeholder that downloads the wheel from NVIDIA's own index (no wheel of any version is there),
+the v1.2.1 tag's commit could not be found, and the source index holds none of the cited files at
+the release-branch commits a downstream project pins (1.2.0rc6 ``9ba1426``, 1.2.0rc7 ``a65b0d4``).
+The public record shows these spans moving around the 1.2 branch point (late 2025): the 64 MiB
+limit and TWOSHOT's fall-back to ONESHOT (PR 9145, Nov 2025), NCCL_SYMMETRIC as the table's
+out-of-range answer (PR 9314, Nov 2025; another stored version of the header, same tables, answers
+NCCL), the autotuned AUTO (PR 8531, reviewed Dec 2025) and the workspace rule moved from
+``plugin.py`` (which ``ops.py`` at ``0071496`` still imports) to ``allreduce_helper.py``. So no
+release is mapped onto this pin (``releases.EQUIVALENT`` has no TensorRT-LLM entry) and a plan for
+an installed TensorRT-LLM changes nothing until a release's own files are read.
 """
 
 from __future__ import annotations
