@@ -3,9 +3,9 @@ TensorRT-LLM's own default, AUTO, on this node (``planning``; the route model is
 
 TensorRT-LLM takes one strategy for every all-reduce, plain and fused. Its default AUTO is tuned at
 warm-up by the PyTorch backend's autotuner (``routes/trtllm.py``): a choice no trial reproduces, so
-a plan leaves it alone. Only with ``TLLM_DISABLE_ALLREDUCE_AUTOTUNE=1`` (or ``TLLM_DISABLE_MPI=1``) in
-the user's environment does AUTO follow its compiled-in table, which the route model resolves to the
-one-/two-shot kernels the trials time; then NCCL, ONESHOT and TWOSHOT are priced against it. A strategy the user set in their
+a plan leaves it alone. Only with ``TLLM_DISABLE_ALLREDUCE_AUTOTUNE=1`` in the user's environment does
+AUTO follow its compiled-in table, which the route model resolves to the one-/two-shot kernels the
+trials time; then NCCL, ONESHOT and TWOSHOT are priced against it. A strategy the user set in their
 own options file is theirs.
 """
 
