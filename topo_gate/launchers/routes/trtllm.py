@@ -147,7 +147,7 @@ KNOB_DOCS = (
     (
         "`FORCE_ALL_REDUCE_DETERMINISTIC`, `FORCE_DETERMINISTIC`",
         "`1`: the routing limit comes from `FORCE_ALLREDUCE_KERNEL_WORKSPACE_SIZE` instead; not modelled, "
-        "so a plan with either set changes nothing",
+        "so the route model refuses strategies that consult the limit",
         ("limit",),
     ),
     (
