@@ -12,7 +12,7 @@ is imported from the launcher: its source is parsed, never executed, so no torch
     # TensorRT-LLM's wheel is several GB: point at its source files (a checkout, or excerpts of them);
     # the C++ headers give the AUTO lookup table (customAllReduceUtils.h) and the strategy enum.
     python scripts/extract_knobs.py trtllm --version git-<sha7> --commit <sha> \\
-        customAllReduceUtils.h customAllReduceKernels.h llm_args.py allreduce_helper.py \\
+        customAllReduceUtils.h customAllReduceKernels.h llm_args.py allreduce_helper.py ops.py _utils.py \\
         --read-at llm_args.py=<sha of the commit it was read at>
     # FlashInfer (a library the launchers call, not a launcher): its one-/two-shot heuristic table.
     python scripts/extract_knobs.py flashinfer --version 0.7.2.post1 <flashinfer>/comm/trtllm_ar.py
@@ -47,6 +47,12 @@ ROUTED_ENV = {
     "SGLANG_OPT_USE_INKLING_CUSTOM_AR",
     "SGLANG_OPT_USE_INKLING_FUSED_AR_SCONV",
     "VLLM_BATCH_INVARIANT",
+    # TensorRT-LLM: without MPI AUTO skips its autotuner (_torch/distributed/ops.py, read in _utils.py
+    # mpi_disabled); FORCE_DETERMINISTIC moves the routing limit like FORCE_ALL_REDUCE_DETERMINISTIC
+    # (allreduce_helper.py); the MNNVL test bypass makes one node pass is_mnnvl (ops.py).
+    "TLLM_DISABLE_MPI",
+    "FORCE_DETERMINISTIC",
+    "TLLM_TEST_MNNVL",
 }
 # Flags the route models read whose names RELEVANT does not catch. SGLang: what its per-architecture
 # fusion auto-enable checks besides the model (arg_groups/overrides.py: attention DP, the MoE A2A

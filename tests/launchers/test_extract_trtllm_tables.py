@@ -93,3 +93,46 @@ def test_two_fallbacks_in_the_lookup_are_refused() -> None:
     )
     with pytest.raises(ValueError, match="fallback"):
         extract.trtllm_header_tables(doubled)
+
+
+# A Python file of the same shape as TensorRT-LLM's: the env reads the route model keys on, and one it
+# does not (kept out of the manifest by RELEVANT).
+PYTHON = """
+import os
+
+def mpi_disabled() -> bool:
+    return os.environ.get("TLLM_DISABLE_MPI") == "1"
+
+def force_all_reduce_deterministic():
+    return os.getenv("FORCE_DETERMINISTIC", "0") == "1" or os.getenv("FORCE_ALL_REDUCE_DETERMINISTIC", "0") == "1"
+
+def is_testing():
+    return os.environ.get("TLLM_TEST_MNNVL", "0") == "1" and os.environ.get("TLLM_LOG_LEVEL") is None
+"""
+
+
+def test_the_env_the_route_model_reads_is_kept_and_nothing_else() -> None:
+    manifest = extract.keep_relevant(
+        extract.trtllm_manifest(extract.Source({"tensorrt_llm/_utils.py": PYTHON})), "trtllm"
+    )
+    assert manifest["env"] == {
+        "FORCE_ALL_REDUCE_DETERMINISTIC": {"default": "0"},
+        "FORCE_DETERMINISTIC": {"default": "0"},
+        "TLLM_DISABLE_MPI": {"default": None},
+        "TLLM_TEST_MNNVL": {"default": "0"},
+    }
+
+
+def test_every_env_var_the_route_model_reads_survives_extraction() -> None:
+    from topo_gate.launchers.routes import trtllm
+
+    read = {
+        trtllm.WORKSPACE_ENV,
+        trtllm.AUTOTUNE_OFF_ENV,
+        trtllm.MPI_OFF_ENV,
+        trtllm.MNNVL_TEST_ENV,
+        *trtllm.DETERMINISTIC_ENVS,
+    }
+    assert {
+        name for name in read if not (extract.RELEVANT.search(name) or name in extract.ROUTED_ENV)
+    } == set()

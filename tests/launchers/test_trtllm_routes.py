@@ -46,6 +46,22 @@ def test_the_routing_limit_is_64_mib_at_every_tp_unless_the_workspace_env_moves_
     assert trtllm.routing_limit(2, {trtllm.WORKSPACE_ENV: ""}) == 0  # atoi("") is 0: nothing is routed
     with pytest.raises(RouteError):
         trtllm.routing_limit(2, {trtllm.WORKSPACE_ENV: "64MiB"})  # Python's int() raises at startup
+    assert trtllm.routing_limit(2, {trtllm.WORKSPACE_ENV: " +4096\n"}) == 4096  # both skip blanks and a sign
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "1_000",  # int() reads 1000, atoi 1
+        "\u0661\u0662",  # Arabic-Indic digits: int() reads 12, atoi 0
+        "-1",  # a negative workspace; the routing limit casts atoi's -1 to a size_t near 2**64
+        "0x100",  # int() raises, atoi reads 0
+        str(2**31),  # past atoi's int: undefined
+    ],
+)
+def test_workspace_values_atoi_and_int_read_differently_are_refused(value: str) -> None:
+    with pytest.raises(RouteError, match=trtllm.WORKSPACE_ENV):
+        trtllm.routing_limit(2, {trtllm.WORKSPACE_ENV: value})
 
 
 @pytest.mark.parametrize("pattern", ["allreduce", "allreduce_rmsnorm"])
@@ -88,6 +104,44 @@ def test_auto_default_is_the_autotuners_unknown_pick() -> None:
             "allreduce": ((None, "trtllm_autotuned"),),
             "allreduce_rmsnorm": ((None, "trtllm_autotuned_fused"),),
         }
+
+
+@pytest.mark.parametrize("context", [ctx(), ctx(tp=8), ctx(hidden=4096, capability=(10, 0))])
+def test_auto_without_mpi_skips_the_autotuner_and_reads_the_table(context: Context) -> None:
+    # AllReduce.forward tunes only with MPI on; allreduce_pg runs the same AllreduceOp dispatch.
+    assert routes_with("AUTO", context, {trtllm.MPI_OFF_ENV: "1"}) == routes_with("AUTO", context, TABLE)
+    for value in ("0", "true", "", " 1"):  # mpi_disabled() and the autotune switch read exactly "1"
+        for env in ({trtllm.MPI_OFF_ENV: value}, {trtllm.AUTOTUNE_OFF_ENV: value}):
+            assert routes_with("AUTO", context, env)["allreduce"] == ((None, "trtllm_autotuned"),)
+
+
+@pytest.mark.parametrize("env", [{}, TABLE, {trtllm.MPI_OFF_ENV: "1"}])
+def test_mnnvl_runs_as_auto_on_one_node(env: dict) -> None:
+    # is_mnnvl needs a multi-node group; forward hands MNNVL to AUTO (autotuned, or the table).
+    for context in (ctx(), ctx(tp=8), ctx(group="pcie-switch")):
+        assert routes_with("MNNVL", context, env) == routes_with("AUTO", context, env)
+
+
+@pytest.mark.parametrize("strategy", ["AUTO", "MNNVL"])
+def test_the_mnnvl_test_bypass_is_refused_where_it_reroutes(strategy: str) -> None:
+    with pytest.raises(RouteError, match=trtllm.MNNVL_TEST_ENV):
+        routes_with(strategy, ctx(), {trtllm.MNNVL_TEST_ENV: "1"})
+    assert routes_with(strategy, ctx(), {trtllm.MNNVL_TEST_ENV: "0"}) == routes_with(strategy, ctx())
+    assert routes_with("ONESHOT", ctx(), {trtllm.MNNVL_TEST_ENV: "1"}) == routes_with("ONESHOT", ctx())
+
+
+@pytest.mark.parametrize("variable", trtllm.DETERMINISTIC_ENVS)
+def test_deterministic_all_reduce_is_refused_where_the_routing_limit_decides(variable: str) -> None:
+    # getMaxRequiredWorkspaceSize's first branch: its limit comes from a rule the model does not read.
+    on = {variable: "1"}
+    for strategy, env in (("ONESHOT", on), ("TWOSHOT", on), ("LOWPRECISION", on), ("AUTO", {**TABLE, **on})):
+        with pytest.raises(RouteError, match=variable):
+            routes_with(strategy, ctx(), env)
+    # Strategies that never consult the limit route as before, and getBoolEnv reads only "1" as on.
+    assert routes_with("NCCL_SYMMETRIC", ctx(), on) == routes_with("NCCL_SYMMETRIC", ctx())
+    assert routes_with("AUTO", ctx(), on) == routes_with("AUTO", ctx())
+    for value in ("0", "true", "11"):
+        assert routes_with("ONESHOT", ctx(), {variable: value}) == routes_with("ONESHOT", ctx())
 
 
 def test_auto_with_the_autotuner_off_reads_the_table_at_sm90_tp8_hidden_7168() -> None:
