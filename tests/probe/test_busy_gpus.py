@@ -16,6 +16,8 @@ from topo_gate.topology.capture import load_capture
 
 CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "captures"
 TWO_H200 = CAPTURES / "h200-x2.real.json"
+#: Recorded on a real one-GPU H100 node, idle and then while a torch process held memory on it.
+ONE_H100, ONE_H100_BUSY = CAPTURES / "h100-x1.real.json", CAPTURES / "h100-x1-busy.real.json"
 
 
 def with_activity(tmp_path: Path, processes: int | dict, utilization: int | dict) -> Path:
@@ -101,3 +103,8 @@ def test_allow_busy_measures_anyway_and_the_evidence_records_it(
         "unread": [],
     }
     assert code == 6
+
+
+def test_a_real_node_reads_idle_and_then_busy_while_a_process_holds_the_gpu() -> None:
+    assert activity(load_capture(ONE_H100), [0]) == activity(load_capture(ONE_H100), [])
+    assert activity(load_capture(ONE_H100_BUSY), [0]).busy == ("GPU 0 (1 compute process)",)

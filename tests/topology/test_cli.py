@@ -87,3 +87,20 @@ def test_help_has_examples_and_exit_codes() -> None:
             [sys.executable, "-m", "topo_gate", name, "--help"], capture_output=True, text=True, check=True
         ).stdout
         assert "Examples:" in out and "Exit codes:" in out
+
+
+def test_the_links_title_and_legend_are_whole_lines_beside_a_narrow_table(capsys, monkeypatch) -> None:
+    # One GPU makes the link matrix two columns wide; its title and legend must not fold into it.
+    from topo_gate.cli import main
+
+    monkeypatch.setenv("COLUMNS", "100")
+    capture = Path(__file__).resolve().parents[1] / "fixtures" / "captures" / "h100-x1.real.json"
+    assert main(["topo", "--from", str(capture)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "Links (like nvidia-smi topo -m) and P2P" in lines
+    assert "Tensor-parallel groups (contiguous, as launchers place ranks)" in lines
+    assert any(
+        line.startswith("NV# = NVLinks (direct or to NVSwitch); P2P ok for: R read, W write")
+        for line in lines
+    )
+    assert max(len(line) for line in lines) <= 100

@@ -185,15 +185,10 @@ def _gpu_cells(gpu: Any) -> dict[str, str | Text]:
     }
 
 
-def _matrix(node: Node) -> Table:
-    table = Table(
-        title="Links (like nvidia-smi topo -m) and P2P",
-        title_justify="left",
-        caption="NV# = NVLinks (direct or to NVSwitch); P2P ok for: "
-        + ", ".join(f"{_P2P_LETTERS[cap]} {cap}" for cap in P2P_CAPABILITIES)
-        + "; red = no P2P",
-        caption_justify="left",
-    )
+def _matrix(node: Node) -> Group:
+    # Title and legend are lines of their own, not the table's: a table as narrow as one GPU column
+    # would fold them into its own width, a word a line.
+    table = Table()
     table.add_column("")
     for gpu in node.gpus:
         table.add_column(f"GPU{gpu.index}", justify="center")
@@ -202,7 +197,14 @@ def _matrix(node: Node) -> Table:
         for col in node.gpus:
             cells.append(_cell(node, row.index, col.index))
         table.add_row(*cells)
-    return table
+    legend = (
+        "NV# = NVLinks (direct or to NVSwitch); P2P ok for: "
+        + ", ".join(f"{_P2P_LETTERS[cap]} {cap}" for cap in P2P_CAPABILITIES)
+        + "; red = no P2P"
+    )
+    return Group(
+        Text("Links (like nvidia-smi topo -m) and P2P", style="italic"), table, Text(legend, style="dim")
+    )
 
 
 def _cell(node: Node, a: int, b: int) -> Text:
@@ -219,8 +221,8 @@ def _cell(node: Node, a: int, b: int) -> Text:
     return Text(f"{link} {letters}", style=_STYLE.get(pair.link_class, ""))
 
 
-def _tp_table(node: Node) -> Table:
-    table = Table(title="Tensor-parallel groups (contiguous, as launchers place ranks)", title_justify="left")
+def _tp_table(node: Node) -> Group:
+    table = Table()
     table.add_column("TP", overflow="fold")
     table.add_column("groups: class", overflow="fold")
     table.add_column("probe measures", overflow="fold")
@@ -237,7 +239,7 @@ def _tp_table(node: Node) -> Table:
                 _STYLE.get(group.group_class, ""),
             )
         table.add_row(str(tp), groups, measure)
-    return table
+    return Group(Text("Tensor-parallel groups (contiguous, as launchers place ranks)", style="italic"), table)
 
 
 def _unknown_facts(node: Node) -> list[str]:
