@@ -21,15 +21,25 @@ print(json.dumps({"argv": sys.argv[1:], "pid": os.getpid(),
 """
 
 
-def launcher_venv(folder: Path, versions: Mapping[str, str], scripts: tuple[str, ...] = ("vllm",)) -> Path:
+def launcher_venv(
+    folder: Path, versions: Mapping[str, str], scripts: tuple[str, ...] = ("vllm",), modules: tuple[str, ...] = ()
+) -> Path:
     """A venv at ``folder`` holding ``versions`` (distribution name -> version) as installed metadata,
-    with each of ``scripts`` a console script on its interpreter; its ``bin`` folder."""
+    with each of ``scripts`` a console script on its interpreter and each of ``modules`` (dotted) a
+    module ``python -m`` runs; its ``bin`` folder."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     site = next((folder / "lib").glob("python*/site-packages"))
     for name, version in versions.items():
         info = site / f"{name.replace('-', '_')}-{version}.dist-info"
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    for dotted in modules:
+        package = site
+        for part in dotted.split(".")[:-1]:
+            package = package / part
+            package.mkdir(exist_ok=True)
+            (package / "__init__.py").touch()
+        (package / f"{dotted.rsplit('.', 1)[-1]}.py").write_text(REPORTER)
     bin_folder = folder / "bin"
     for script in scripts:
         path = bin_folder / script

@@ -164,7 +164,8 @@ def _trtllm_positional(args: Sequence[str], options: Sequence[forms.ClickOption]
     """trtllm-serve's first positional: the token no option takes (after the subcommand, if named)."""
     # An option's value token and, where the value is apart, the option's own token before it.
     taken = {o.at for o in options} | {o.at - 1 for o in options if not o.attached and o.value is not None}
-    start = 1 if args and args[0] == "serve" else 0  # serve is trtllm-serve's default subcommand, named or not
+    # serve is trtllm-serve's default subcommand, named or not.
+    start = 1 if args and args[0] == "serve" else 0
     for index in range(start, len(args)):
         if args[index] == "--":
             return args[index + 1] if index + 1 < len(args) else None
