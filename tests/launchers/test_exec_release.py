@@ -193,3 +193,15 @@ def test_trtllm_serve_readme_command(tmp_path) -> None:
     # No tensorrt_llm in that interpreter: planned with the modelled release, with a warning.
     assert "warning: TensorRT-LLM is not installed in the interpreter of" in err
     assert json.loads(out)["argv"][:3] == ["Qwen/Qwen3-32B", "--tp_size", "2"]
+
+
+def test_a_flag_the_modelled_parser_does_not_know_names_both_releases(tmp_path, profile) -> None:
+    versions = {**MODELLED, "vllm": "0.35.0"}
+    _, seen, err = exec_vllm(
+        tmp_path, profile, versions, "--model", "llama-3-70b", cmd=("M", "-tp", "2", "--new-flag")
+    )
+    assert seen is not None and seen["argv"] == ["serve", "M", "-tp", "2", "--new-flag", EAGER]
+    assert (
+        "topo-gate: warning: vLLM 0.33.0 does not recognize --new-flag: that release refuses the command; "
+        "the installed vLLM 0.35.0 may know it"
+    ) in err

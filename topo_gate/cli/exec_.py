@@ -199,13 +199,13 @@ def model_fields(served: ServedModel) -> dict[str, Any]:
 UNTOLD_MODEL = NO_MODEL_WARNING.partition(": ")[2]
 
 
-def release_words(launcher: str, installed: Installed) -> str:
-    """The release whose parser reads CMD, and the installed one where it differs: ``vLLM 0.33.0
-    (installed: 0.35.0)``."""
-    text = f"{NAMES[launcher]} {PINNED[launcher]}"
+def unrecognized_warning(launcher: str, installed: Installed, unknown: Sequence[str]) -> str:
+    """The release whose parser reads CMD refuses ``unknown``; the installed one, where it differs,
+    is named too (it may know them)."""
+    text = f"{NAMES[launcher]} {PINNED[launcher]} does not recognize {' '.join(unknown)}: that release refuses the command"
     version = installed.versions.get(launcher)
     if version and public_version(version) != PINNED[launcher]:
-        text += f" (installed: {version})"
+        text += f"; the installed {NAMES[launcher]} {version} may know it"
     return text
 
 
@@ -224,9 +224,7 @@ def _tp_size(
         raise fail(ExitCode.USAGE, f"{launcher} would refuse CMD: {error}") from None
     if unknown:
         click.echo(
-            f"topo-gate: warning: {release_words(launcher, installed)} does not recognize {inert(' '.join(unknown))} "
-            "(that release refuses the command)",
-            err=True,
+            f"topo-gate: warning: {inert(unrecognized_warning(launcher, installed, unknown))}", err=True
         )
     if tp is None:
         if named is None:
