@@ -72,6 +72,7 @@ arm/default has a paired bootstrap 95% CI: win if clear of --margin in the bette
 direction, regression if clear of it in the worse one, else no difference.
 Client benchmarks (vllm bench serve, sglang serving) need a script that starts the
 server with its arguments and writes the client's result to $TOPO_GATE_AB_RESULT.
+
 Exit codes: 0 win/no difference/identical (an arm that adds nothing is not run), 1
 regression, no verdict (< 3 successful runs an arm) or no plan (a --tp that disagrees with
 CMD's, a launcher release with no route model), 2 usage (a number out of range, a --metric-regex that backtracks exponentially), 3
