@@ -31,6 +31,8 @@ from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
 from topo_gate.launchers.releases import NAMES, Installed, public_version
 from topo_gate.launchers.served_model import ServedModel, read_served_model
 
+#: ``recommend``'s warning for a plan made without the served model, after its "no --model/--hidden".
+UNTOLD_MODEL = NO_MODEL_WARNING.partition(": ")[2]
 _NODE_ERROR_CODES = {
     "no-driver": ExitCode.NO_DRIVER,
     "nvml-crash": ExitCode.NVML_CRASH,
@@ -185,18 +187,14 @@ def served_fields(
     if served.problem is not None:
         return {}, inert(f"{served.problem}: {UNTOLD_MODEL}")
     click.echo(f"topo-gate: served model {inert(served.describe())}, read from CMD", err=True)
-    return model_fields(served), None
+    return _model_fields(served), None
 
 
-def model_fields(served: ServedModel) -> dict[str, Any]:
+def _model_fields(served: ServedModel) -> dict[str, Any]:
     """The ``PlanRequest`` fields of a model read from CMD: its preset, else its config's shape."""
     if served.preset is not None:
         return {"model": served.preset}
     return {"hidden": served.hidden, "layers": served.layers, "architecture": served.architecture}
-
-
-#: ``recommend``'s warning for a plan made without the served model, after its "no --model/--hidden".
-UNTOLD_MODEL = NO_MODEL_WARNING.partition(": ")[2]
 
 
 def unrecognized_warning(launcher: str, installed: Installed, unknown: Sequence[str]) -> str:
