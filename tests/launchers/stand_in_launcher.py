@@ -22,7 +22,10 @@ print(json.dumps({"argv": sys.argv[1:], "pid": os.getpid(),
 
 
 def launcher_venv(
-    folder: Path, versions: Mapping[str, str], scripts: tuple[str, ...] = ("vllm",), modules: tuple[str, ...] = ()
+    folder: Path,
+    versions: Mapping[str, str],
+    scripts: tuple[str, ...] = ("vllm",),
+    modules: tuple[str, ...] = (),
 ) -> Path:
     """A venv at ``folder`` holding ``versions`` (distribution name -> version) as installed metadata,
     with each of ``scripts`` a console script on its interpreter and each of ``modules`` (dotted) a
