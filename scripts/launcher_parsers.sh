@@ -31,7 +31,8 @@ started=$SECONDS
 "$venv/bin/python" scripts/launcher_parsers.py
 echo "launcher parsers: plans checked in $((SECONDS - started)) s"
 started=$SECONDS
-"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/plugins tests/launchers/test_real_parsers.py
+"$venv/bin/python" -m pytest -q -p no:cacheprovider tests/plugins tests/launchers/test_real_parsers.py \
+  tests/launchers/test_served_model_real.py
 echo "launcher parsers: plugin tests in $((SECONDS - started)) s"
 
 # The knob manifests the planners and route models read must be what scripts/extract_knobs.py reads

@@ -18,6 +18,7 @@ import pytest
 import yaml
 from knob_cases import BY_NAME
 from priced_profiles import FINGERPRINT
+from stand_in_launcher import launcher_venv
 
 from topo_gate.launchers import sglang, vllm
 
@@ -82,13 +83,16 @@ def topo_gate_exec(*argv: str, env: dict | None = None) -> tuple[subprocess.Pope
     return child, out, err
 
 
-def exec_case(name: str, case_profile, reporter: str, *exec_args: str, cmd=(), env=None, fingerprint=True):
-    """``topo-gate exec`` for the knob case's launcher and model on its profile, CMD the reporter."""
+def exec_case(
+    name: str, case_profile, reporter: str, *exec_args: str, cmd=(), env=None, fingerprint=True, python=None
+):
+    """``topo-gate exec`` for the knob case's launcher and model on its profile, CMD the reporter run by
+    ``python`` (default: this interpreter, where no launcher is installed: its release is unknown)."""
     case = BY_NAME[name]
     node = ("--node-fingerprint", FINGERPRINT) if fingerprint else ()
     return topo_gate_exec(
         "--profile", str(case_profile(name)), "--tp", str(case.tp), "--launcher", case.launcher,
-        "--model", case.model, *node, *exec_args, "--", sys.executable, reporter, *cmd,
+        "--model", case.model, *node, *exec_args, "--", python or sys.executable, reporter, *cmd,
         env=clean_env(**case.user_env) if env is None else env,
     )  # fmt: skip
 
@@ -183,11 +187,19 @@ def test_a_foreign_node_runs_cmd_unchanged_with_the_reason(reporter, case_profil
     assert json.loads(out)["env"]["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] == "0"
 
 
-def test_a_foreign_node_under_strict_exits_1(reporter, case_profile) -> None:
+@pytest.fixture(scope="module")
+def modelled_python(tmp_path_factory) -> str:
+    """An interpreter with the modelled SGLang, vLLM and FlashInfer releases installed (metadata)."""
+    versions = {"sglang": "0.5.23", "vllm": "0.33.0", "flashinfer-python": "0.7.2.post1"}
+    return str(launcher_venv(tmp_path_factory.mktemp("modelled"), versions, scripts=()) / "python")
+
+
+def test_a_foreign_node_under_strict_exits_1(reporter, case_profile, modelled_python) -> None:
+    # The modelled release installed: --strict exits for the node, not for an unknown release (7).
     capture = CAPTURES / "h100-sxm-nvswitch-x8.synthetic.json"
     child, out, err = exec_case(
         "sglang-custom-off", case_profile, reporter, "--from", str(capture), "--strict", cmd=("--tp-size", "2"),
-        fingerprint=False,
+        fingerprint=False, python=modelled_python,
     )  # fmt: skip
     assert child.returncode == 1 and out == "" and err.startswith("topo-gate: error:")
 

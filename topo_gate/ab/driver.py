@@ -24,6 +24,7 @@ from topo_gate.ab.schedule import schedule
 from topo_gate.ab.session import Progress
 from topo_gate.launchers.cmdline import tp_disagreement
 from topo_gate.launchers.planning import NO_KNOBS
+from topo_gate.launchers.releases import Installed, Resolution
 
 
 class Refused(Exception):
@@ -175,6 +176,29 @@ def session_notes(arms: Sequence[Arm], environ: Mapping[str, str]) -> list[str]:
 
 
 @dataclass(frozen=True)
+class Releases:
+    """The launcher release CMD's interpreter has installed (``installed``, as read) and the one the
+    plan models for it (``resolution``: the plan's own, else what a plan would model)."""
+
+    resolution: Resolution
+    installed: Installed
+
+    def to_dict(self) -> dict[str, str | None]:
+        """The record's ``release``: modelled and installed (launcher and FlashInfer), the
+        ``TOPO_GATE_ALLOW_RELEASE`` override, a refusal, and where they were read or why not."""
+        from topo_gate.ab.redact import redact_text
+
+        fields = {**self.resolution.to_dict(), "read": self.installed.problem or self.installed.where}
+        return {key: None if value is None else redact_text(value) for key, value in fields.items()}
+
+
+def release_notes(releases: Releases) -> list[str]:
+    """What a reader of the result must know about the release: both, where read, and any warning."""
+    read = releases.installed.problem or f"read {releases.installed.where}"
+    return [f"release: {releases.resolution.describe()} ({read})", *releases.resolution.notes]
+
+
+@dataclass(frozen=True)
 class Request:
     """Everything the session and its record need, as the command line gave it."""
 
@@ -198,6 +222,7 @@ class Request:
     out: Path | None
     logs: Path
     notes: tuple[str, ...]
+    releases: Releases
 
     @property
     def measured(self) -> list[str]:
@@ -211,7 +236,6 @@ def run_ab(request: Request, *, on_progress: Progress | None = None) -> dict[str
     from topo_gate.ab.profile_info import profile_info
     from topo_gate.ab.record import seal, write_record
     from topo_gate.ab.session import run_session, sigterm_as_interrupt
-    from topo_gate.launchers import PINNED
 
     measured = request.measured
     slots = (
@@ -236,7 +260,7 @@ def run_ab(request: Request, *, on_progress: Progress | None = None) -> dict[str
     record = build_record(
         command=request.cmd,
         launcher=request.launcher,
-        launcher_version=PINNED[request.launcher],
+        launcher_version=request.releases.resolution.modelled,
         metric=metric,
         result_via="stdout"
         if metric.regex is not None or metric.benchmark is None
@@ -264,6 +288,7 @@ def run_ab(request: Request, *, on_progress: Progress | None = None) -> dict[str
         notes=request.notes,
         folder=(request.out.parent if request.out is not None else request.logs),
     )
+    record["release"] = request.releases.to_dict()
     if request.out is not None:
         write_record(request.out, record)
     return seal(record)

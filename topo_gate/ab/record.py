@@ -139,6 +139,19 @@ _TOP: dict[str, Check] = {
     "notes": _list_of(_is_str),
     DIGEST_KEY: lambda v: isinstance(v, str) and v.startswith("sha256:"),
 }
+#: Fields a record written before them lacks: checked where present.
+_OPTIONAL_TOP: dict[str, Check] = {"release": lambda v: isinstance(v, dict)}
+#: ``release``: the launcher release CMD's interpreter had installed and the one the plan modelled
+#: (``releases.Resolution.to_dict``), where they were read (or why not): a record says what it tested.
+_RELEASE: dict[str, Check] = {
+    "modelled": _or_none(_is_str),
+    "installed": _or_none(_is_str),
+    "flashinfer_modelled": _or_none(_is_str),
+    "flashinfer_installed": _or_none(_is_str),
+    "override": _or_none(_is_str),
+    "refusal": _or_none(_is_str),
+    "read": _is_str,
+}
 _METRIC: dict[str, Check] = {"name": _is_str, "direction": lambda v: v in (HIGHER, LOWER), "unit": _is_str}
 _PROFILE: dict[str, Check] = {"path": _is_str, "digest": _or_none(_is_str), "fingerprint": _or_none(_is_str)}
 _ARM: dict[str, Check] = {
@@ -191,10 +204,11 @@ def record_problem(data: Any) -> str | None:
         return "not a JSON object"
     if data.get("format") != FORMAT:
         return f"format: expected {FORMAT!r}, got {data.get('format')!r}"
-    problem = _fields(data, _TOP, "")
+    problem = _fields(data, _TOP, "") or _fields(data, _OPTIONAL_TOP, "", optional=True)
     if problem:
         return problem
     checks: list[tuple[Mapping[str, Any], dict[str, Check], str]] = [
+        *(((data["release"], _RELEASE, "release"),) if "release" in data else ()),
         (data["metric"], _METRIC, "metric"),
         (data["profile"], _PROFILE, "profile"),
         *((arm, _ARM, f"arms.{name}") for name, arm in data["arms"].items()),
@@ -211,10 +225,14 @@ def record_problem(data: Any) -> str | None:
     return _references(data)
 
 
-def _fields(value: Mapping[str, Any], fields: Mapping[str, Check], where: str) -> str | None:
+def _fields(
+    value: Mapping[str, Any], fields: Mapping[str, Check], where: str, *, optional: bool = False
+) -> str | None:
     for key, check in fields.items():
         name = f"{where}.{key}" if where else key
         if key not in value:
+            if optional:
+                continue
             return f"{name}: missing"
         if not check(value[key]):
             return f"{name}: unexpected value {_short(value[key])}"

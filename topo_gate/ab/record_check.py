@@ -10,7 +10,9 @@ names (margin, seed, resamples, CI level: the bootstrap is seeded, so it is repr
 - each arm's ``summary`` is ``verdict.summarize`` of its measured rounds;
 - each comparison is ``verdict.compare`` of its arm against the default (``identical`` for an arm
   that runs the default's own command), ratio and CI to rounding;
-- the record's ``verdict`` is ``verdict.overall`` of the comparisons.
+- the record's ``verdict`` is ``verdict.overall`` of the comparisons;
+- its ``release`` (where present: records before it lack it) names as modelled the ``launcher_version``
+  it records, and an override only with a release planned under it.
 
 The work is bounded first: at most ``MAX_SERIES`` measured rounds and as many warm-ups an arm (the
 ranges ``ab --runs`` and ``--warmup`` accept).
@@ -30,7 +32,18 @@ _CLOSE = 1e-9  # a ratio or CI bound written by ``ab`` and read back: exact but 
 
 def semantic_problem(record: Mapping[str, Any]) -> str | None:
     """The first derived field of ``record`` (already well-formed) that its runs contradict, or None."""
-    return _bounds(record) or _values(record) or _method(record) or _derived(record)
+    return _bounds(record) or _values(record) or _method(record) or _release(record) or _derived(record)
+
+
+def _release(record: Mapping[str, Any]) -> str | None:
+    release = record.get("release")
+    if release is None:
+        return None
+    if release["modelled"] is not None and release["modelled"] != record["launcher_version"]:
+        return f"release.modelled: {release['modelled']!r} is not the launcher_version recorded ({record['launcher_version']!r})"
+    if release["override"] is not None and release["modelled"] is None:
+        return "release.override: an override with no release planned under it"
+    return None
 
 
 def _bounds(record: Mapping[str, Any]) -> str | None:

@@ -15,11 +15,13 @@ from topo_gate.ab.arms import Arm, PlanUnavailable, build_arms, make_plan, remov
 from topo_gate.ab.benchmarks import BENCHMARKS
 from topo_gate.ab.driver import (
     Refused,
+    Releases,
     Request,
     arm_names,
     choose_metric,
     command_inputs,
     logs_folder,
+    release_notes,
     resolve_benchmark,
     resolve_tp,
     run_ab,
@@ -30,10 +32,12 @@ from topo_gate.ab.schedule import ORDERS
 from topo_gate.cli._errors import ExitCode, fail, inert
 from topo_gate.cli._node import given_fingerprint
 from topo_gate.cli._params import bounded
-from topo_gate.cli.exec_ import _check_runnable
+from topo_gate.cli.exec_ import _check_runnable, served_fields
 from topo_gate.cli.recommend import parse_gpus, served_hidden
 from topo_gate.launchers import LAUNCHERS, PlanRequest
+from topo_gate.launchers.installed import read_installed
 from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
+from topo_gate.launchers.releases import resolve
 
 _NODE_ERROR_CODES = {
     "no-driver": ExitCode.NO_DRIVER,
@@ -57,16 +61,21 @@ Examples:
     ./serve_and_bench.sh M -tp 2
 
 Each arm runs what `topo-gate exec` would: default = CMD as given, plan = CMD with
-the profile's flags/env/config, nccl = CMD with NCCL forced. A warm-up per arm, then
+the profile's flags/env/config, nccl = CMD with NCCL forced. As exec does, the plan is
+for the model CMD serves (--model/--hidden replace it; a model that cannot be told is
+a warning) and for the launcher release CMD's own interpreter has installed: one with
+no route model gives no plan (exit 1, naming both releases). The record keeps the
+installed and modelled releases, and TOPO_GATE_ALLOW_RELEASE where it was used. A warm-up per arm, then
 --runs rounds of every arm. The metric comes from the benchmark's own result file (ab
 appends its result flag, a fresh path per run) or --metric-regex on stdout. The ratio
 arm/default has a paired bootstrap 95% CI: win if clear of --margin in the better
 direction, regression if clear of it in the worse one, else no difference.
 Client benchmarks (vllm bench serve, sglang serving) need a script that starts the
 server with its arguments and writes the client's result to $TOPO_GATE_AB_RESULT.
+
 Exit codes: 0 win/no difference/identical (an arm that adds nothing is not run), 1
 regression, no verdict (< 3 successful runs an arm) or no plan (a --tp that disagrees with
-CMD's), 2 usage (a number out of range, a --metric-regex that backtracks exponentially), 3
+CMD's, a launcher release with no route model), 2 usage (a number out of range, a --metric-regex that backtracks exponentially), 3
 unreadable --from, 4 no driver, 5 NVML crashed, 8 --out not written (a folder, or one of the
 session's inputs: the profile, the capture, the benchmark script, a file CMD names), 126 CMD
 not executable, 127 CMD not found, 130 interrupted.""",
@@ -76,7 +85,11 @@ not executable, 127 CMD not found, 130 interrupted.""",
 )
 @click.option("--tp", type=bounded("tp"), help="TP size (default: CMD's own TP flag; must agree).")
 @click.option("--gpus", callback=parse_gpus, metavar="0,1,...", help="NVML indices of the TP group.")
-@click.option("--model", help="The served model (a probe preset): its hidden size for the plan.")
+@click.option(
+    "--model",
+    help="The served model (a probe preset): its hidden size, layers and architecture for the plan. "
+    "Default: the model CMD names, else the profile's hidden size, with a warning.",
+)
 @click.option(
     "--hidden", type=click.IntRange(min=1), help="The served model's hidden size (instead of --model)."
 )
@@ -155,29 +168,46 @@ def command(**options: Any) -> None:
             [("--out", options["out"])], command_inputs(options["profile"], options["from_capture"], cmd)
         )
     fingerprint, checked_by = _node(options, needed="plan" in names)
+    installed = read_installed(cmd, launcher, os.environ)
+    served: dict[str, Any] = {"model": options["model"], "hidden": options["hidden"]}
     plan = None
     if "plan" in names:
         assert fingerprint is not None
+        served, untold = served_fields(cmd, launcher, options["model"], options["hidden"])
         try:
             request = PlanRequest(
                 options["profile"],
                 tp=tp,
                 gpus=options["gpus"],
                 fingerprint=fingerprint,
-                hidden=options["hidden"],
-                model=options["model"],
                 user_args=tuple(cmd),
                 user_env=os.environ,
+                installed=installed,
+                **served,
             )
             plan = make_plan(launcher, request)
         except PlanUnavailable as error:
             raise fail(ExitCode.NOT_OK, str(error)) from None
+        if untold is not None:  # a plan was made: for the profile's hidden size, not the model served
+            click.echo(f"topo-gate: warning: {untold}", err=True)
+    release = plan.release if plan is not None and plan.release is not None else resolve(launcher, installed)
     try:
         arms = build_arms(names, cmd, os.environ, launcher=launcher, plan=plan, fingerprint=fingerprint)
     except (ValueError, OSError) as error:
         raise fail(ExitCode.USAGE, f"cannot merge into your command: {error}") from None
     try:
-        record = _run(options, arms, metric, by_flag, launcher, tp, fingerprint, checked_by)
+        record = _run(
+            options,
+            arms,
+            metric,
+            by_flag,
+            launcher,
+            tp,
+            fingerprint,
+            checked_by,
+            served,
+            Releases(release, installed),
+        )
     finally:
         remove_temp_dirs(arms)
     _show(record, options)
@@ -205,6 +235,8 @@ def _run(
     tp: int,
     fingerprint: str | None,
     checked_by: str,
+    served: dict[str, Any],
+    releases: Releases,
 ) -> dict[str, Any]:
     from rich.console import Console
 
@@ -217,8 +249,8 @@ def _run(
         by_flag=by_flag,
         launcher=launcher,
         tp=tp,
-        model=options["model"],
-        hidden=options["hidden"],
+        model=served.get("model"),
+        hidden=served.get("hidden"),
         profile=options["profile"],
         fingerprint=fingerprint,
         checked_by=checked_by,
@@ -230,7 +262,8 @@ def _run(
         timeout_s=options["timeout_s"],
         out=options["out"],
         logs=logs_folder(options["logs"], options["out"]),
-        notes=tuple(session_notes(arms, os.environ)),
+        notes=(*release_notes(releases), *session_notes(arms, os.environ)),
+        releases=releases,
     )
     for note in request.notes:
         click.echo(f"topo-gate: ab: {inert(note)}", err=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import errno
 import functools
 import os
+from collections.abc import Sequence
+from typing import Any
 
 import click
 
@@ -12,6 +14,7 @@ from topo_gate._terminal import shown
 from topo_gate.cli._errors import ExitCode, fail, inert
 from topo_gate.cli._node import given_fingerprint
 from topo_gate.cli.recommend import (
+    NO_MODEL_WARNING,
     check_workload,
     launch_options,
     plan_command,
@@ -23,8 +26,13 @@ from topo_gate.launchers import LAUNCHERS, PINNED, PlanRequest, nccl_plan
 from topo_gate.launchers.cmdline import CmdlineError, CmdlineFileError, find_entry, parse, tp_disagreement
 from topo_gate.launchers.detect import detect_launcher, tp_from_command
 from topo_gate.launchers.exec import exec_merged, prepare
+from topo_gate.launchers.installed import read_installed
 from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
+from topo_gate.launchers.releases import NAMES, Installed, public_version
+from topo_gate.launchers.served_model import ServedModel, read_served_model
 
+#: ``recommend``'s warning for a plan made without the served model, after its "no --model/--hidden".
+UNTOLD_MODEL = NO_MODEL_WARNING.partition(": ")[2]
 _NODE_ERROR_CODES = {
     "no-driver": ExitCode.NO_DRIVER,
     "nvml-crash": ExitCode.NVML_CRASH,
@@ -39,23 +47,32 @@ _NODE_ERROR_CODES = {
 Examples:
   topo-gate exec --profile node.yaml --tp 4 -- \\
     python -m sglang.launch_server --model-path M --tp 4
-  topo-gate exec --profile node.yaml --tp 2 -- vllm serve M -tp 2
+  topo-gate exec --profile node.yaml --tp 2 -- vllm serve Qwen/Qwen3-32B -tp 2
   topo-gate exec --profile node.yaml --tp 8 -- trtllm-serve M --tp_size 8
   topo-gate exec --profile node.yaml --model llama-3-70b -- vllm serve M -tp 4
   topo-gate exec --profile node.yaml --fallback nccl -- vllm serve M -tp 2
 
-The TP size is CMD's own, read as its launcher reads it (abbreviations such as
---tensor-parallel, _ for -, --config files); --tp must agree with it. The node is read through
+The TP size and the served model are CMD's own, read as its launcher reads them
+(abbreviations such as --tensor-parallel, _ for -, --config files); --tp must agree
+with CMD's TP size, and --model/--hidden replace its model. The model is a preset
+(Qwen/Qwen3-32B is qwen3-32b) or a local folder's config.json; else a warning, and
+the profile's hidden size is used. The launcher release is read from CMD's own
+interpreter (the shebang of the vllm, sglang or trtllm-serve script on PATH, or the
+python of python -m ...): a release topo-gate has no route model for changes
+nothing, with one line naming both (TOPO_GATE_ALLOW_RELEASE=VERSION plans with the
+newest model at your own risk, with a warning). The node is read through
 NVML (or --from CAPTURE) and must match the profile's fingerprint. The plan is priced against
 what CMD runs without topo-gate (its own flags and your environment) and changes nothing that
 was not measured faster there. No driver, a mismatch (node or TP) or an unusable profile: CMD
-runs unchanged, with the reason on stderr (--fallback nccl forces NCCL instead; --strict exits).
+runs unchanged, with the reason on stderr (--fallback nccl forces NCCL instead; --strict exits;
+a release with no route model or one that cannot be read exits 7 under --strict).
 A flag or env var you already set wins over the profile, with a warning. A one-line estimate
 says what the plan saves over the default for the workload (topo-gate recommend --explain shows
 it size by size).
 Exit codes (before CMD starts): 1 mismatch/unusable under --strict, 2 usage (or a CMD its
 launcher would refuse), 3 unreadable --from, --workload or a config/options file CMD names,
-4 no driver under --strict, 5 NVML crashed under --strict, 7 software drift under --strict,
+4 no driver under --strict, 5 NVML crashed under --strict, 7 software drift under --strict
+(a profile's, or a launcher release with no route model or not readable),
 8 options file not written, 126 CMD not executable, 127 CMD not found.""",
 )
 @click.option("--profile", "profile", required=True, type=click.Path(dir_okay=True), help="Gating profile.")
@@ -93,7 +110,9 @@ def command(
     _check_runnable(cmd[0])
     served_hidden(hidden, model)
     check_workload(workload)
-    tp, tp_problem = _tp_size(tp, cmd, launcher)
+    installed = read_installed(cmd, launcher, os.environ)
+    tp, tp_problem = _tp_size(tp, cmd, launcher, installed)
+    served, untold = served_fields(cmd, launcher, model, hidden)
     given = given_fingerprint(node_fingerprint, from_capture)
     fingerprint = given[0] if given else None
     if tp_problem is not None:
@@ -118,20 +137,26 @@ def command(
             fallback=fallback,
             fingerprint=fingerprint,
             patterns=requested_patterns(pattern),
-            hidden=hidden,
-            model=model,
             trust_unverified_node=False,  # the node was verified above
             user_args=cmd,
             user_env=os.environ,
             workload=workload,
+            installed=installed,
+            **served,
         )
         try:
             plan = plan_command(launcher, request)
         except Exception as error:  # noqa: BLE001 -- whatever the profile holds, CMD still starts
             why = shown(" ".join(f"{type(error).__name__}: {error}".split()))
             plan = nccl_plan(launcher, f"the profile could not be planned from: {why}", fallback=fallback)
+    if strict and plan.release is not None and plan.release.refusal is not None:
+        raise fail(ExitCode.DRIFT, f"CMD not run: {plan.reason}")
     if strict and plan.fallback:
         strict_failure(plan)
+    if untold is not None and not plan.fallback:
+        click.echo(f"topo-gate: warning: {untold}", err=True)
+    for note in plan.release.notes if plan.release is not None else ():
+        click.echo(f"topo-gate: {inert(note)}", err=True)
     try:
         merged = prepare(cmd, plan, os.environ, verified_fingerprint=fingerprint)
     except CmdlineFileError as error:
@@ -147,7 +172,44 @@ def command(
         raise fail(code, f"cannot run {cmd[0]!r}: {error.strerror or error}") from None
 
 
-def _tp_size(tp: int | None, cmd: tuple[str, ...], launcher: str) -> tuple[int, str | None]:
+def served_fields(
+    cmd: Sequence[str], launcher: str, model: str | None, hidden: int | None
+) -> tuple[dict[str, Any], str | None]:
+    """``PlanRequest``'s served-model fields, and the warning to give where the model cannot be told.
+
+    ``--model``/``--hidden`` as given; else the model CMD serves, read as its launcher reads it
+    (``served_model``), said on stderr: its preset, or its ``config.json``'s shape. A model that
+    cannot be told leaves the fields empty (the profile's hidden size): the warning says so, worded
+    as ``recommend`` words its own."""
+    if model is not None or hidden is not None:
+        return {"model": model, "hidden": hidden}, None
+    served = read_served_model(cmd, launcher)
+    if served.problem is not None:
+        return {}, inert(f"{served.problem}: {UNTOLD_MODEL}")
+    click.echo(f"topo-gate: served model {inert(served.describe())}, read from CMD", err=True)
+    return _model_fields(served), None
+
+
+def _model_fields(served: ServedModel) -> dict[str, Any]:
+    """The ``PlanRequest`` fields of a model read from CMD: its preset, else its config's shape."""
+    if served.preset is not None:
+        return {"model": served.preset}
+    return {"hidden": served.hidden, "layers": served.layers, "architecture": served.architecture}
+
+
+def unrecognized_warning(launcher: str, installed: Installed, unknown: Sequence[str]) -> str:
+    """The release whose parser reads CMD refuses ``unknown``; the installed one, where it differs,
+    is named too (it may know them)."""
+    text = f"{NAMES[launcher]} {PINNED[launcher]} does not recognize {' '.join(unknown)}: that release refuses the command"
+    version = installed.versions.get(launcher)
+    if version and public_version(version) != PINNED[launcher]:
+        text += f"; the installed {NAMES[launcher]} {version} may know it"
+    return text
+
+
+def _tp_size(
+    tp: int | None, cmd: tuple[str, ...], launcher: str, installed: Installed
+) -> tuple[int, str | None]:
     """The TP size to plan for, and why the launch must not follow the profile (None: it may)."""
     try:
         named = tp_from_command(cmd, launcher)
@@ -160,9 +222,7 @@ def _tp_size(tp: int | None, cmd: tuple[str, ...], launcher: str) -> tuple[int, 
         raise fail(ExitCode.USAGE, f"{launcher} would refuse CMD: {error}") from None
     if unknown:
         click.echo(
-            f"topo-gate: warning: {launcher} {PINNED[launcher]} does not recognize {inert(' '.join(unknown))} "
-            "(that release refuses the command)",
-            err=True,
+            f"topo-gate: warning: {inert(unrecognized_warning(launcher, installed, unknown))}", err=True
         )
     if tp is None:
         if named is None:

@@ -75,7 +75,7 @@ def exec_merged(merged: Merged, plan: LaunchPlan) -> NoReturn:
     If the launcher cannot be started (``OSError``), the files written for it are removed first.
     """
     say = sys.stderr.write
-    header = f"topo-gate: {plan.launcher} {plan.launcher_version_pinned}"
+    header = f"topo-gate: {plan.release_name()}"
     say(f"{header}: {shown('FALLBACK ' + plan.reason if plan.fallback else plan.reason)}\n")
     for item in merged.added:
         say(f"topo-gate: + {shown(item)}\n")
