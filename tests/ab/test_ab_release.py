@@ -12,6 +12,8 @@ from ab_helpers import DATA, FAKE, FINGERPRINT
 
 from topo_gate.ab.record import load_record
 from topo_gate.cli import main
+from topo_gate.launchers import knobs
+from topo_gate.launchers.releases import modelled_words
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launchers"))
 from stand_in_launcher import launcher_venv  # noqa: E402
@@ -81,7 +83,7 @@ def test_a_release_with_no_route_model_is_no_plan_naming_both(bench, capsys, vll
     code, _, err = ab(capsys, *vllm_node.args(), "--", *cmd)
     assert code == 1 and bench.seen() == []
     assert err.startswith("topo-gate: error: the profile gives no plan here: vLLM 0.35.0 installed;")
-    assert "models vLLM 0.33.0" in err
+    assert f"models vLLM {modelled_words('vllm')}: upgrade topo-gate" in err
 
 
 def test_the_override_is_recorded(bench, capsys, tmp_path, vllm_node, monkeypatch) -> None:
@@ -91,9 +93,16 @@ def test_the_override_is_recorded(bench, capsys, tmp_path, vllm_node, monkeypatc
     out = tmp_path / "ab.json"
     code, _, err = ab(capsys, *vllm_node.args(), "--out", str(out), "--", *cmd)
     assert code == 0, err
-    assert "topo-gate: ab: warning: TOPO_GATE_ALLOW_RELEASE: vLLM 0.35.0 planned with the 0.33.0 model" in err
+    assert (
+        f"topo-gate: ab: warning: TOPO_GATE_ALLOW_RELEASE: vLLM 0.35.0 planned with the {knobs.PINNED['vllm']} model"
+        in err
+    )
     release = load_record(out)["release"]
-    assert (release["modelled"], release["installed"], release["override"]) == ("0.33.0", "0.35.0", "0.35.0")
+    assert (release["modelled"], release["installed"], release["override"]) == (
+        knobs.PINNED["vllm"],
+        "0.35.0",
+        "0.35.0",
+    )
 
 
 def test_a_model_that_cannot_be_told_warns_in_every_format(bench, capsys, vllm_node) -> None:

@@ -14,6 +14,8 @@ from priced_profiles import FINGERPRINT
 from stand_in_launcher import launcher_venv
 from test_exec_cli import added, clean_env, topo_gate_exec
 
+from topo_gate.launchers import knobs
+from topo_gate.launchers.releases import modelled_words
 from topo_gate.profile import load_profile
 
 pytestmark = pytest.mark.slow
@@ -21,6 +23,9 @@ pytestmark = pytest.mark.slow
 CASE = "vllm-flashinfer-off"  # vLLM at TP2, eager: the plan switches FlashInfer (and symm-mem) off
 EAGER = "--enforce-eager"
 MODELLED = {"vllm": "0.33.0", "flashinfer-python": "0.7.2.post1", "sglang": "0.5.23"}
+#: The release an unmodelled one is named against, and every modelled one in words.
+NEWEST = knobs.PINNED["vllm"]
+LISTED = modelled_words("vllm")
 PLAN_ENV = {"VLLM_ALLREDUCE_USE_FLASHINFER": "0", "VLLM_ALLREDUCE_USE_SYMM_MEM": "0"}
 
 
@@ -58,8 +63,8 @@ def test_a_release_with_no_route_model_changes_nothing_and_says_both(tmp_path, p
     assert seen is not None and seen["argv"] == ["serve", "M", "-tp", "2", EAGER]
     assert not any(name.startswith("VLLM_ALLREDUCE") for name in seen["env"]) and added(err) == []
     (line,) = [line for line in err.splitlines() if "0.35.0" in line]  # one line says why
-    assert line.startswith("topo-gate: vLLM 0.33.0 (installed: 0.35.0): FALLBACK vLLM 0.35.0 installed;")
-    assert "models vLLM 0.33.0: nothing changed" in line and "TOPO_GATE_ALLOW_RELEASE=0.35.0" in line
+    assert line.startswith(f"topo-gate: vLLM {NEWEST} (installed: 0.35.0): FALLBACK vLLM 0.35.0 installed;")
+    assert f"models vLLM {LISTED}: upgrade topo-gate" in line and "TOPO_GATE_ALLOW_RELEASE=0.35.0" in line
 
 
 def test_strict_exits_7_without_running_cmd(tmp_path, profile) -> None:
@@ -106,9 +111,9 @@ def test_the_override_plans_at_your_own_risk_with_a_warning(tmp_path, profile) -
     )  # fmt: skip
     assert code == 0, err
     assert seen is not None and PLAN_ENV.items() <= seen["env"].items()
-    assert "topo-gate: vLLM 0.33.0 (installed: 0.35.0): following the profile" in err
+    assert f"topo-gate: vLLM {NEWEST} (installed: 0.35.0): following the profile" in err
     assert (
-        "topo-gate: warning: TOPO_GATE_ALLOW_RELEASE: vLLM 0.35.0 planned with the 0.33.0 model at your own risk"
+        f"topo-gate: warning: TOPO_GATE_ALLOW_RELEASE: vLLM 0.35.0 planned with the {NEWEST} model at your own risk"
         in err
     )
 

@@ -15,6 +15,7 @@ from topo_gate.launchers.releases import (
     EQUIVALENT,
     Installed,
     installed_here,
+    modelled_words,
     public_version,
     resolve,
 )
@@ -53,6 +54,7 @@ def test_an_unmodelled_release_is_refused_naming_both_releases_and_the_way_out()
     assert resolution.release is None
     releases = knobs.releases_of("vllm")
     listed = ", ".join(releases[:-1]) + " and " + releases[-1] if len(releases) > 1 else releases[0]
+    assert modelled_words("vllm") == listed
     assert resolution.refusal is not None
     assert resolution.refusal.startswith(
         f"vLLM 0.35.0 installed; topo-gate {__version__} models vLLM {listed}: "

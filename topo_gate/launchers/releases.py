@@ -130,7 +130,8 @@ class Resolution:
         }
 
 
-def _listed(name: str) -> str:
+def modelled_words(name: str) -> str:
+    """The modelled releases of ``name`` in words: "0.33.0 and 0.34.0"."""
     releases = knobs.releases_of(name)
     return " and ".join([", ".join(releases[:-1]), releases[-1]] if len(releases) > 1 else releases)
 
@@ -170,7 +171,7 @@ def _match(name: str, version: str, environ: Mapping[str, str]) -> _Match:
     return _Match(
         None,
         refusal=(
-            f"{NAMES[name]} {version} installed; topo-gate {__version__} models {NAMES[name]} {_listed(name)}: "
+            f"{NAMES[name]} {version} installed; topo-gate {__version__} models {NAMES[name]} {modelled_words(name)}: "
             f"upgrade topo-gate, or {ALLOW_ENV}={public} to plan with the {newest} model at your own risk"
         ),
     )
