@@ -22,13 +22,13 @@ from topo_gate.cli.recommend import (
     served_hidden,
     strict_failure,
 )
-from topo_gate.launchers import LAUNCHERS, PINNED, PlanRequest, nccl_plan
+from topo_gate.launchers import LAUNCHERS, PlanRequest, nccl_plan
 from topo_gate.launchers.cmdline import CmdlineError, CmdlineFileError, find_entry, parse, tp_disagreement
 from topo_gate.launchers.detect import detect_launcher, tp_from_command
 from topo_gate.launchers.exec import exec_merged, prepare
 from topo_gate.launchers.installed import read_installed
 from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
-from topo_gate.launchers.releases import NAMES, Installed, public_version
+from topo_gate.launchers.releases import NAMES, Installed, public_version, resolve
 from topo_gate.launchers.served_model import ServedModel, read_served_model
 
 #: ``recommend``'s warning for a plan made without the served model, after its "no --model/--hidden".
@@ -111,7 +111,9 @@ def command(
     served_hidden(hidden, model)
     check_workload(workload)
     installed = read_installed(cmd, launcher, os.environ)
-    tp, tp_problem = _tp_size(tp, cmd, launcher, installed)
+    # CMD is read as the release that will run it reads it (the newest modelled one if it has none).
+    release = resolve(launcher, installed).modelled
+    tp, tp_problem = _tp_size(tp, cmd, launcher, installed, release)
     served, untold = served_fields(cmd, launcher, model, hidden)
     given = given_fingerprint(node_fingerprint, from_capture)
     fingerprint = given[0] if given else None
@@ -197,32 +199,33 @@ def _model_fields(served: ServedModel) -> dict[str, Any]:
     return {"hidden": served.hidden, "layers": served.layers, "architecture": served.architecture}
 
 
-def unrecognized_warning(launcher: str, installed: Installed, unknown: Sequence[str]) -> str:
+def unrecognized_warning(launcher: str, installed: Installed, unknown: Sequence[str], release: str) -> str:
     """The release whose parser reads CMD refuses ``unknown``; the installed one, where it differs,
     is named too (it may know them)."""
-    text = f"{NAMES[launcher]} {PINNED[launcher]} does not recognize {' '.join(unknown)}: that release refuses the command"
+    text = f"{NAMES[launcher]} {release} does not recognize {' '.join(unknown)}: that release refuses the command"
     version = installed.versions.get(launcher)
-    if version and public_version(version) != PINNED[launcher]:
+    if version and public_version(version) != release:
         text += f"; the installed {NAMES[launcher]} {version} may know it"
     return text
 
 
 def _tp_size(
-    tp: int | None, cmd: tuple[str, ...], launcher: str, installed: Installed
+    tp: int | None, cmd: tuple[str, ...], launcher: str, installed: Installed, release: str
 ) -> tuple[int, str | None]:
     """The TP size to plan for, and why the launch must not follow the profile (None: it may)."""
     try:
-        named = tp_from_command(cmd, launcher)
+        named = tp_from_command(cmd, launcher, release)
         entry = find_entry(cmd)
         # Only where CMD starts the launcher itself: behind a wrapper script its arguments are unknown.
-        unknown = parse(launcher, cmd).unrecognized if entry and entry.launcher == launcher else ()
+        unknown = parse(launcher, cmd, release).unrecognized if entry and entry.launcher == launcher else ()
     except CmdlineFileError as error:
         raise fail(ExitCode.UNREADABLE, str(error)) from None
     except CmdlineError as error:
         raise fail(ExitCode.USAGE, f"{launcher} would refuse CMD: {error}") from None
     if unknown:
         click.echo(
-            f"topo-gate: warning: {inert(unrecognized_warning(launcher, installed, unknown))}", err=True
+            f"topo-gate: warning: {inert(unrecognized_warning(launcher, installed, unknown, release))}",
+            err=True,
         )
     if tp is None:
         if named is None:

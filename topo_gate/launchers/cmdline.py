@@ -111,16 +111,17 @@ class ParsedCommand(NamedTuple):
     clicks: tuple[forms.ClickOption, ...]  # TensorRT-LLM: the options with where their values are
 
 
-def parse(launcher: str, argv: Sequence[str]) -> LauncherArgs:
-    """The options ``argv`` sets for ``launcher``, read as the pinned release's own parser reads them.
+def parse(launcher: str, argv: Sequence[str], release: str | None = None) -> LauncherArgs:
+    """The options ``argv`` sets for ``launcher``, read as ``release``'s own parser reads them (None:
+    the newest modelled release's).
 
     ``CmdlineError`` (one line) where that parser would refuse the line: an ambiguous abbreviation, a
     missing value, a config file it cannot read (``CmdlineFileError``).
     """
-    return read(launcher, argv).args
+    return read(launcher, argv, release).args
 
 
-def read(launcher: str, argv: Sequence[str]) -> ParsedCommand:
+def read(launcher: str, argv: Sequence[str], release: str | None = None) -> ParsedCommand:
     """``parse`` with what ``merge_into_command`` needs to edit the line in place."""
     entry = find_entry(argv)
     if entry is None or entry.launcher != launcher:
@@ -133,7 +134,7 @@ def read(launcher: str, argv: Sequence[str]) -> ParsedCommand:
                 options.setdefault(option.name, []).append(option.value)
             frozen = {name: tuple(values) for name, values in options.items()}
             return ParsedCommand(LauncherArgs(frozen), entry, (), clicks)
-        replica = table(launcher)
+        replica = table(launcher, release)
         if launcher == "vllm":
             tokens, dotted = forms.vllm_args(entry.form, entry.args, replica)
         else:
@@ -159,13 +160,13 @@ def _collected(seen: list[Occurrence], unrecognized: list[str]) -> LauncherArgs:
     return LauncherArgs({name: tuple(values) for name, values in options.items()}, dests, tuple(unrecognized))
 
 
-def tp_size(launcher: str, argv: Sequence[str]) -> int | None:
+def tp_size(launcher: str, argv: Sequence[str], release: str | None = None) -> int | None:
     """The TP size the launcher reads from ``argv`` (None: it names none, the launcher's default 1).
 
     Read as the launcher's ``int`` reads it: Python's ``int()`` takes ``+4``, `` 4``, ``4_0`` and
     other scripts' digits (``٤``); what it refuses, or a size below 1, is ``CmdlineError``.
     """
-    parsed = read(launcher, argv)
+    parsed = read(launcher, argv, release)
     name = TP_OPTION[launcher]
     text = parsed.args.options.get(name, (None,))[-1]
     value: object = text
@@ -197,17 +198,19 @@ def tp_disagreement(tp: int, named: int | None) -> str | None:
     return f"--tp {tp} disagrees with the command's TP size {named}: the profile's TP {tp} decisions do not apply"
 
 
-def user_knobs(launcher: str, argv: Sequence[str], environ: Mapping[str, str]) -> Knobs:
-    """What the user set that the route models read, canonical: ``args`` the all-reduce options of
-    the launcher's manifest the line sets (each once, with the value the launcher keeps; vLLM's
+def user_knobs(
+    launcher: str, argv: Sequence[str], environ: Mapping[str, str], release: str | None = None
+) -> Knobs:
+    """What the user set that ``release``'s route model reads (None: the newest modelled), canonical:
+    ``args`` the all-reduce options of that release's manifest the line sets (each once, with the value the launcher keeps; vLLM's
     compilation config as the one JSON object it ends up with), ``env`` the manifest's env variables
     set in ``environ``, ``config`` (TensorRT-LLM) the manifest's config keys the user's
     ``--extra_llm_api_options`` file sets, read through the guarded reader."""
-    parsed = read(launcher, argv)
-    manifest = knobs.manifest(launcher)
+    parsed = read(launcher, argv, release)
+    manifest = knobs.manifest(launcher, release)
     args: list[str] = []
     if launcher != "trtllm":
-        replica = table(launcher)
+        replica = table(launcher, release)
         relevant = {action.dest for action in replica.actions if set(manifest["flags"]) & _spellings(action)}
         for name, values in parsed.args.options.items():
             if parsed.args.dests[name] not in relevant:

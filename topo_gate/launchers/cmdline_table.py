@@ -118,9 +118,11 @@ class Table:
 
 
 @cache
-def table(launcher: str) -> Table:
-    """The pinned ``launcher``'s option table (``all_options`` of its manifest; argparse launchers)."""
-    spec = knobs.manifest(launcher).get("all_options")
+def table(launcher: str, release: str | None = None) -> Table:
+    """``launcher``'s option table in ``release`` (None: the newest modelled), the ``all_options`` of
+    its manifest (argparse launchers): releases add options, and an abbreviation unique in one can be
+    ambiguous in the next."""
+    spec = knobs.manifest(launcher, release).get("all_options")
     if spec is None:
         raise KeyError(f"the {launcher} manifest has no all_options table")
     actions = tuple(

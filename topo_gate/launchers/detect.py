@@ -21,13 +21,13 @@ class TpFlagError(CmdlineError):
     """A TP flag on the command line whose value the launcher would not take as a TP size."""
 
 
-def tp_from_command(argv: Sequence[str], launcher: str) -> int | None:
+def tp_from_command(argv: Sequence[str], launcher: str, release: str | None = None) -> int | None:
     """The TP size ``argv`` gives ``launcher``, read as the launcher's own parser reads it
     (abbreviations, ``_`` for ``-``, ``=`` forms, config files, the last one winning), or None if it
     names none. ``TpFlagError`` when the launcher would refuse the line or the size;
     ``CmdlineFileError`` when a config file the line names cannot be read."""
     try:
-        return tp_size(launcher, argv)
+        return tp_size(launcher, argv, release)
     except CmdlineFileError:
         raise
     except CmdlineError as error:

@@ -36,7 +36,8 @@ def prepare(
     if verified_fingerprint is not None:
         plan_env[FINGERPRINT_ENV] = verified_fingerprint
     base_env = {k: v for k, v in environ.items() if k != FINGERPRINT_ENV}
-    merged = merge_into_command(cmd, base_env, plan.args, plan_env, plan.launcher)
+    release = plan.release.release if plan.release is not None else None
+    merged = merge_into_command(cmd, base_env, plan.args, plan_env, plan.launcher, release)
     if plan.config:
         merged = _with_options_file(merged, plan.config)
     return merged

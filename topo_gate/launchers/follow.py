@@ -279,7 +279,7 @@ def follow_profile(
     model_notes = (*release.notes, *model_notes)
     environ = os.environ if request.user_env is None else request.user_env
     try:
-        user = user_knobs(launcher, request.user_args, environ)
+        user = user_knobs(launcher, request.user_args, environ, release.release)
     except CmdlineError as error:
         return fallback_plan(
             launcher,

@@ -71,21 +71,23 @@ def merge_into_command(
     plan_args: Sequence[str],
     plan_env: Mapping[str, str],
     launcher: str,
+    release: str | None = None,
 ) -> Merged:
     """``argv`` with ``plan_args`` appended and ``env`` with ``plan_env`` set, where the user has not already
-    decided; every knob the user set differently is kept and reported in ``warnings``.
+    decided; every knob the user set differently is kept and reported in ``warnings``. ``argv`` is read
+    as ``release``'s parser reads it (None: the newest modelled release's).
 
     ``CmdlineError`` when the launcher would refuse ``argv`` itself (its knobs cannot be told apart).
     """
-    parsed = cmdline.read(launcher, argv)
+    parsed = cmdline.read(launcher, argv, release)
     out, added, warnings = list(argv), [], []
     for flag, value in split_flags(plan_args, launcher):
         if launcher == "vllm" and flag in _COMPILATION:
-            added_cc, cc_warnings = _merge_compilation(out, parsed, json.loads(value or "{}"))
+            added_cc, cc_warnings = _merge_compilation(out, parsed, json.loads(value or "{}"), release)
             added += added_cc
             warnings += cc_warnings
             continue
-        given = _user_settings(parsed.args, launcher, flag)
+        given = _user_settings(parsed.args, launcher, flag, release)
         if given:
             if given != [(flag, value)]:
                 spelled = " ".join(name if last is None else f"{name} {last}" for name, last in given)
@@ -107,12 +109,14 @@ def merge_into_command(
     return Merged(tuple(out), merged_env, tuple(added), tuple(warnings))
 
 
-def _user_settings(user: cmdline.LauncherArgs, launcher: str, flag: str) -> list[tuple[str, str | None]]:
+def _user_settings(
+    user: cmdline.LauncherArgs, launcher: str, flag: str, release: str | None
+) -> list[tuple[str, str | None]]:
     """(canonical option, value kept) of every option the user set for the knob ``flag`` sets."""
     group = next((g for g in _SAME_KNOB[launcher] if flag in g), frozenset({flag}))
     if launcher == "trtllm":
         return [(name, values[-1]) for name, values in user.options.items() if name in group]
-    by_option = table(launcher).by_option
+    by_option = table(launcher, release).by_option
     dests = {by_option[name].dest for name in group if name in by_option}
     return [
         (name, values[-1])
@@ -122,7 +126,7 @@ def _user_settings(user: cmdline.LauncherArgs, launcher: str, flag: str) -> list
 
 
 def _merge_compilation(
-    argv: list[str], parsed: cmdline.ParsedCommand, ours: dict[str, Any]
+    argv: list[str], parsed: cmdline.ParsedCommand, ours: dict[str, Any], release: str | None
 ) -> tuple[list[str], list[str]]:
     """Add the plan's ``pass_config`` keys the user's effective vLLM compilation config lacks (see the
     module docstring), appending to ``argv`` in place; warnings for the keys the user set otherwise."""
@@ -140,8 +144,9 @@ def _merge_compilation(
     missing = {k: v for k, v in wanted.items() if k not in user_keys}
     if not missing:
         return [], warnings
-    compilation = table("vllm").by_option["--compilation-config"]
-    groups = [key for key in parsed.dotted if table("vllm").resolve(key) is compilation]
+    options = table("vllm", release)
+    compilation = options.by_option["--compilation-config"]
+    groups = [key for key in parsed.dotted if options.resolve(key) is compilation]
     if groups:  # the user's last dotted group is the config vLLM ends up with: extend it
         pieces = [f"{groups[-1]}.pass_config.{k}={json.dumps(v)}" for k, v in missing.items()]
     else:
