@@ -60,7 +60,7 @@ _OWN_CITES = cites(
         "pcie_ipc": (_COMM + "flashinfer_pcie_ipc_all_reduce.py", {"0.33.0": "158-169", "0.34.0": "158-169"}),
         "batch_invariant": (_COMM + "cuda_communicator.py", {"0.33.0": "64-82", "0.34.0": "64-82"}),
         "fi_hisparse": (_COMM + "flashinfer_all_reduce.py", {"0.34.0": "158-172"}),
-        "hisparse_config": ("config/vllm.py", {"0.34.0": "1805-1841"}),
+        "hisparse_config": ("config/vllm.py", {"0.34.0": "1805-1840"}),
         "fi_row_vectors": (_COMM + "flashinfer_all_reduce.py", {"0.34.0": "515-521"}),
     }
 )

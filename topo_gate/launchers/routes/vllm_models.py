@@ -37,7 +37,7 @@ CITES = cites(
             "models/minimax_m3/nvidia/model.py",
             {"0.33.0": "764-790", "0.34.0": "1326-1401"},
         ),
-        "direct_qwen3_5": ("models/qwen3_5/nvidia/model.py", {"0.34.0": "213-237,286-300,595-606"}),
+        "direct_qwen3_5": ("models/qwen3_5/nvidia/model.py", {"0.34.0": "213-236,286-300,595-606"}),
         "qwen3_5_platform": ("models/qwen3_5/__init__.py", {"0.34.0": "15-37"}),
         "deferring": ("models/mistral/mistral_large4/nvidia/model.py", {"0.34.0": "57-66,119-126"}),
         "private_minimax_m3": ("models/minimax_m3/nvidia/model.py", {"0.34.0": "152,1335-1351,1491-1530"}),
@@ -45,7 +45,7 @@ CITES = cites(
             "models/minimax_m3/nvidia/ops/finalize_allreduce_norm.py",
             {"0.34.0": "726-749"},
         ),
-        "private_muse_spark": ("models/muse_spark/nvidia/model.py", {"0.34.0": "172,1676-1687,1806-1826"}),
+        "private_muse_spark": ("models/muse_spark/nvidia/model.py", {"0.34.0": "172,1676-1686,1806-1827"}),
         "private_muse_spark_kernel": (
             "models/muse_spark/nvidia/ops/all_reduce_dual_norm.py",
             {"0.34.0": "1-10"},
