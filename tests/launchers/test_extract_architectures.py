@@ -5,8 +5,8 @@ lines that exist in its release (TOPO_GATE_LAUNCHER_SOURCES, as test_manifests_c
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import sys
 import zipfile
 from pathlib import Path
 
@@ -15,9 +15,11 @@ import pytest
 from topo_gate.launchers import knobs
 from topo_gate.launchers.routes import vllm as vllm_routes
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "scripts"))
-import extract_architectures  # noqa: E402  (a script beside the package, imported as when run)
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "extract_architectures.py"
+_spec = importlib.util.spec_from_file_location("extract_architectures", SCRIPT)
+assert _spec is not None and _spec.loader is not None
+extract_architectures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(extract_architectures)
 
 SOURCE = {
     "vllm/model_executor/models/registry.py": """
