@@ -328,7 +328,7 @@ def requested_fi_backend(knobset: Knobs, ctx: Context) -> str:
     or, where the release says so, TRT-LLM under HiSparse (no fallback)."""
     backend = _env(knobset, ctx, "VLLM_FLASHINFER_ALLREDUCE_BACKEND") or "auto"
     if backend not in FI_BACKENDS:
-        raise RouteError(f"unknown VLLM_FLASHINFER_ALLREDUCE_BACKEND {backend!r}")
+        raise RouteError(f"unknown VLLM_FLASHINFER_ALLREDUCE_BACKEND {backend!r} for {release_name(ctx)}")
     if backend != "auto":
         return backend
     return "trtllm" if _hisparse_trtllm(knobset, ctx) else "mnnvl"
