@@ -207,6 +207,17 @@ def test_a_flag_the_modelled_parser_does_not_know_names_both_releases(tmp_path, 
     )
     assert seen is not None and seen["argv"] == ["serve", "M", "-tp", "2", "--new-flag", EAGER]
     assert (
-        "topo-gate: warning: vLLM 0.33.0 does not recognize --new-flag: that release refuses the command; "
+        f"topo-gate: warning: vLLM {NEWEST} does not recognize --new-flag: that release refuses the command; "
         "the installed vLLM 0.35.0 may know it"
     ) in err
+
+
+def test_cmd_is_read_with_the_option_table_of_the_release_installed(tmp_path, profile) -> None:
+    # --enable-extensible-kv-cache is new in vLLM 0.34.0: 0.33.0's parser refuses it, 0.34.0's reads it.
+    cmd = ("M", "-tp", "2", "--enable-extensible-kv-cache")
+    for version, refused in (("0.33.0", True), ("0.34.0", False)):
+        _, seen, err = exec_vllm(
+            tmp_path / version, profile, {**MODELLED, "vllm": version}, "--model", "llama-3-70b", cmd=cmd
+        )
+        assert seen is not None
+        assert ("does not recognize --enable-extensible-kv-cache" in err) is refused, (version, err)
