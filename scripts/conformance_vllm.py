@@ -22,6 +22,7 @@ import contextlib
 import importlib
 import importlib.machinery
 import importlib.metadata
+import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -314,6 +315,8 @@ def _modules() -> SimpleNamespace:
     global _MODULES
     if _MODULES is None:
         _MODULES = _vllm()
+        logging.getLogger("vllm").setLevel(logging.ERROR)  # the fallbacks it warns of are what the run checks
+        _MODULES.parser = _MODULES.arg_utils.EngineArgs.add_cli_args(_MODULES.argparse_utils.FlexibleArgumentParser())
     return _MODULES
 
 
@@ -390,7 +393,6 @@ def _stood_in(setting: Setting, env: dict[str, str]) -> Iterator[SimpleNamespace
     cuda_torch = _TorchWith(torch, ops=nccl_symm)
     group = Record("tp group", cpu_group=None)
     patches = [
-        mock.patch.dict(os.environ, {**{k: v for k, v in os.environ.items() if k not in _ENV}, **env}, clear=True),
         mock.patch.object(platform, "_enum", m.interface.PlatformEnum.CUDA),
         mock.patch.object(type(platform), "get_device_capability", classmethod(lambda cls, device_id=0: capability)),
         mock.patch.object(type(platform), "is_fully_connected", classmethod(lambda cls, ids: device.nvlink_every_pair), create=True),
@@ -424,11 +426,29 @@ def _stood_in(setting: Setting, env: dict[str, str]) -> Iterator[SimpleNamespace
         mock.patch.object(torch.accelerator, "set_device_index", lambda device_: None),
     ]
     with contextlib.ExitStack() as stack:
+        stack.enter_context(_environment(env))
         for patch in patches:
             stack.enter_context(patch)
         m.fi.destroy_fi_ar_workspace()  # the workspace is a per-process global: none from the last setting
         yield m
         m.fi.destroy_fi_ar_workspace()
+
+
+@contextlib.contextmanager
+def _environment(env: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with every variable of ``_ENV`` as ``env`` says (unset where it says nothing)."""
+    saved = {name: os.environ.pop(name, None) for name in _ENV}
+    unknown = sorted(set(env) - set(_ENV))
+    if unknown:
+        raise ValueError(f"{unknown}: not an env var the adapter knows to clear between settings")
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
 
 
 class _TorchWith(ModuleType):
@@ -447,8 +467,7 @@ class _TorchWith(ModuleType):
 
 def _engine_args(m: SimpleNamespace, setting: Setting) -> Any:
     """The flags as vLLM's own parser reads them."""
-    parser = m.arg_utils.EngineArgs.add_cli_args(m.argparse_utils.FlexibleArgumentParser())
-    namespace = parser.parse_args(["--model", "served-model", "-tp", str(setting.tp), *setting.knobs.args])
+    namespace = m.parser.parse_args(["--model", "served-model", "-tp", str(setting.tp), *setting.knobs.args])
     return m.arg_utils.EngineArgs.from_cli_args(namespace)
 
 
