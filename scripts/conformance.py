@@ -8,13 +8,14 @@ against the route model of that release (or, for a release with no route model y
 one, and says so). A point is one setting (node, served model, release, knobs) and one message size;
 at each point and pattern the route model and the release must name the same kernel.
 
-The grid (``grid``): the node axes (capability x TP size) are crossed fully with every knob set the
-launcher's planner may emit (``topo_gate.launchers.<launcher>.candidates`` from every bundled
-profile, at every TP size); the group class, the served architecture (one per routing class, and
-unknown) and the served hidden size / element size turn through all their values across those
-settings, so that each of their values meets every knob set and every capability and TP size. The
-user settings the route model reads (the adapter's ``USER_SETTINGS``) are crossed fully with
-capability, TP size and group class. The sizes (``sizes``): every rung of the probe's token ladder,
+The grid (``grid``) is a covering design, pairwise or better: every knob set the launcher's planner
+may emit (``topo_gate.launchers.<launcher>.candidates`` from every bundled profile, at every TP size)
+is checked once per group class, with capability and TP size turning so that each knob set meets
+every capability, TP size and group class, and capability x TP size x group class is crossed fully
+across the knob sets. Each user setting the route model reads (the adapter's
+``user_settings(release)``) is crossed fully with capability x TP size, the group class turning. The
+served architecture (one per routing class, and unknown), hidden size and element size turn with the
+setting's index so that each knob set meets every value of each, and each pair of them comes up. The sizes (``sizes``): every rung of the probe's token ladder,
 and the receivable sizes on each side of every size limit in the route model's routes and the
 release's own tables: the largest whole number of the served model's rows below the limit and the
 smallest at or above it (a launcher only ever reduces whole rows, so a byte in between is no
@@ -92,7 +93,9 @@ class Disagreement:
 
     def __str__(self) -> str:
         s = self.setting
-        knobset = " ".join([*s.knobs.args, *(f"{k}={v}" for k, v in sorted(s.knobs.env.items()))]) or "(no knobs)"
+        knobset = (
+            " ".join([*s.knobs.args, *(f"{k}={v}" for k, v in sorted(s.knobs.env.items()))]) or "(no knobs)"
+        )
         return (
             f"DISAGREE {s.launcher} {s.release} sm{s.capability[0]}{s.capability[1]} tp{s.tp} {s.group_class} "
             f"hidden {s.hidden} x{s.itemsize} {s.architecture or '(architecture unknown)'} [{knobset}] "
@@ -143,21 +146,26 @@ def _key(knobset: Knobs) -> tuple[Any, ...]:
 
 
 def grid(launcher: str, release: str, adapter: ModuleType) -> Iterator[Setting]:
-    """The settings of ``launcher``'s grid (see the module docstring for which axes are crossed fully)."""
+    """The settings of ``launcher``'s grid (see the module docstring for which axes are crossed how)."""
     if hasattr(adapter, "settings"):
         yield from adapter.settings(release)
         return
-    architectures: tuple[str | None, ...] = (*architecture_variants(launcher), None)
-    architectures = tuple(dict.fromkeys(architectures))
-    nodes = list(itertools.product(CAPABILITIES, TP_SIZES))
-    planned = [Knobs(), *planner_knob_sets(launcher)]
+    architectures = tuple(dict.fromkeys((*architecture_variants(launcher), None)))
     turn = 0
-    for knobset in planned:
-        for capability, tp in nodes:
-            yield _setting(launcher, release, capability, tp, GROUP_CLASSES[turn % len(GROUP_CLASSES)], knobset, turn, architectures)
+    # Each planner knob set at one setting per group class, its capability and TP size turning with
+    # it (six consecutive turns take every capability and TP size, and every group class meets every
+    # capability and TP size across the knob sets).
+    for index, knobset in enumerate([Knobs(), *planner_knob_sets(launcher)]):
+        for step, group_class in enumerate(GROUP_CLASSES):
+            capability = CAPABILITIES[(index + step) % len(CAPABILITIES)]
+            tp = TP_SIZES[(index + step) % len(TP_SIZES)]
+            yield _setting(launcher, release, capability, tp, group_class, knobset, turn, architectures)
             turn += 1
-    for knobset in getattr(adapter, "USER_SETTINGS", ()):
-        for (capability, tp), group_class in itertools.product(nodes, GROUP_CLASSES):
+    # Each user setting at every capability and TP size, the group class turning.
+    user = adapter.user_settings(release) if hasattr(adapter, "user_settings") else ()
+    for knobset in user:
+        for step, (capability, tp) in enumerate(itertools.product(CAPABILITIES, TP_SIZES)):
+            group_class = GROUP_CLASSES[step % len(GROUP_CLASSES)]
             yield _setting(launcher, release, capability, tp, group_class, knobset, turn, architectures)
             turn += 1
 
@@ -172,16 +180,18 @@ def _setting(
     turn: int,
     architectures: Sequence[str | None],
 ) -> Setting:
-    """A setting whose architecture, hidden size and element size turn with ``turn`` at co-prime strides."""
+    """A setting whose architecture, hidden size and element size turn with ``turn``: any six
+    consecutive turns take every hidden size and element size, any four every architecture, and
+    every pair of their values comes up every twelve turns."""
     return Setting(
         launcher=launcher,
         release=release,
         capability=capability,
         tp=tp,
         group_class=group_class,
-        hidden=HIDDEN_SIZES[(turn // 7) % len(HIDDEN_SIZES)],
+        hidden=HIDDEN_SIZES[turn % len(HIDDEN_SIZES)],
         knobs=knobset,
-        itemsize=ITEMSIZES[(turn // 11) % len(ITEMSIZES)],
+        itemsize=ITEMSIZES[(turn // len(HIDDEN_SIZES)) % len(ITEMSIZES)],
         architecture=architectures[turn % len(architectures)],
     )
 
@@ -204,8 +214,12 @@ def model_routes(setting: Setting) -> dict[str, Route]:
     """What topo-gate's route model says for ``setting`` (FlashInfer's choice is a library's)."""
     if setting.launcher == "flashinfer":
         return {
-            "allreduce": flashinfer.heuristic_route(setting.tp, setting.itemsize, fused=False, launcher="flashinfer"),
-            "allreduce_rmsnorm": flashinfer.heuristic_route(setting.tp, setting.itemsize, fused=True, launcher="flashinfer"),
+            "allreduce": flashinfer.heuristic_route(
+                setting.tp, setting.itemsize, fused=False, launcher="flashinfer"
+            ),
+            "allreduce_rmsnorm": flashinfer.heuristic_route(
+                setting.tp, setting.itemsize, fused=True, launcher="flashinfer"
+            ),
         }
     return route(setting.launcher, setting.knobs, setting.context())
 
@@ -220,7 +234,10 @@ def real_answers(adapter: ModuleType, setting: Setting, points: Sequence[int]) -
     each = [adapter.real_routes(replace(setting, architecture=a), points) for a in variants]
     dependent = marker("model_dependent", setting.launcher)
     return {
-        pattern: [found.pop() if len(found := {v[pattern][i] for v in each}) == 1 else dependent for i in range(len(points))]
+        pattern: [
+            found.pop() if len(found := {v[pattern][i] for v in each}) == 1 else dependent
+            for i in range(len(points))
+        ]
         for pattern in each[0]
     }
 
@@ -252,7 +269,7 @@ def check(adapter: ModuleType, setting: Setting) -> tuple[int, list[Disagreement
         return len(points), [], f"{type(error).__name__}: {error} at {setting}"
     disagreements = []
     for pattern, answers in found.items():
-        for size, real in zip(points, answers):
+        for size, real in zip(points, answers, strict=True):
             model = at(expected[pattern], size)
             if model != real:
                 disagreements.append(Disagreement(setting, size, pattern, model, real))
@@ -260,7 +277,10 @@ def check(adapter: ModuleType, setting: Setting) -> tuple[int, list[Disagreement
 
 
 def run(
-    adapter: ModuleType, settings: Iterable[Setting], accepted: Sequence[Known] = KNOWN, out: Callable[[str], None] = print
+    adapter: ModuleType,
+    settings: Iterable[Setting],
+    accepted: Sequence[Known] = KNOWN,
+    out: Callable[[str], None] = print,
 ) -> Tally:
     """Check every setting; print every disagreement and error; count points."""
     tally = Tally()
@@ -298,8 +318,12 @@ def load(name: str) -> ModuleType:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("adapters", nargs="*", help=f"adapters to run (default: every one present of {', '.join(ADAPTERS)})")
-    names = parser.parse_args(argv).adapters or [n for n in ADAPTERS if (SCRIPTS / f"conformance_{n}.py").exists()]
+    parser.add_argument(
+        "adapters", nargs="*", help=f"adapters to run (default: every one present of {', '.join(ADAPTERS)})"
+    )
+    names = parser.parse_args(argv).adapters or [
+        n for n in ADAPTERS if (SCRIPTS / f"conformance_{n}.py").exists()
+    ]
     total = Tally()
     for name in names:
         adapter = load(name)

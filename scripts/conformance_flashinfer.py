@@ -70,7 +70,9 @@ def settings(release: str) -> Iterator[Setting]:
     for tp in TP_SIZES:
         for itemsize in ITEMSIZES:
             for hidden in HIDDEN_SIZES:
-                yield Setting(LAUNCHER, release, _CAPABILITY, tp, _GROUP_CLASS, hidden, Knobs(), itemsize=itemsize)
+                yield Setting(
+                    LAUNCHER, release, _CAPABILITY, tp, _GROUP_CLASS, hidden, Knobs(), itemsize=itemsize
+                )
 
 
 class _Launched(Exception):
@@ -102,12 +104,18 @@ def _trtllm_ar() -> ModuleType:
     stubs = {
         "flashinfer": _stub("flashinfer"),
         "flashinfer.comm": _stub("flashinfer.comm"),
-        "flashinfer.comm.mnnvl": _stub("flashinfer.comm.mnnvl", CommBackend=object, SymmDeviceMemory=object, TorchDistBackend=object),
+        "flashinfer.comm.mnnvl": _stub(
+            "flashinfer.comm.mnnvl", CommBackend=object, SymmDeviceMemory=object, TorchDistBackend=object
+        ),
         "flashinfer.jit": _stub("flashinfer.jit"),
         "flashinfer.jit.comm": _stub("flashinfer.jit.comm", gen_trtllm_comm_module=None),
-        "flashinfer.utils": _stub("flashinfer.utils", register_custom_op=lambda *a, **k: lambda f: f, round_up=None),
+        "flashinfer.utils": _stub(
+            "flashinfer.utils", register_custom_op=lambda *a, **k: lambda f: f, round_up=None
+        ),
         "flashinfer.comm.cuda_ipc": _stub("flashinfer.comm.cuda_ipc", cudart=None),
-        "flashinfer.comm.torch_symmetric_memory": _stub("flashinfer.comm.torch_symmetric_memory", _alloc_symm_buffer_bytes=None),
+        "flashinfer.comm.torch_symmetric_memory": _stub(
+            "flashinfer.comm.torch_symmetric_memory", _alloc_symm_buffer_bytes=None
+        ),
     }
     sys.modules.update(stubs)
     loaded = importlib.util.spec_from_file_location("flashinfer.comm.trtllm_ar", path)
@@ -166,4 +174,6 @@ def limits(setting: Setting) -> list[int]:
 
 def real_routes(setting: Setting, sizes: Sequence[int]) -> dict[str, list[str | None]]:
     module = _trtllm_ar()
-    return {name: [_choice(module, setting, code, size) for size in sizes] for name, code in _PATTERNS.items()}
+    return {
+        name: [_choice(module, setting, code, size) for size in sizes] for name, code in _PATTERNS.items()
+    }

@@ -19,6 +19,7 @@ parts of vLLM are its own. Needs vLLM importable with ``VLLM_TARGET_DEVICE=cpu``
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib
 import importlib.machinery
 import importlib.metadata
@@ -119,6 +120,13 @@ STAND_INS: dict[str, tuple[str, str, str]] = {
         "those three inline rules applied to the parsed CompilationConfig; _maybe_enable_breakable_cudagraph "
         "and _set_config_default are vLLM's own, on an object holding the attributes they read",
     ),
+    "HiSparse from a kv-transfer connector": (
+        "vllm/config/vllm.py VllmConfig.__post_init__ (0.34.0: a HiSparseConnector kv-transfer connector "
+        "sets attention_config.hisparse_config), inline",
+        "the whole __post_init__ needs the model's HF config",
+        "that inline rule applied to the parsed configs; the current config _resolve_fi_ar_backend "
+        "reads holds only attention_config.hisparse_config",
+    ),
     "fusion pass token limit": (
         "vllm/compilation/passes/fusion/allreduce_rms_fusion.py AllReduceFusionPass.__init__ "
         "(max_token_num = flashinfer_max_size // (hidden x element size), min with max_num_batched_tokens)",
@@ -128,8 +136,9 @@ STAND_INS: dict[str, tuple[str, str, str]] = {
     ),
 }
 
-#: The user's own flags and env the route model reads: each is a grid knob set of its own.
-USER_SETTINGS: tuple[Knobs, ...] = (
+#: The user's own flags and env the route model reads, in every modelled release: each is a grid
+#: knob set of its own.
+_USER_SETTINGS: tuple[Knobs, ...] = (
     Knobs(args=("--enforce-eager",)),
     *(Knobs(args=(f"-O{level}",)) for level in range(4)),
     Knobs(env={"TORCH_COMPILE_DISABLE": "1"}),
@@ -144,6 +153,34 @@ USER_SETTINGS: tuple[Knobs, ...] = (
     Knobs(args=("-cc.pass_config.fuse_allreduce_rms=true",), env={"TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}),
     Knobs(args=("-O1", "-cc.pass_config.fuse_allreduce_rms=true")),
 )
+_HISPARSE = ("--attention-config", '{"hisparse_config": {}}')
+#: 0.34.0 reads a HiSparse config in its FlashInfer backend choice, and the user may switch breakable
+#: CUDA graphs and the compilation mode themselves.
+_USER_SETTINGS_SINCE: dict[str, tuple[Knobs, ...]] = {
+    "0.34.0": (
+        Knobs(args=_HISPARSE),
+        Knobs(args=_HISPARSE, env={"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "mnnvl"}),
+        Knobs(args=("--kv-transfer-config", '{"kv_connector": "HiSparseConnector", "kv_role": "kv_both"}')),
+        Knobs(env={"VLLM_USE_BREAKABLE_CUDAGRAPH": "0"}),
+        Knobs(env={"VLLM_USE_BREAKABLE_CUDAGRAPH": "1"}),
+        Knobs(args=("-cc.mode=NONE",)),
+        Knobs(args=("-cc.mode=VLLM_COMPILE",), env={"VLLM_USE_BREAKABLE_CUDAGRAPH": "0"}),
+    ),
+}
+
+
+def user_settings(release: str) -> tuple[Knobs, ...]:
+    """The user settings the route model of ``release`` reads."""
+    since = [
+        knobsets for first, knobsets in _USER_SETTINGS_SINCE.items() if _version(release) >= _version(first)
+    ]
+    return _USER_SETTINGS + tuple(knobset for knobsets in since for knobset in knobsets)
+
+
+def _version(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split(".")[:3])
+
+
 #: Env vars a setting's knobs may set; cleared for every setting so that one never leaks into the next.
 _ENV = (
     "VLLM_ALLREDUCE_USE_FLASHINFER",
@@ -199,7 +236,12 @@ class _FlashInferComm:
     def __init__(self) -> None:
         self.device: DeviceState | None = None
         self.tp = 0
-        patterns = ("kAllReduce", "kARResidualRMSNorm", "kARResidualRMSNormFP8Quant", "kARResidualRMSNormFP4Quant")
+        patterns = (
+            "kAllReduce",
+            "kARResidualRMSNorm",
+            "kARResidualRMSNormFP8Quant",
+            "kARResidualRMSNormFP4Quant",
+        )
         self.AllReduceFusionPattern = SimpleNamespace(**{name: code for code, name in enumerate(patterns)})
         self.QuantizationSFLayout = SimpleNamespace(SWIZZLED_128x4=0)
 
@@ -262,6 +304,7 @@ def _vllm() -> SimpleNamespace:
         "direct": "vllm.models.common.ops.fused_allreduce_rms_norm",
         "gemma": "vllm.model_executor.layers.fused_allreduce_gemma_rms_norm",
         "config": "vllm.config.vllm",
+        "attention": "vllm.config.attention",
         "compilation": "vllm.config.compilation",
         "flashinfer_utils": "vllm.utils.flashinfer",
         "arg_utils": "vllm.engine.arg_utils",
@@ -316,7 +359,9 @@ def _modules() -> SimpleNamespace:
     if _MODULES is None:
         _MODULES = _vllm()
         logging.getLogger("vllm").setLevel(logging.ERROR)  # the fallbacks it warns of are what the run checks
-        _MODULES.parser = _MODULES.arg_utils.EngineArgs.add_cli_args(_MODULES.argparse_utils.FlexibleArgumentParser())
+        _MODULES.parser = _MODULES.arg_utils.EngineArgs.add_cli_args(
+            _MODULES.argparse_utils.FlexibleArgumentParser()
+        )
     return _MODULES
 
 
@@ -370,7 +415,7 @@ def _symm_handle(device: DeviceState, env: dict[str, str]) -> SimpleNamespace:
 
 
 @contextlib.contextmanager
-def _stood_in(setting: Setting, env: dict[str, str]) -> Iterator[SimpleNamespace]:
+def _stood_in(setting: Setting, env: dict[str, str], current: Any = None) -> Iterator[SimpleNamespace]:
     """The release's device, group and kernel calls answer as ``setting``'s node would."""
     import torch
 
@@ -389,13 +434,22 @@ def _stood_in(setting: Setting, env: dict[str, str]) -> Iterator[SimpleNamespace
         two_shot_all_reduce_=lambda *a: _raise("symm_mem_twoshot_multicast_vllm"),
     )
     symm_torch = _TorchWith(torch, ops=SimpleNamespace(symm_mem=symm_ops))
-    nccl_symm = SimpleNamespace(vllm=SimpleNamespace(all_reduce_symmetric_with_copy=lambda x: _raise("nccl_symm_vllm")))
+    nccl_symm = SimpleNamespace(
+        vllm=SimpleNamespace(all_reduce_symmetric_with_copy=lambda x: _raise("nccl_symm_vllm"))
+    )
     cuda_torch = _TorchWith(torch, ops=nccl_symm)
     group = Record("tp group", cpu_group=None)
     patches = [
         mock.patch.object(platform, "_enum", m.interface.PlatformEnum.CUDA),
-        mock.patch.object(type(platform), "get_device_capability", classmethod(lambda cls, device_id=0: capability)),
-        mock.patch.object(type(platform), "is_fully_connected", classmethod(lambda cls, ids: device.nvlink_every_pair), create=True),
+        mock.patch.object(
+            type(platform), "get_device_capability", classmethod(lambda cls, device_id=0: capability)
+        ),
+        mock.patch.object(
+            type(platform),
+            "is_fully_connected",
+            classmethod(lambda cls, ids: device.nvlink_every_pair),
+            create=True,
+        ),
         mock.patch.object(m.flashinfer_utils, "has_flashinfer", lambda: True),
         mock.patch.object(m.custom, "custom_ar", True),
         mock.patch.object(m.custom, "dist", dist),
@@ -403,8 +457,22 @@ def _stood_in(setting: Setting, env: dict[str, str]) -> Iterator[SimpleNamespace
         mock.patch.object(m.custom, "_can_p2p", lambda rank, world_size: device.p2p),
         mock.patch.object(m.custom, "_has_local_multicast_support", lambda device_: device.multicast),
         mock.patch.object(m.custom, "_all_ranks_true", lambda group, value: value),
-        mock.patch.object(m.custom, "ops", Record("vllm._custom_ops", meta_size=lambda: 0, init_custom_ar=lambda *a: _NO_HANDLE, register_buffer=lambda *a: None, all_reduce=lambda *a: _raise("vllm_custom"))),
-        mock.patch.object(m.custom.CustomAllreduce, "create_shared_buffer", staticmethod(lambda size, group=None, uncached=False: [0] * setting.tp)),
+        mock.patch.object(
+            m.custom,
+            "ops",
+            Record(
+                "vllm._custom_ops",
+                meta_size=lambda: 0,
+                init_custom_ar=lambda *a: _NO_HANDLE,
+                register_buffer=lambda *a: None,
+                all_reduce=lambda *a: _raise("vllm_custom"),
+            ),
+        ),
+        mock.patch.object(
+            m.custom.CustomAllreduce,
+            "create_shared_buffer",
+            staticmethod(lambda size, group=None, uncached=False: [0] * setting.tp),
+        ),
         mock.patch.object(m.custom.CustomAllreduce, "_init_mnnvl_buffer", lambda self, stage_size: None),
         mock.patch.object(m.symm, "symm_mem_available", True),
         mock.patch.object(m.symm, "dist", dist),
@@ -421,10 +489,16 @@ def _stood_in(setting: Setting, env: dict[str, str]) -> Iterator[SimpleNamespace
         mock.patch.object(m.gemma, "get_tensor_model_parallel_rank", lambda: 0),
         mock.patch.object(m.gemma, "get_tp_group", lambda: group),
         mock.patch.object(m.direct, "get_tensor_model_parallel_world_size", lambda: setting.tp),
-        mock.patch.object(m.direct, "flashinfer_trtllm_fused_allreduce_norm", m.fusion.call_trtllm_fused_allreduce_norm),
-        mock.patch.object(m.gemma, "flashinfer_trtllm_fused_allreduce_norm", m.fusion.call_trtllm_fused_allreduce_norm),
+        mock.patch.object(
+            m.direct, "flashinfer_trtllm_fused_allreduce_norm", m.fusion.call_trtllm_fused_allreduce_norm
+        ),
+        mock.patch.object(
+            m.gemma, "flashinfer_trtllm_fused_allreduce_norm", m.fusion.call_trtllm_fused_allreduce_norm
+        ),
         mock.patch.object(torch.accelerator, "set_device_index", lambda device_: None),
     ]
+    if hasattr(m.fi, "get_current_vllm_config_or_none"):  # 0.34.0 reads the HiSparse config through it
+        patches.append(mock.patch.object(m.fi, "get_current_vllm_config_or_none", lambda: current))
     with contextlib.ExitStack() as stack:
         stack.enter_context(_environment(env))
         for patch in patches:
@@ -471,6 +545,16 @@ def _engine_args(m: SimpleNamespace, setting: Setting) -> Any:
     return m.arg_utils.EngineArgs.from_cli_args(namespace)
 
 
+def _current_config(m: SimpleNamespace, engine: Any) -> Record:
+    """The parts of the current ``VllmConfig`` the communicators read (0.34.0: the HiSparse config)."""
+    attention = getattr(engine, "attention_config", None)
+    hisparse = getattr(attention, "hisparse_config", None)
+    transfer = getattr(engine, "kv_transfer_config", None)
+    if hisparse is None and transfer is not None and transfer.has_connector("HiSparseConnector"):
+        hisparse = m.attention.HiSparseConfig()  # config/vllm.py __post_init__, inline (0.34.0)
+    return Record("VllmConfig", attention_config=Record("AttentionConfig", hisparse_config=hisparse))
+
+
 def _communicator(m: SimpleNamespace, engine: Any, setting: Setting) -> Any:
     """``CudaCommunicator`` for the TP group, built by its own ``__init__``."""
     import torch
@@ -509,14 +593,24 @@ def _plain(communicator: Any, message: Any) -> str | None:
     raise AssertionError("CudaCommunicator.all_reduce returned without reaching a kernel")
 
 
-def _resolved_mode(m: SimpleNamespace, engine: Any, setting: Setting, architecture: str | None) -> tuple[Any, bool]:
+def _resolved_mode(
+    m: SimpleNamespace, engine: Any, setting: Setting, architecture: str | None
+) -> tuple[Any, bool]:
     """The pass config with ``fuse_allreduce_rms`` resolved, and whether vLLM compiles (mode VLLM_COMPILE)."""
-    compilation = engine.compilation_config
+    compilation = copy.deepcopy(engine.compilation_config)  # EngineArgs' default is one shared object
     levels = m.config.OPTIMIZATION_LEVEL_TO_CONFIG
-    level = engine.optimization_level
+    level = m.config.OptimizationLevel(
+        int(engine.optimization_level)
+    )  # -ON parses as "N"; VllmConfig validates it
     parallel = Record("ParallelConfig", tensor_parallel_size=setting.tp)
     model = Record("ModelConfig", architectures=[architecture] if architecture else ["LlamaForCausalLM"])
-    config = strict(m.config.VllmConfig, compilation_config=compilation, parallel_config=parallel, model_config=model, optimization_level=level)
+    config = strict(
+        m.config.VllmConfig,
+        compilation_config=compilation,
+        parallel_config=parallel,
+        model_config=model,
+        optimization_level=level,
+    )
     default = levels[level]["compilation_config"]["pass_config"]["fuse_allreduce_rms"]
     config._set_config_default(compilation.pass_config, "fuse_allreduce_rms", default)
     none = m.compilation.CompilationMode.NONE
@@ -528,7 +622,9 @@ def _resolved_mode(m: SimpleNamespace, engine: Any, setting: Setting, architectu
     return compilation.pass_config, compilation.mode == m.compilation.CompilationMode.VLLM_COMPILE
 
 
-def _pass_site(m: SimpleNamespace, setting: Setting, pass_config: Any, compiled: bool, message: Any, plain: str | None) -> str | None:
+def _pass_site(
+    m: SimpleNamespace, setting: Setting, pass_config: Any, compiled: bool, message: Any, plain: str | None
+) -> str | None:
     """What the compiled graph runs at a norm site: the pass's fused call where it applies, else the
     plain all-reduce (then RMSNorm)."""
     if not (pass_config.fuse_allreduce_rms and compiled and setting.tp > 1):
@@ -539,9 +635,16 @@ def _pass_site(m: SimpleNamespace, setting: Setting, pass_config: Any, compiled:
     tokens, hidden = message.shape
     workspace_tokens = min(max_size // (hidden * message.element_size()), _MAX_BATCHED_TOKENS)
     workspace = m.fi.get_fi_ar_workspace(
-        world_size=setting.tp, rank=0, max_token_num=workspace_tokens, hidden_dim=hidden, dtype=message.dtype, group=None
+        world_size=setting.tp,
+        rank=0,
+        max_token_num=workspace_tokens,
+        hidden_dim=hidden,
+        dtype=message.dtype,
+        group=None,
     )
-    fusion_pass = strict(m.fusion.AllReduceFusionPass, disabled=workspace is None, max_token_num=workspace_tokens)
+    fusion_pass = strict(
+        m.fusion.AllReduceFusionPass, disabled=workspace is None, max_token_num=workspace_tokens
+    )
     ranges = _compile_ranges(workspace_tokens)
     compile_range = next(r for r in ranges if r.start <= tokens <= r.end)
     if not fusion_pass.is_applicable_for_range(compile_range):
@@ -598,8 +701,10 @@ def _kind(architecture: str | None) -> str:
 def real_routes(setting: Setting, sizes: Sequence[int]) -> dict[str, list[str | None]]:
     row = setting.hidden * setting.itemsize
     env = dict(setting.knobs.env)
-    with _stood_in(setting, env) as m:
+    m = _modules()
+    with _environment(env):
         engine = _engine_args(m, setting)
+    with _stood_in(setting, env, _current_config(m, engine)) as m:
         communicator = _communicator(m, engine, setting)
         pass_config, compiled = _resolved_mode(m, engine, setting, setting.architecture)
         kind = _kind(setting.architecture)
@@ -611,12 +716,16 @@ def real_routes(setting: Setting, sizes: Sequence[int]) -> dict[str, list[str | 
         plain = [_plain(communicator, message) for message in messages]
         # Each site kind from a fresh FlashInfer workspace, as a process serving one of them makes it.
         m.fi.destroy_fi_ar_workspace()
-        sites = [_pass_site(m, setting, pass_config, compiled, *pair) for pair in zip(messages, plain)]
+        sites = [
+            _pass_site(m, setting, pass_config, compiled, *pair) for pair in zip(messages, plain, strict=True)
+        ]
         if kind != "pass":
             m.fi.destroy_fi_ar_workspace()
             direct = [_direct_site(m, communicator, message) for message in messages]
             if kind == "direct":
                 sites = direct
             else:
-                sites = [site if site == other else MIXED_SITES for site, other in zip(sites, direct)]
+                sites = [
+                    site if site == other else MIXED_SITES for site, other in zip(sites, direct, strict=True)
+                ]
     return {"allreduce": plain, "allreduce_rmsnorm": sites}
