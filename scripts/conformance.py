@@ -150,49 +150,55 @@ def grid(launcher: str, release: str, adapter: ModuleType) -> Iterator[Setting]:
     if hasattr(adapter, "settings"):
         yield from adapter.settings(release)
         return
-    architectures = tuple(dict.fromkeys((*architecture_variants(launcher), None)))
-    turn = 0
-    # Each planner knob set at one setting per group class, its capability and TP size turning with
-    # it (six consecutive turns take every capability and TP size, and every group class meets every
-    # capability and TP size across the knob sets).
-    for index, knobset in enumerate([Knobs(), *planner_knob_sets(launcher)]):
-        for step, group_class in enumerate(GROUP_CLASSES):
+    skipped = unexecuted(adapter, release)
+    variants = (a for a in architecture_variants(launcher, release) if a not in skipped)
+    architectures = tuple(dict.fromkeys((*variants, None)))
+    # Each planner knob set at one setting per group class (and per architecture class, where there
+    # are more), capability and TP size turning with it: every knob set meets every capability, TP
+    # size and group class, and capability x TP size x group class is crossed fully across them.
+    planned = [Knobs(), *planner_knob_sets(launcher)]
+    steps = max(len(GROUP_CLASSES), len(architectures))
+    for index, knobset in enumerate(planned):
+        for step in range(steps):
             capability = CAPABILITIES[(index + step) % len(CAPABILITIES)]
             tp = TP_SIZES[(index + step) % len(TP_SIZES)]
-            yield _setting(launcher, release, capability, tp, group_class, knobset, turn, architectures)
-            turn += 1
+            group_class = GROUP_CLASSES[step % len(GROUP_CLASSES)]
+            yield _setting(
+                launcher, release, (capability, tp, group_class), knobset, index, step, architectures
+            )
     # Each user setting at every capability and TP size, the group class turning.
     user = adapter.user_settings(release) if hasattr(adapter, "user_settings") else ()
-    for knobset in user:
+    for index, knobset in enumerate(user, start=len(planned)):
         for step, (capability, tp) in enumerate(itertools.product(CAPABILITIES, TP_SIZES)):
             group_class = GROUP_CLASSES[step % len(GROUP_CLASSES)]
-            yield _setting(launcher, release, capability, tp, group_class, knobset, turn, architectures)
-            turn += 1
+            yield _setting(
+                launcher, release, (capability, tp, group_class), knobset, index, step, architectures
+            )
 
 
 def _setting(
     launcher: str,
     release: str,
-    capability: tuple[int, int],
-    tp: int,
-    group_class: str,
+    node: tuple[tuple[int, int], int, str],
     knobset: Knobs,
-    turn: int,
+    index: int,
+    step: int,
     architectures: Sequence[str | None],
 ) -> Setting:
-    """A setting whose architecture, hidden size and element size turn with ``turn``: any six
-    consecutive turns take every hidden size and element size, any four every architecture, and
-    every pair of their values comes up every twelve turns."""
+    """The ``step``-th setting of the ``index``-th knob set: the steps of one knob set take every
+    architecture, hidden size and element size, and every pair of their values comes up across the
+    knob sets (the hidden size turns with the knob set, the element size every third step)."""
+    capability, tp, group_class = node
     return Setting(
         launcher=launcher,
         release=release,
         capability=capability,
         tp=tp,
         group_class=group_class,
-        hidden=HIDDEN_SIZES[turn % len(HIDDEN_SIZES)],
+        hidden=HIDDEN_SIZES[(index + step) % len(HIDDEN_SIZES)],
         knobs=knobset,
-        itemsize=ITEMSIZES[(turn // len(HIDDEN_SIZES)) % len(ITEMSIZES)],
-        architecture=architectures[turn % len(architectures)],
+        itemsize=ITEMSIZES[(index + step // len(HIDDEN_SIZES)) % len(ITEMSIZES)],
+        architecture=architectures[step % len(architectures)],
     )
 
 
@@ -224,14 +230,31 @@ def model_routes(setting: Setting) -> dict[str, Route]:
     return route(setting.launcher, setting.knobs, setting.context())
 
 
+def unexecuted(adapter: ModuleType, release: str) -> dict[str, str]:
+    """Architectures the adapter cannot execute at ``release``, with why (none by default)."""
+    found: dict[str, str] = (
+        adapter.unexecuted_architectures(release) if hasattr(adapter, "unexecuted_architectures") else {}
+    )
+    return found
+
+
 def real_answers(adapter: ModuleType, setting: Setting, points: Sequence[int]) -> dict[str, list[Answer]]:
     """The release's answers; with the architecture unknown, per size the one every architecture
-    class gets, ``model_dependent_<launcher>`` where they differ (as the route model names it)."""
-    variants = architecture_variants(setting.launcher) if setting.launcher in ROUTERS else (None,)
+    class gets, ``model_dependent_<launcher>`` where they differ (as the route model names it). A class
+    the adapter cannot execute takes the route model's answer there (the merge is what is checked)."""
+    variants = (
+        architecture_variants(setting.launcher, setting.release) if setting.launcher in ROUTERS else (None,)
+    )
     if setting.architecture is not None or variants == (None,):
         answers: dict[str, list[Answer]] = adapter.real_routes(setting, points)
         return answers
-    each = [adapter.real_routes(replace(setting, architecture=a), points) for a in variants]
+    skipped = unexecuted(adapter, setting.release)
+    each = [
+        _model_answers(replace(setting, architecture=a), points)
+        if a in skipped
+        else adapter.real_routes(replace(setting, architecture=a), points)
+        for a in variants
+    ]
     dependent = marker("model_dependent", setting.launcher)
     return {
         pattern: [
@@ -240,6 +263,10 @@ def real_answers(adapter: ModuleType, setting: Setting, points: Sequence[int]) -
         ]
         for pattern in each[0]
     }
+
+
+def _model_answers(setting: Setting, points: Sequence[int]) -> dict[str, list[Answer]]:
+    return {pattern: [at(spans, size) for size in points] for pattern, spans in model_routes(setting).items()}
 
 
 def known(disagreement: Disagreement, accepted: Sequence[Known] = KNOWN) -> Known | None:
@@ -331,6 +358,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         release, note = modelled_release(adapter.LAUNCHER, installed)
         if note:
             print(f"NOTE {note}")
+        for architecture, why in unexecuted(adapter, release).items():
+            print(f"NOT EXECUTED {adapter.LAUNCHER} {installed} {architecture}: {why}")
         settings = list(grid(adapter.LAUNCHER, release, adapter))
         tally = run(adapter, settings)
         print(

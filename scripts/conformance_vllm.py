@@ -127,6 +127,15 @@ STAND_INS: dict[str, tuple[str, str, str]] = {
         "that inline rule applied to the parsed configs; the current config _resolve_fi_ar_backend "
         "reads holds only attention_config.hisparse_config",
     ),
+    "which models call the fused kernel themselves": (
+        "the NVIDIA model implementations (DeepSeek-V3.2 / GLM-5.2, MiniMax-M3, Kimi-K3's latent-MoE "
+        "output, 0.34.0: Qwen3.5, Mistral Large 4), registry.py",
+        "the model classes need their weights' configs and, for some, CUDA at import",
+        "the release's manifest sets (scripts/extract_knobs.py reads them from its model code) say which "
+        "architecture calls; each call site then runs fused_allreduce_rms_norm, whose gate "
+        "(_can_use_flashinfer) and fused call Kimi-K3's allreduce_norm_latent_out and Qwen3.5's "
+        "fused_allreduce_gemma_rms_norm share; Mistral Large 4's defers_allreduce is restated (_defers)",
+    ),
     "fusion pass token limit": (
         "vllm/compilation/passes/fusion/allreduce_rms_fusion.py AllReduceFusionPass.__init__ "
         "(max_token_num = flashinfer_max_size // (hidden x element size), min with max_num_batched_tokens)",
@@ -195,6 +204,7 @@ _ENV = (
 )
 _MULTICAST_OFF = "1"  # the only value torch's check_env reads as true
 _TP_GROUP = "tp:0"
+_BF16_ITEMSIZE = 2  # Mistral Large 4 defers only in a bf16 model
 _NO_HANDLE = 0  # custom all-reduce's C++ handle: 0 tells its close() there is nothing to free  # CudaCommunicator enables its TP-only backends by this prefix
 #: Larger than every message the grid sends (tokens), so the scheduler's batch limit never decides.
 _MAX_BATCHED_TOKENS = 1 << 30
@@ -687,15 +697,43 @@ def _direct_site(m: SimpleNamespace, communicator: Any, message: Any) -> str | N
     raise AssertionError("fused_allreduce_rms_norm returned without reaching a kernel")
 
 
-def _kind(architecture: str | None) -> str:
-    """How the release's model implementation of ``architecture`` reaches the fused kernel."""
-    from topo_gate.launchers.routes import vllm_fusion
+def _architecture_sets(release: str) -> dict[str, list[str]]:
+    from topo_gate.launchers import knobs
 
-    if architecture in vllm_fusion.DIRECT_ARCHITECTURES:
-        return "direct"
-    if architecture in vllm_fusion.MIXED_SITES_ARCHITECTURES:
-        return "mixed"
+    sets: dict[str, list[str]] = knobs.manifest(LAUNCHER, release).get("architectures", {})
+    return sets
+
+
+def _kind(release: str, architecture: str | None) -> str:
+    """How the release's model implementation of ``architecture`` reaches the fused kernel."""
+    sets = _architecture_sets(release)
+    for kind, key in (
+        ("direct", "fused_norm_direct"),
+        ("mixed", "fused_norm_mixed_sites"),
+        ("deferring", "fused_norm_deferring"),
+    ):
+        if architecture in sets.get(key, ()):
+            return kind
     return "pass"
+
+
+def unexecuted_architectures(release: str) -> dict[str, str]:
+    """Architectures whose all-reduce before a norm the adapter cannot execute, with why."""
+    private = _architecture_sets(release).get("model_private_allreduce", ())
+    return {architecture: _PRIVATE_WHY for architecture in private}
+
+
+_PRIVATE_WHY = (
+    "its model code runs an all-reduce kernel of its own (a multicast Lamport mailbox) from inside the "
+    "MoE finalize of its NVIDIA model, which does not import on CPU"
+)
+
+
+def _defers(pass_config: Any, itemsize: int) -> bool:
+    """Mistral Large 4's ``defers_allreduce`` (models/mistral/mistral_large4/nvidia/model.py, 0.34.0:
+    57-66): the resolved ``fuse_allreduce_rms`` and a bf16 model, expert and sequence parallelism off
+    (their defaults). The module refuses to import off CUDA, so this one rule is restated here."""
+    return bool(pass_config.fuse_allreduce_rms) and itemsize == _BF16_ITEMSIZE
 
 
 def real_routes(setting: Setting, sizes: Sequence[int]) -> dict[str, list[str | None]]:
@@ -707,7 +745,7 @@ def real_routes(setting: Setting, sizes: Sequence[int]) -> dict[str, list[str | 
     with _stood_in(setting, env, _current_config(m, engine)) as m:
         communicator = _communicator(m, engine, setting)
         pass_config, compiled = _resolved_mode(m, engine, setting, setting.architecture)
-        kind = _kind(setting.architecture)
+        kind = _kind(setting.release, setting.architecture)
         messages = []
         for size in sizes:
             if size % row:
@@ -719,10 +757,12 @@ def real_routes(setting: Setting, sizes: Sequence[int]) -> dict[str, list[str | 
         sites = [
             _pass_site(m, setting, pass_config, compiled, *pair) for pair in zip(messages, plain, strict=True)
         ]
-        if kind != "pass":
+        if kind == "deferring" and not _defers(pass_config, setting.itemsize):
+            sites = plain
+        elif kind != "pass":
             m.fi.destroy_fi_ar_workspace()
             direct = [_direct_site(m, communicator, message) for message in messages]
-            if kind == "direct":
+            if kind in ("direct", "deferring"):
                 sites = direct
             else:
                 sites = [
