@@ -23,7 +23,7 @@ message it can receive).
 
 Prints one line per disagreement (the point and both answers), per release the point count and its
 wall time, and closes with ``N passed, N failed`` counted per point. A disagreement listed in
-``KNOWN`` (with its cause; docs/conformance.md mirrors the list) passes as known; any other fails and
+``KNOWN`` (with its cause; docs/launchers.md, Conformance, mirrors the list) passes as known; any other fails and
 the run exits 1.
 """
 
@@ -79,7 +79,7 @@ class Known:
     cause: str
 
 
-#: The accepted disagreements (docs/conformance.md lists them with their causes).
+#: The accepted disagreements (docs/launchers.md, Conformance, lists them with their causes).
 KNOWN: tuple[Known, ...] = ()
 
 

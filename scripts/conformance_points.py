@@ -16,7 +16,7 @@ library's) code. It exposes:
 - ``real_routes(setting, sizes) -> {pattern: [backend or None, ...]}``: what the release's own code
   picks at each size of ``sizes`` (bytes), for the patterns the adapter executes;
 - ``STAND_INS``: per predicate the adapter cannot run as it is, the citation, why, and the stand-in
-  it uses (docs/conformance.md lists them).
+  it uses (docs/launchers.md, Conformance, lists them).
 
 and optionally:
 

@@ -44,7 +44,7 @@ MIXED_SITES = marker("mixed_sites", LAUNCHER)
 
 _COMM = "vllm/distributed/device_communicators/"
 #: Per predicate or call the adapter cannot run as the release ships it: where it is, why, and what
-#: stands in (docs/conformance.md lists them).
+#: stands in (docs/launchers.md, Conformance, lists them).
 STAND_INS: dict[str, tuple[str, str, str]] = {
     "device capability": (
         "vllm/platforms/interface.py get_device_capability (CudaPlatform: NVML / torch.cuda)",
