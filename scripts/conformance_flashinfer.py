@@ -122,7 +122,8 @@ def _trtllm_ar() -> ModuleType:
     assert loaded is not None and loaded.loader is not None
     module = importlib.util.module_from_spec(loaded)
     loaded.loader.exec_module(module)
-    module.get_trtllm_comm_module = lambda: SimpleNamespace(trtllm_allreduce_fusion=_launch)
+    # The kernel launch the choice is made for: recorded, not launched.
+    module.__dict__["get_trtllm_comm_module"] = lambda: SimpleNamespace(trtllm_allreduce_fusion=_launch)
     return module
 
 

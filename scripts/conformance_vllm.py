@@ -324,6 +324,9 @@ def _vllm() -> SimpleNamespace:
         return SimpleNamespace(**{key: importlib.import_module(name) for key, name in names.items()})
 
 
+_COMPILED = "_C"  # the torch.ops namespace of vLLM's compiled kernels
+
+
 class _DeclaringOps:
     """``torch.ops._C`` that declares (never implements) each compiled op an import looks up."""
 
@@ -338,12 +341,12 @@ class _DeclaringOps:
         except AttributeError:
             if name.startswith("__"):
                 raise
-        torch.ops._C = self._real  # define() looks the namespace up itself
+        setattr(torch.ops, _COMPILED, self._real)  # define() looks the namespace up itself
         try:
             self._library.define(f"{name}(Tensor[] args) -> ()")
             self._library.define(f"{name}.out(Tensor[] args) -> ()")
         finally:
-            torch.ops._C = self
+            setattr(torch.ops, _COMPILED, self)
         return getattr(self._real, name)
 
 
@@ -353,12 +356,12 @@ def _compiled_ops_declared() -> Iterator[None]:
     import, declared for the import (the pattern matchers hold them; nothing here calls one)."""
     import torch
 
-    real = torch.ops._C
-    torch.ops._C = _DeclaringOps(real, torch.library.Library("_C", "FRAGMENT"))
+    real = getattr(torch.ops, _COMPILED)
+    setattr(torch.ops, _COMPILED, _DeclaringOps(real, torch.library.Library(_COMPILED, "FRAGMENT")))
     try:
         yield
     finally:
-        torch.ops._C = real
+        setattr(torch.ops, _COMPILED, real)
 
 
 _MODULES: SimpleNamespace | None = None

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from topo_gate.launchers import knobs
+from topo_gate.launchers.routes import base, vllm_compile, vllm_models
 from topo_gate.launchers.routes import vllm as vllm_routes
-from topo_gate.launchers.routes import vllm_compile, vllm_models
 from topo_gate.launchers.routes.base import Knobs
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
@@ -73,7 +73,7 @@ def _custom_cap_off_by(delta: int) -> Callable[[pytest.MonkeyPatch], None]:
     """vLLM's custom all-reduce cap ``delta`` bytes off in the route model."""
 
     def plant(monkeypatch: pytest.MonkeyPatch) -> None:
-        real_up_to = vllm_routes.up_to
+        real_up_to = base.up_to
 
         def up_to(limit, backend):
             return real_up_to(limit + delta if backend == "vllm_custom" and limit else limit, backend)

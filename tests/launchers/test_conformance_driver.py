@@ -32,16 +32,18 @@ CUSTOM_LIMIT = 8 << 20  # vLLM's custom all-reduce default max_size: the route m
 def adapter(answer, *, settings=(SETTING,)) -> ModuleType:
     """A stand-in adapter: ``answer(setting, pattern, size, model_answer)`` is the 'release's' answer."""
     module = ModuleType("conformance_standin")
-    module.LAUNCHER = "vllm"
-    module.STAND_INS = {}
-    module.installed_release = lambda: "0.33.0"
-    module.settings = lambda release: list(settings)
 
     def real_routes(setting, sizes):
         model = conformance.model_routes(setting)
         return {p: [answer(setting, p, n, at(model[p], n)) for n in sizes] for p in model}
 
-    module.real_routes = real_routes
+    module.__dict__.update(
+        LAUNCHER="vllm",
+        STAND_INS={},
+        installed_release=lambda: "0.33.0",
+        settings=lambda release: list(settings),
+        real_routes=real_routes,
+    )
     return module
 
 
@@ -147,8 +149,8 @@ def test_main_prints_per_release_counts_and_closes_with_passed_and_failed(monkey
 
 def test_the_grid_covers_each_knob_set_with_every_value_of_every_other_axis() -> None:
     standin = adapter(echo)
-    del standin.settings
-    standin.user_settings = lambda release: (Knobs(args=("--enforce-eager",)),)
+    del standin.__dict__["settings"]
+    standin.__dict__["user_settings"] = lambda release: (Knobs(args=("--enforce-eager",)),)
     settings = list(conformance.grid("vllm", "0.33.0", standin))
     assert {(s.capability, s.tp, s.group_class) for s in settings} == {
         (c, t, g) for c in conformance.CAPABILITIES for t in conformance.TP_SIZES for g in GROUP_CLASSES
@@ -157,7 +159,7 @@ def test_the_grid_covers_each_knob_set_with_every_value_of_every_other_axis() ->
     for s in settings:
         per_knobset[conformance._key(s.knobs)].append(s)
     assert len(per_knobset) > 2  # the planner's candidates came in
-    wanted = {
+    wanted: dict[str, set[object]] = {
         "capability": set(conformance.CAPABILITIES),
         "tp": set(conformance.TP_SIZES),
         "group_class": set(GROUP_CLASSES),
@@ -176,6 +178,7 @@ def test_the_grid_covers_each_knob_set_with_every_value_of_every_other_axis() ->
 def test_a_strict_stand_in_refuses_an_attribute_it_was_not_given() -> None:
     class Communicator:
         disabled = False  # a class default a new release might start reading
+        max_size: int
 
         def should_use(self) -> bool:
             return not self.disabled and self.max_size > 0
