@@ -220,12 +220,10 @@ def model_routes(setting: Setting) -> dict[str, Route]:
     """What topo-gate's route model says for ``setting`` (FlashInfer's choice is a library's)."""
     if setting.launcher == "flashinfer":
         return {
-            "allreduce": flashinfer.heuristic_route(
-                setting.tp, setting.itemsize, fused=False, launcher="flashinfer"
-            ),
-            "allreduce_rmsnorm": flashinfer.heuristic_route(
-                setting.tp, setting.itemsize, fused=True, launcher="flashinfer"
-            ),
+            pattern: flashinfer.heuristic_route(
+                setting.tp, setting.itemsize, fused=fused, launcher="flashinfer", release=setting.release
+            )
+            for pattern, fused in (("allreduce", False), ("allreduce_rmsnorm", True))
         }
     return route(setting.launcher, setting.knobs, setting.context())
 

@@ -18,6 +18,7 @@ import functools
 import importlib.metadata
 import importlib.util
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -136,29 +137,32 @@ def _choice(module: ModuleType, setting: Setting, pattern: int, size: int) -> st
     dtype = {2: torch.bfloat16, 4: torch.float32}[setting.itemsize]
     message = torch.empty(size // row, setting.hidden, dtype=dtype, device="meta")
     try:
-        module.trtllm_allreduce_fusion(
-            allreduce_in=message,
-            world_size=setting.tp,
-            world_rank=0,
-            token_num=size // row,
-            hidden_dim=setting.hidden,
-            workspace_ptrs=None,
-            launch_with_pdl=True,
-            trigger_completion_at_end=True,
-            fp32_acc=True,
-            pattern_code=pattern,
-            use_oneshot=None,
-            allreduce_out=None,
-            residual_in=None,
-            residual_out=None,
-            norm_out=None,
-            quant_out=None,
-            scale_out=None,
-            rms_gamma=None,
-            rms_eps=None,
-            scale_factor=None,
-            layout_code=None,
-        )
+        with warnings.catch_warnings():
+            # Deprecated in favour of allreduce.py's allreduce_fusion, which calls it for the TRT-LLM backend.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            module.trtllm_allreduce_fusion(
+                allreduce_in=message,
+                world_size=setting.tp,
+                world_rank=0,
+                token_num=size // row,
+                hidden_dim=setting.hidden,
+                workspace_ptrs=None,
+                launch_with_pdl=True,
+                trigger_completion_at_end=True,
+                fp32_acc=True,
+                pattern_code=pattern,
+                use_oneshot=None,
+                allreduce_out=None,
+                residual_in=None,
+                residual_out=None,
+                norm_out=None,
+                quant_out=None,
+                scale_out=None,
+                rms_gamma=None,
+                rms_eps=None,
+                scale_factor=None,
+                layout_code=None,
+            )
     except _Launched as launched:
         fused = "fused_" if pattern else ""
         return f"trtllm_{fused}{'one' if launched.oneshot else 'two'}shot_{LAUNCHER}"

@@ -246,6 +246,7 @@ class _FlashInferComm:
     def __init__(self) -> None:
         self.device: DeviceState | None = None
         self.tp = 0
+        self.release: str | None = None  # the FlashInfer release the route model pairs with this vLLM
         patterns = (
             "kAllReduce",
             "kARResidualRMSNorm",
@@ -269,7 +270,9 @@ class _FlashInferComm:
             return _raise(f"mnnvl_{fused}vllm")
         oneshot = kw.get("use_oneshot")
         if oneshot is None:  # FlashInfer's own choice (conformance_flashinfer checks that table)
-            oneshot = input.nbytes < flashinfer_route.oneshot_limit(self.tp, input.element_size())
+            oneshot = input.nbytes < flashinfer_route.oneshot_limit(
+                self.tp, input.element_size(), self.release
+            )
         return _raise(f"trtllm_{fused}{'one' if oneshot else 'two'}shot_vllm")
 
 
@@ -437,7 +440,7 @@ def _stood_in(setting: Setting, env: dict[str, str], current: Any = None) -> Ite
     platform = m.platforms.current_platform
     capability = m.interface.DeviceCapability(*setting.capability)
     dist = _distributed(torch, setting.tp)
-    _FLASHINFER.device, _FLASHINFER.tp = device, setting.tp
+    _FLASHINFER.device, _FLASHINFER.tp, _FLASHINFER.release = device, setting.tp, setting.flashinfer
     symm_mem = SimpleNamespace(
         empty=lambda n, device, dtype: torch.empty(n, dtype=dtype, device="meta"),
         rendezvous=lambda buffer, name: _symm_handle(device, env),

@@ -3,8 +3,9 @@
 Each case plants one bug by monkeypatching the route model, runs the installed release's own code
 through its adapter at a few settings, and asserts that the run agrees there before the plant and
 reports disagreements after it. scripts/launcher_parsers.sh runs this file in the parsers venv once
-per installed release (vLLM 0.33.0, then 0.34.0 first on the path); a case for another release, or
-for a launcher not importable here, is skipped with its reason.
+per installed release (vLLM 0.33.0, then 0.34.0 first on the path, then FlashInfer 0.7.4 with
+``-k FlashInfer``); a case for another release, or for a launcher not importable here, is skipped
+with its reason.
 
 ``PLANTED`` is the list of cases: SGLang's adapter adds its own as one more entry.
 """
@@ -22,6 +23,7 @@ import pytest
 
 from topo_gate.launchers import knobs
 from topo_gate.launchers.routes import base, vllm_compile, vllm_models
+from topo_gate.launchers.routes import flashinfer as flashinfer_routes
 from topo_gate.launchers.routes import vllm as vllm_routes
 from topo_gate.launchers.routes.base import Knobs
 
@@ -101,6 +103,23 @@ def _qwen3_5_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
+def _flashinfer_limit_below(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FlashInfer's one-shot limit one byte low in the route model."""
+    real_limit = flashinfer_routes.oneshot_limit
+    monkeypatch.setattr(
+        flashinfer_routes,
+        "oneshot_limit",
+        lambda tp, itemsize, release=None: real_limit(tp, itemsize, release) - 1,
+    )
+
+
+def _flashinfer_alone() -> str | None:
+    """The FlashInfer adapter loads FlashInfer's module under the package's own name."""
+    if "flashinfer" in sys.modules:
+        return "another adapter's FlashInfer stand-in is loaded in this interpreter (run with -k FlashInfer)"
+    return None
+
+
 def _release_modelled(launcher: str, release: str) -> Callable[[], str | None]:
     def needs() -> str | None:
         if release in knobs.SUPPORTED.get(launcher, ()):
@@ -122,6 +141,17 @@ PLANTED = [
         CUSTOM_CAP_SETTINGS,
         _custom_cap_off_by(-1),
         observable=False,
+    ),
+    Planted(
+        "FlashInfer one-shot limit one byte below",
+        "flashinfer",
+        [
+            Setting("flashinfer", release, (10, 0), tp, "nvswitch", 8, Knobs())
+            for release in knobs.LIBRARY_RELEASES["flashinfer"]
+            for tp in (2, 4, 8)
+        ],
+        _flashinfer_limit_below,
+        needs=_flashinfer_alone,
     ),
     Planted(
         "Qwen3.5 treated as compiled on vLLM 0.34.0",
