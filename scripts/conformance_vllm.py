@@ -742,6 +742,32 @@ def _defers(pass_config: Any, itemsize: int) -> bool:
     return bool(pass_config.fuse_allreduce_rms) and itemsize == _BF16_ITEMSIZE
 
 
+def limits(setting: Setting) -> list[int]:
+    """Every size limit the release's own tables put at this capability and TP size, in bytes, each
+    as given and one past it (the tables mix ``<`` and ``<=``): custom all-reduce's default and
+    per-capability max, symm-mem's, the MNNVL tuned max, the fusion and one-shot tables, NCCL-symm's
+    preferred range, and a ``fi_allreduce_fusion_max_size_mb`` the knobs set."""
+    import inspect
+
+    m = _modules()
+    utils = importlib.import_module("vllm.distributed.device_communicators.all_reduce_utils")
+    major, minor = setting.capability
+    dotted, joined, tp = f"{major}.{minor}", major * 10 + minor, setting.tp
+    mib = 1 << 20
+    found = [inspect.signature(m.custom.CustomAllreduce.__init__).parameters["max_size"].default]
+    for table in (utils.CUSTOM_ALL_REDUCE_MAX_SIZES, utils.SYMM_MEM_ALL_REDUCE_MAX_SIZES):
+        found += [table[dotted][tp]] if tp in table.get(dotted, {}) else []
+    for mb_table in (m.fusion.FI_ALLREDUCE_FUSION_MAX_SIZE_MB, m.fusion._FI_ALLREDUCE_ONE_SHOT_MAX_SIZES_MB):
+        found += [int(mb_table[joined][tp] * mib)] if tp in mb_table.get(joined, {}) else []
+    tuned = utils.FI_MNNVL_ALLREDUCE_MAX_SIZE_MB.get((joined, tp, 1))
+    found += [] if tuned is None else [int(tuned * mib)]
+    found += list(utils.NCCL_SYMM_MEM_ALL_REDUCE_CONFIG["custom_ar_preferred_ranges"].get(tp, ()))
+    with _environment(dict(setting.knobs.env)):
+        chosen = _engine_args(m, setting).compilation_config.pass_config.fi_allreduce_fusion_max_size_mb
+    found += [] if chosen is None else [int(chosen * mib)]
+    return sorted({bound for limit in found for bound in (limit, limit + 1)})
+
+
 def real_routes(setting: Setting, sizes: Sequence[int]) -> dict[str, list[str | None]]:
     row = setting.hidden * setting.itemsize
     env = dict(setting.knobs.env)
