@@ -57,7 +57,9 @@ def architectures(files: dict[str, str]) -> dict[str, object]:
     trees = {path: ast.parse(text, filename=path) for path, text in files.items()}
     kernels = fused_kernel_functions(trees)
     callers = {path for path, tree in trees.items() if _calls(tree, kernels)}
-    direct, deferring, mixed = set(), set(), set()
+    direct: set[str] = set()
+    deferring: set[str] = set()
+    mixed: set[str] = set()
     private: dict[str, int] = {}
     for arch, defining in nvidia_modules(trees).items():
         reached = _nvidia_closure(trees, defining)
@@ -177,8 +179,8 @@ def registry_packages(tree: ast.Module) -> dict[str, tuple[str, str]]:
                 module, cls = (ast.literal_eval(e) for e in value.elts[:2])
             except ValueError:
                 continue
-            if isinstance(module, str) and module.startswith("vllm.models."):
-                out.setdefault(key.value, (module, cls))
+            if isinstance(key.value, str) and isinstance(module, str) and module.startswith("vllm.models."):
+                out.setdefault(key.value, (module, str(cls)))
     return out
 
 

@@ -241,14 +241,13 @@ def test_a_plan_never_replaces_a_model_private_default() -> None:
     kernel."""
     case = next(c for c in CASES if c.name == "vllm-flashinfer-off")
     row = 8192 * 2  # the case's model, llama-3.1-70b
-    generic = case.plan(architecture=BREAKABLE[0])
-    muse = case.plan(architecture=MUSE_SPARK)
+    generic, muse = case.plan(architecture=BREAKABLE[0]), case.plan(architecture=MUSE_SPARK)
     assert dict(generic.env) == dict(muse.env) == dict(case.env)
-    assert at(generic.choice.routes["allreduce_rmsnorm"], 48 * row) == "vllm_custom"
-    for plan in (muse, generic):
-        assert at(plan.choice.routes["allreduce_rmsnorm"], 49 * row) == "vllm_custom"
-    assert at(muse.choice.routes["allreduce_rmsnorm"], 48 * row) == "model_private_vllm"
-    assert at(muse.choice.routes["allreduce_rmsnorm"], row) == "model_private_vllm"
+    assert generic.choice is not None and muse.choice is not None
+    generic_sites, muse_sites = (p.routes["allreduce_rmsnorm"] for p in (generic.choice, muse.choice))
+    assert at(generic_sites, row) == at(generic_sites, 48 * row) == "vllm_custom"
+    assert at(muse_sites, 49 * row) == "vllm_custom"
+    assert at(muse_sites, row) == at(muse_sites, 48 * row) == "model_private_vllm"
 
 
 # -- the routing classes, per release ---------------------------------------------------------------------

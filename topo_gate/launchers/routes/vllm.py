@@ -261,7 +261,7 @@ def env_bool(knobset: Knobs, ctx: Context, name: str) -> bool:
         return bool(knobs.manifest(LAUNCHER, ctx.release)["env"][name]["default"])
     if not value.strip().lstrip("-").isdigit():
         raise RouteError(
-            f"{name}={value!r}: {release_name(ctx)} reads it as bool(int(...)) and would fail to start"
+            f"{name}={value!r}: vLLM reads it as bool(int(...)) and would fail to start ({release_name(ctx)})"
         )
     return bool(int(value))
 
