@@ -34,8 +34,9 @@ import importlib
 import itertools
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -109,6 +110,8 @@ class Tally:
     failed: int = 0
     known: int = 0
     seconds: float = 0.0
+    #: Disagreeing points by (pattern, route model's answer, release's answer, element size).
+    kinds: Counter[tuple[str, Answer, Answer, int]] = field(default_factory=Counter)
 
 
 # --- the grid -----------------------------------------------------------------------------------
@@ -323,6 +326,7 @@ def run(
                 tally.known += 1
                 continue
             out(str(disagreement))
+            tally.kinds[(disagreement.pattern, disagreement.model, disagreement.real, setting.itemsize)] += 1
             failed_sizes.add(disagreement.size * 2 + (disagreement.pattern != "allreduce"))
         tally.failed += len(failed_sizes)
     tally.seconds = time.perf_counter() - started
@@ -364,6 +368,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{adapter.LAUNCHER} {installed}: {tally.points} points at {len(settings)} settings in {tally.seconds:.1f} s, "
             f"{tally.failed} failed, {tally.known} known disagreements"
         )
+        for (pattern, model, real, itemsize), count in tally.kinds.most_common():
+            print(
+                f"  {count} x {pattern} (element size {itemsize}): route model {model or 'NCCL'}, release {real or 'NCCL'}"
+            )
         total.points += tally.points
         total.failed += tally.failed
     print(f"{total.points - total.failed} passed, {total.failed} failed")

@@ -141,7 +141,9 @@ def test_main_prints_per_release_counts_and_closes_with_passed_and_failed(monkey
     assert conformance.main(["standin"]) == 1
     out = capsys.readouterr().out.splitlines()
     points = 2 * len(conformance.sizes(SETTING, conformance.model_routes(SETTING), ()))
-    assert out[-2].startswith(f"vllm 0.33.0: {points} points at 1 settings in ")
+    (summary,) = [line for line in out if line.startswith("vllm 0.33.0: ")]
+    assert summary.startswith(f"vllm 0.33.0: {points} points at 1 settings in ")
+    assert "  1 x allreduce (element size 2): route model NCCL, release vllm_custom" in out
     assert out[-1] == f"{points - 1} passed, 1 failed"
     monkeypatch.setitem(sys.modules, "conformance_standin", adapter(echo))
     assert conformance.main(["standin"]) == 0
