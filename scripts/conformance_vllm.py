@@ -203,9 +203,9 @@ _ENV = (
     "TORCH_COMPILE_DISABLE",
 )
 _MULTICAST_OFF = "1"  # the only value torch's check_env reads as true
-_TP_GROUP = "tp:0"
+_TP_GROUP = "tp:0"  # CudaCommunicator enables its TP-only backends by this prefix
 _BF16_ITEMSIZE = 2  # Mistral Large 4 defers only in a bf16 model
-_NO_HANDLE = 0  # custom all-reduce's C++ handle: 0 tells its close() there is nothing to free  # CudaCommunicator enables its TP-only backends by this prefix
+_NO_HANDLE = 0  # custom all-reduce's C++ handle: 0 tells its close() there is nothing to free
 #: Larger than every message the grid sends (tokens), so the scheduler's batch limit never decides.
 _MAX_BATCHED_TOKENS = 1 << 30
 
@@ -234,6 +234,11 @@ class _Workspace:
         self.backend, self.max_token_num, self.mc_ptr = backend, max_token_num, int(backend == "mnnvl")
 
     def is_buffer_size_sufficient(self, tp_size: int, num_tokens: int, hidden_dim: int, dtype: Any) -> bool:
+        """Up to the tokens it was made for. FlashInfer sizes an MNNVL workspace for max_token_num
+        tokens of two-shot (and the one-shot ones below its threshold), times its three Lamport
+        buffers (trtllm_mnnvl_ar.py, __init__ and get_required_buffer_size_bytes), and checks a
+        TRT-LLM one against max_token_num x hidden (check_trtllm_allreduce_fusion_workspace_metadata):
+        within a workspace made for this hidden size and dtype, both come to this."""
         return num_tokens <= self.max_token_num
 
     def destroy(self) -> None:
@@ -282,7 +287,7 @@ _FLASHINFER = _FlashInferComm()
 def _install_flashinfer() -> None:
     """Put the stand-in ``flashinfer.comm`` where vLLM's ``find_spec`` and imports find it."""
     if "flashinfer" in sys.modules:
-        return
+        raise RuntimeError("flashinfer is already imported here: run this adapter in its own interpreter")
     package = ModuleType("flashinfer")
     package.__spec__ = importlib.machinery.ModuleSpec("flashinfer", None, is_package=True)
     package.__path__ = []
@@ -304,7 +309,6 @@ def _vllm() -> SimpleNamespace:
     """The release's modules the adapter drives (imported once, after the FlashInfer stand-in)."""
     _install_flashinfer()
     names = {
-        "envs": "vllm.envs",
         "platforms": "vllm.platforms",
         "interface": "vllm.platforms.interface",
         "parallel_state": "vllm.distributed.parallel_state",
@@ -615,11 +619,12 @@ def _resolved_mode(
     """The pass config with ``fuse_allreduce_rms`` resolved, and whether vLLM compiles (mode VLLM_COMPILE)."""
     compilation = copy.deepcopy(engine.compilation_config)  # EngineArgs' default is one shared object
     levels = m.config.OPTIMIZATION_LEVEL_TO_CONFIG
-    level = m.config.OptimizationLevel(
-        int(engine.optimization_level)
-    )  # -ON parses as "N"; VllmConfig validates it
+    # -ON parses as the string "N"; VllmConfig's validation turns it into the enum.
+    level = m.config.OptimizationLevel(int(engine.optimization_level))
+    if architecture is None:
+        raise ValueError("the release always knows the served architecture: run each class (the driver does)")
     parallel = Record("ParallelConfig", tensor_parallel_size=setting.tp)
-    model = Record("ModelConfig", architectures=[architecture] if architecture else ["LlamaForCausalLM"])
+    model = Record("ModelConfig", architectures=[architecture])
     config = strict(
         m.config.VllmConfig,
         compilation_config=compilation,
