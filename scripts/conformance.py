@@ -10,21 +10,24 @@ at each point and pattern the route model and the release must name the same ker
 
 The grid (``grid``) is a covering design, pairwise or better: every knob set the launcher's planner
 may emit (``topo_gate.launchers.<launcher>.candidates`` from every bundled profile, at every TP size)
-is checked once per group class, with capability and TP size turning so that each knob set meets
-every capability, TP size and group class, and capability x TP size x group class is crossed fully
-across the knob sets. Each user setting the route model reads (the adapter's
-``user_settings(release)``) is crossed fully with capability x TP size, the group class turning. The
-served architecture (one per routing class, and unknown), hidden size and element size turn with the
-setting's index so that each knob set meets every value of each, and each pair of them comes up. The sizes (``sizes``): every rung of the probe's token ladder,
-and the receivable sizes on each side of every size limit in the route model's routes and the
-release's own tables: the largest whole number of the served model's rows below the limit and the
-smallest at or above it (a launcher only ever reduces whole rows, so a byte in between is no
-message it can receive).
+is checked once per group class (or per architecture class, where there are more), capability and
+TP size turning, so that each knob set meets every capability, TP size, group class, architecture
+class (and unknown), hidden size and element size, and capability x TP size x group class is
+crossed fully across the knob sets. Each user setting the route model reads (the adapter's
+``user_settings(release)``) is crossed fully with capability x TP size, the group class turning.
+Every pair of architecture, hidden size and element size comes up. The sizes (``sizes``): every rung
+of the probe's token ladder, and the receivable sizes on each side of every size limit in the route
+model's routes and the release's own tables: the largest whole number of the served model's rows
+below the limit and the smallest at or above it (a launcher only ever reduces whole rows, so a byte
+in between is no message it can receive).
+
+Each adapter runs in an interpreter of its own (the adapters stand in modules of the launchers'
+packages, and two of them would meet in ``sys.modules``): naming several runs each in a subprocess.
 
 Prints one line per disagreement (the point and both answers), per release the point count and its
 wall time, and closes with ``N passed, N failed`` counted per point. A disagreement listed in
-``KNOWN`` (with its cause; docs/launchers.md, Conformance, mirrors the list) passes as known; any other fails and
-the run exits 1.
+``KNOWN`` (with its cause; docs/launchers.md, Conformance, mirrors the list) passes as known; any
+other fails and the run exits 1.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import itertools
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -346,13 +350,15 @@ def load(name: str) -> ModuleType:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument(
         "adapters", nargs="*", help=f"adapters to run (default: every one present of {', '.join(ADAPTERS)})"
     )
     names = parser.parse_args(argv).adapters or [
         n for n in ADAPTERS if (SCRIPTS / f"conformance_{n}.py").exists()
     ]
+    if len(names) > 1:
+        return _each_in_its_own_interpreter(names)
     total = Tally()
     for name in names:
         adapter = load(name)
@@ -365,17 +371,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = list(grid(adapter.LAUNCHER, release, adapter))
         tally = run(adapter, settings)
         print(
-            f"{adapter.LAUNCHER} {installed}: {tally.points} points at {len(settings)} settings in {tally.seconds:.1f} s, "
-            f"{tally.failed} failed, {tally.known} known disagreements"
+            f"{adapter.LAUNCHER} {installed}: {tally.points} points at {len(settings)} settings "
+            f"in {tally.seconds:.1f} s, {tally.failed} failed, {tally.known} known disagreements"
         )
         for (pattern, model, real, itemsize), count in tally.kinds.most_common():
             print(
-                f"  {count} x {pattern} (element size {itemsize}): route model {model or 'NCCL'}, release {real or 'NCCL'}"
+                f"  {count} x {pattern} (element size {itemsize}): route model {model or 'NCCL'}, "
+                f"release {real or 'NCCL'}"
             )
         total.points += tally.points
         total.failed += tally.failed
     print(f"{total.points - total.failed} passed, {total.failed} failed")
     return 1 if total.failed else 0
+
+
+def _each_in_its_own_interpreter(names: Sequence[str]) -> int:
+    """Run each adapter in a subprocess, pass its output through, and add up its closing line."""
+    passed = failed = 0
+    for name in names:
+        result = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), name], capture_output=True, text=True, check=False
+        )
+        sys.stdout.write(result.stdout)
+        sys.stderr.write(result.stderr)
+        closing = result.stdout.strip().splitlines()[-1:] or [""]
+        counts = closing[0].replace(",", "").split()
+        if len(counts) != 4 or counts[1] != "passed" or counts[3] != "failed":
+            print(f"ERROR conformance_{name} stopped before its closing line (exit {result.returncode})")
+            failed += 1
+            continue
+        passed, failed = passed + int(counts[0]), failed + int(counts[2])
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -21,8 +21,11 @@ library's) code. It exposes:
 and optionally:
 
 - ``user_settings(release) -> [Knobs, ...]``: knob sets a user may run with that the route model of
-  ``release`` reads (flags, env), checked
-  besides every knob set the launcher's planner may emit (``topo_gate.launchers.<launcher>.candidates``);
+  ``release`` reads (flags, env), checked besides every knob set the launcher's planner may emit
+  (``topo_gate.launchers.<launcher>.candidates``);
+- ``unexecuted_architectures(release) -> {architecture: why}``: architecture classes the adapter
+  cannot execute (left out of the grid, named in the output, and given the route model's answer in
+  an unknown-architecture merge);
 - ``limits(setting) -> [bytes, ...]``: the size limits the release's own tables put at this setting
   (the run checks the receivable sizes on each side of every one, as it does the route model's);
 - ``settings(release) -> [Setting, ...]``: the adapter's own grid, where the launcher grid's axes mean
