@@ -191,3 +191,22 @@ def test_a_strict_stand_in_refuses_an_attribute_it_was_not_given() -> None:
     assert strict(Communicator, max_size=1, disabled=False).should_use()
     with pytest.raises(Unset, match="tp group.rank was read"):
         _ = Record("tp group", cpu_group=None).rank
+
+
+def test_several_adapters_run_each_in_its_own_interpreter_and_add_up(monkeypatch, capsys) -> None:
+    closing = {"vllm": "10 passed, 2 failed\n", "flashinfer": "5 passed, 0 failed\n", "sglang": "Traceback\n"}
+    ran: list[list[str]] = []
+
+    def subprocess_run(command, **kwargs):
+        ran.append(command)
+        return conformance.subprocess.CompletedProcess(command, 0, stdout=closing[command[-1]], stderr="")
+
+    monkeypatch.setattr(conformance.subprocess, "run", subprocess_run)
+    assert conformance.main(["vllm", "flashinfer"]) == 1
+    assert [command[-1] for command in ran] == ["vllm", "flashinfer"]
+    assert capsys.readouterr().out.splitlines()[-1] == "15 passed, 2 failed"
+    # An adapter that dies before its closing line fails the run and says so.
+    assert conformance.main(["flashinfer", "sglang"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert "ERROR conformance_sglang stopped before its closing line (exit 0)" in out
+    assert out[-1] == "5 passed, 1 failed"
