@@ -5,8 +5,7 @@
 # SGLang 0.5.23 and vLLM 0.33.0 go into their own venv (.venv-parsers) with --no-deps, next to the CPU
 # build of torch and the pure-Python packages their argument parsing imports
 # (scripts/launcher-parsers-requirements.txt): their full dependency sets pull CUDA builds. The venv is
-# reused while that file is unchanged; PARSERS_VENV moves it. Needs only PyPI (LAUNCHER_WHEELS: a folder
-# of wheels to install the releases below from instead).
+# reused while that file is unchanged; PARSERS_VENV moves it. Needs only PyPI.
 #
 # Then the conformance run (scripts/conformance.py): each supported release's own dispatch code on CPU
 # against topo-gate's route model -- vLLM 0.33.0 (the venv's), vLLM 0.34.0 and FlashInfer 0.7.2.post1 /
@@ -63,13 +62,13 @@ echo "launcher parsers: manifests checked against the releases in $((SECONDS - s
 
 # The conformance run: every release's own dispatch code against the route model (docs/launchers.md, Conformance).
 # Each release runs in its own interpreter (the adapters stand in modules of the launchers' packages).
-wheels=()
-if [[ -n "${LAUNCHER_WHEELS:-}" ]]; then wheels=(--no-index --find-links "$LAUNCHER_WHEELS"); fi
-release_dir() { # release_dir PACKAGE VERSION: the package installed --no-deps in a folder of the venv
+release_dir() { # release_dir PACKAGE VERSION: the package installed --no-deps in a folder of the venv,
+  # from the wheel downloaded above
   local dir="$venv/releases/$1-$2"
   if [[ ! -f "$dir/.installed" ]]; then
     rm -rf "$dir"
-    "$venv/bin/python" -m pip install -q --no-deps --no-compile --target "$dir" "${wheels[@]}" "$1==$2" >&2
+    "$venv/bin/python" -m pip install -q --no-deps --no-compile --target "$dir" \
+      --no-index --find-links "$sources" "$1==$2" >&2
     touch "$dir/.installed"
   fi
   echo "$dir"
