@@ -6,6 +6,11 @@
 # build of torch and the pure-Python packages their argument parsing imports
 # (scripts/launcher-parsers-requirements.txt): their full dependency sets pull CUDA builds. The venv is
 # reused while that file is unchanged; PARSERS_VENV moves it. Needs only PyPI.
+#
+# Then the conformance run (scripts/conformance.py): each supported release's own dispatch code on CPU
+# against topo-gate's route model -- vLLM 0.33.0 (the venv's), vLLM 0.34.0 and FlashInfer 0.7.2.post1 /
+# 0.7.4 (each installed --no-deps into a folder of the venv and put first on PYTHONPATH), and SGLang
+# 0.5.23 where scripts/conformance_sglang.py exists -- and the planted-bug tests it must catch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${PARSERS_VENV:-.venv-parsers}"
@@ -55,3 +60,47 @@ PY
 TOPO_GATE_LAUNCHER_SOURCES="$sources" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
   tests/launchers/test_manifests_current.py
 echo "launcher parsers: manifests checked against the releases in $((SECONDS - started)) s"
+
+# The conformance run: every release's own dispatch code against the route model (docs/launchers.md, Conformance).
+# Each release runs in its own interpreter (the adapters stand in modules of the launchers' packages).
+release_dir() { # release_dir PACKAGE VERSION: the package installed --no-deps in a folder of the venv,
+  # from the wheel downloaded above
+  local dir="$venv/releases/$1-$2"
+  if [[ ! -f "$dir/.installed" ]]; then
+    rm -rf "$dir"
+    "$venv/bin/python" -m pip install -q --no-deps --no-compile --target "$dir" \
+      --no-index --find-links "$sources" "$1==$2" >&2
+    touch "$dir/.installed"
+  fi
+  echo "$dir"
+}
+failed=0
+conformance() { # conformance LABEL PYTHONPATH-PREFIX ADAPTER: run one release, keep going on failure
+  local started=$SECONDS
+  PYTHONPATH="$2" "$venv/bin/python" scripts/conformance.py "$3" || failed=1
+  echo "conformance: $1 in $((SECONDS - started)) s"
+}
+started=$SECONDS
+vllm_next="$(release_dir vllm 0.34.0)"
+flashinfer_old="$(release_dir flashinfer-python 0.7.2.post1)"
+flashinfer_new="$(release_dir flashinfer-python 0.7.4)"
+echo "conformance: releases ready in $((SECONDS - started)) s"
+all_started=$SECONDS
+conformance "vLLM 0.33.0" "" vllm
+conformance "vLLM 0.34.0" "$vllm_next" vllm
+conformance "FlashInfer 0.7.2.post1" "$flashinfer_old" flashinfer
+conformance "FlashInfer 0.7.4" "$flashinfer_new" flashinfer
+if [[ -f scripts/conformance_sglang.py ]]; then
+  conformance "SGLang 0.5.23" "" sglang
+fi
+planted() { # planted LABEL PYTHONPATH-PREFIX [PYTEST-ARGS]: the planted route-model bugs the run must report
+  local started=$SECONDS
+  PYTHONPATH="$2" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/launchers/test_conformance.py "${@:3}" \
+    || failed=1
+  echo "conformance: planted bugs with $1 in $((SECONDS - started)) s"
+}
+planted "vLLM 0.33.0" ""
+planted "vLLM 0.34.0" "$vllm_next"
+planted "FlashInfer 0.7.4" "$flashinfer_new" -k FlashInfer
+echo "conformance: all in $((SECONDS - all_started)) s"
+exit "$failed"
