@@ -1,0 +1,967 @@
+"""SGLang 0.5.23's own all-reduce dispatch, executed on CPU, for the conformance run.
+
+For one setting (node, served model, knobs) this builds what an SGLang tensor-parallel rank builds
+at start-up -- the argument post-processing that switches FlashInfer fusion on or off, the
+all-reduce flags, the custom all-reduce class (JIT v2 or the legacy kernel), the PCIe IPC and torch
+symm-mem communicators, the FlashInfer fusion workspace -- with SGLang's own code, and then asks
+SGLang's own ``GroupCoordinator.all_reduce`` (parallel_state.py:673-780) and its RMSNorm site
+(layernorm.py:236-265, add_norm.py:144-158) what each message is sent to. Only device queries
+are stood in: CUDA and NVML answers (capability, NVLink per GPU pair, peer access, NVLink
+multicast), ``torch.distributed`` on a one-process group, and the allocations and kernels behind
+them (``STAND_INS`` lists each, with why). Answers are in topo-gate's backend names (None: NCCL).
+
+A message of ``n`` bytes is a ``(rows, hidden)`` tensor of the served model on the meta device, with
+``rows = ceil(n / (hidden * itemsize))``: a model only ever sends whole rows, so a size between two
+row multiples is answered as the next whole-row message (for a cap ``c`` whole rows long, ``c + 1``
+byte is the first message above it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import functools
+import importlib
+import importlib.metadata
+import math
+import os
+import sys
+import types
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import torch
+
+from topo_gate.launchers.routes import flashinfer as flashinfer_route
+from topo_gate.launchers.routes import sglang_custom_v2, sglang_fusion, torch_symm
+from topo_gate.launchers.routes.base import Cite, RouteError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conformance_points import Setting  # noqa: E402  (the driver's module, next to this one)
+
+LAUNCHER = "sglang"
+RELEASE = "sglang 0.5.23"
+PATTERNS = ("allreduce", "allreduce_rmsnorm")
+
+
+def _cite(path: str, lines: str) -> str:
+    return str(Cite(RELEASE, "sglang/" + path, lines))
+
+
+_COMM = "srt/distributed/device_communicators/"
+
+
+#: The CUDA runtime SGLang 0.5.23's CUDA wheels are built against: at or above every version its
+#: platform probes require (12.3 for Hopper, 12.8 for Blackwell).
+CUDA_RUNTIME = "12.9"
+#: SMs of one part per capability (only v2's block counts read it, never a size threshold).
+SM_COUNT = {(8, 0): 108, (8, 9): 142, (9, 0): 132, (10, 0): 148, (12, 0): 188}
+#: NVLink multicast (NVLS) exists on NVSwitch fabrics of Hopper and later.
+MULTICAST_MIN_MAJOR = 9
+#: Group classes (topo_gate.topology.classify) as the device reports them: which GPU pairs NVML
+#: sees joined by NVLink, which groups have peer access, which fabric offers NVLink multicast.
+ALL_PAIRS_NVLINK = frozenset({"nvswitch", "nvlink-mesh"})
+BRIDGED_PAIRS_NVLINK = frozenset({"nvlink-bridge"})
+NO_PEER_ACCESS = frozenset({"no-p2p"})
+MULTICAST_FABRIC = frozenset({"nvswitch"})
+#: torch reads TORCH_SYMM_MEM_DISABLE_MULTICAST with check_env: exactly "1" is true.
+_TORCH_TRUE = "1"
+#: The norm site's RMSNorm epsilon (any value: no decision reads it).
+_NORM_EPS = 1e-6
+_DTYPES = {2: torch.bfloat16, 4: torch.float32}
+#: A name no trial gives: the eager and graph calls of one size went to different paths that are
+#: not custom all-reduce v2 (the route model has no name for that; it should not happen).
+SPLIT = "eager_graph_split_sglang"
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """A predicate (or the device query under one) the adapter cannot run as it is on CPU."""
+
+    predicate: str
+    cite: str
+    why: str
+    stand_in: str
+
+
+STAND_INS: tuple[StandIn, ...] = (
+    StandIn(
+        "device capability, SM count, CUDA runtime",
+        _cite("srt/utils/common.py", "274-336,756-770"),
+        "torch.cuda on a CPU build answers no device",
+        "torch.cuda.get_device_capability / get_device_properties / is_available answer the setting's "
+        "capability (SM count of that part; block counts only); torch.version.cuda is "
+        f"{CUDA_RUNTIME}; SGLang's platform probes (is_sm90_supported, ...) are re-run on them",
+    ),
+    StandIn(
+        "is_full_nvlink (NVLink on every GPU pair)",
+        _cite(_COMM + "custom_all_reduce_utils.py", "353-392"),
+        "NVML",
+        "pynvml.nvmlDeviceGetP2PStatus(NVLINK) answers OK for the pairs the group class joins by "
+        "NVLink: every pair on nvswitch / nvlink-mesh, GPUs 2k and 2k+1 on nvlink-bridge, none on PCIe",
+    ),
+    StandIn(
+        "gpu_p2p_access_check (peer access)",
+        _cite(_COMM + "custom_all_reduce_utils.py", "249-290"),
+        "spawns CUDA processes that open each other's IPC handles",
+        "True on every group class but no-p2p",
+    ),
+    StandIn(
+        "NVLink multicast of a torch symmetric-memory allocation (multicast_ptr != 0)",
+        _cite(_COMM + "custom_all_reduce_v2.py", "292-293")
+        + "; "
+        + _cite(_COMM + "torch_symm_mem.py", "114-122"),
+        "torch creates the multicast object in CUDA (c10d CUDASymmetricMemory)",
+        "non-zero on nvswitch at SM 9.0 or later (NVLS needs an NVSwitch fabric) unless "
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST is exactly '1' (torch's c10::utils::check_env)",
+    ),
+    StandIn(
+        "torch.distributed on the TP group",
+        _cite("srt/distributed/parallel_state.py", "296-540"),
+        "one CPU process, no process group",
+        "rank 0 of a group of TP ranks on one node (in_the_same_node_as all True); gathers return "
+        "rank 0's value from every rank (every rank of a symmetric node answers alike)",
+    ),
+    StandIn(
+        "allocations and JIT kernels (custom all-reduce v1 IPC buffers, v2's symmetric workspace and "
+        "planes, v2's per-dtype kernel module)",
+        _cite(_COMM + "custom_all_reduce.py", "104-131")
+        + "; "
+        + _cite(_COMM + "custom_all_reduce_v2.py", "254-346"),
+        "CUDA allocations and kernel compilation",
+        "meta-device tensors and inert handles; every size and threshold computation around them runs",
+    ),
+    StandIn(
+        "FlashInfer (flashinfer.comm: the fusion workspace and kernels, PcieIpcAllReduceWorkspace)",
+        _cite("srt/layers/flashinfer_comm_fusion.py", "101-135,526-600"),
+        "not installed next to SGLang here (and its workspaces allocate on the GPU)",
+        "a workspace that FlashInfer's create_allreduce_fusion_workspace would fail to build without "
+        "peer access (trtllm) or NVLink multicast (mnnvl); its own size check declines to answer, so "
+        "SGLang's fallback check (the allocated tokens and hidden size) decides; the allocation "
+        "preflight (cuMemCreate) succeeds; the PCIe IPC workspace needs peer access, supports every "
+        "bf16 message within max_numel, and is not autotuned (autotuning never changes supports)",
+    ),
+    StandIn(
+        "FlashInfer's one-/two-shot choice for a call without use_oneshot",
+        str(flashinfer_route.HEURISTIC),
+        "FlashInfer's code, not SGLang's, and not installed here",
+        "topo_gate.launchers.routes.flashinfer.oneshot_limit (the FlashInfer release's own adapter "
+        "checks it)",
+    ),
+    StandIn(
+        "model_config_of (the served model's config)",
+        _cite("srt/arg_groups/model_override_base.py", "192-220"),
+        "building a ModelConfig imports every model config (torchvision, transformers' processors) "
+        "and reads the checkpoint",
+        "the parts the fusion auto-enable reads: architectures[0], model_type, hidden_size, dtype",
+    ),
+    StandIn(
+        "flashinfer_ar_fusion_applies and FUSE_ALLREDUCE_MAX_BATCH_SIZE (the norm site's gate)",
+        _cite("srt/layers/layer_boundary/residual/add_norm.py", "139-158"),
+        "its package imports torchvision and transformers' processors, absent here",
+        "the two definitions are compiled from the installed add_norm.py's own text (same lines), "
+        "with the module's import-time flags re-read under the stood-in device",
+    ),
+)
+
+
+class UnsetAttribute(RuntimeError):
+    """A stood-in object was asked for an attribute the adapter did not set: a release reads
+    something new, and the adapter must name it rather than pass on a default."""
+
+
+class Strict:
+    """An object with exactly the attributes it was built with (``label`` names it in errors).
+
+    Reading any other raises ``UnsetAttribute``, which ``hasattr`` and ``getattr(x, name, default)``
+    do not swallow."""
+
+    def __init__(self, label: str, **attributes: Any) -> None:
+        object.__setattr__(self, "_label", label)
+        for name, value in attributes.items():
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        raise UnsetAttribute(f"{object.__getattribute__(self, '_label')}.{name} is read but not stood in")
+
+
+def installed_release() -> str:
+    """The SGLang release importable here, as ``knobs.SUPPORTED`` spells it."""
+    return importlib.metadata.version("sglang")
+
+
+# --- SGLang's modules ------------------------------------------------------------------------
+
+
+@functools.cache
+def _sglang() -> types.SimpleNamespace:
+    """SGLang's modules this adapter drives (imported once: several seconds)."""
+    import sglang.srt.arg_groups.overrides as overrides
+    import sglang.srt.distributed.device_communicators.custom_all_reduce as ca_v1
+    import sglang.srt.distributed.device_communicators.custom_all_reduce_ops as ca_ops
+    import sglang.srt.distributed.device_communicators.custom_all_reduce_utils as ca_utils
+    import sglang.srt.distributed.device_communicators.custom_all_reduce_v2 as ca_v2
+    import sglang.srt.distributed.device_communicators.pcie_ipc_ar as pcie_ipc
+    import sglang.srt.distributed.device_communicators.torch_symm_mem as symm
+    import sglang.srt.distributed.parallel_state as parallel_state
+    import sglang.srt.layers.dp_attention as dp_attention
+    import sglang.srt.layers.flashinfer_comm_fusion as fusion
+    import sglang.srt.runtime_context as runtime_context
+    import sglang.srt.utils.common as common
+    from sglang.srt.distributed.device_communicators.configs import custom_all_reduce_v2 as v2_configs
+    from sglang.srt.layers.flashinfer_mnnvl_cutedsl import SUPPORTED_TP_SIZES
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    return types.SimpleNamespace(
+        overrides=overrides,
+        ca_v1=ca_v1,
+        ca_ops=ca_ops,
+        ca_utils=ca_utils,
+        ca_v2=ca_v2,
+        v2_configs=v2_configs,
+        pcie_ipc=pcie_ipc,
+        symm=symm,
+        parallel_state=parallel_state,
+        dp_attention=dp_attention,
+        fusion=fusion,
+        runtime_context=runtime_context,
+        common=common,
+        cutedsl_tp_sizes=SUPPORTED_TP_SIZES,
+        parser=parser,
+        add_norm=_add_norm_gate(dp_attention, fusion),
+    )
+
+
+#: add_norm.py's definitions the norm site's gate consists of (add_norm.py:139-158).
+_ADD_NORM_NAMES = ("FUSE_ALLREDUCE_MAX_BATCH_SIZE", "flashinfer_ar_fusion_applies")
+
+
+def _add_norm_gate(dp_attention: Any, fusion: Any) -> dict[str, Any]:
+    """``flashinfer_ar_fusion_applies`` and ``FUSE_ALLREDUCE_MAX_BATCH_SIZE`` compiled from the
+    installed add_norm.py's own text (its package cannot be imported here), in a namespace holding
+    the names the function reads; the import-time flags are set per setting."""
+    import sglang
+
+    path = Path(sglang.__file__).parent / "srt/layers/layer_boundary/residual/add_norm.py"
+    tree = ast.parse(path.read_text(), filename=str(path))
+    kept = [
+        node
+        for node in tree.body
+        if (isinstance(node, ast.FunctionDef) and node.name in _ADD_NORM_NAMES)
+        or (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id in _ADD_NORM_NAMES for t in node.targets)
+        )
+    ]
+    if len(kept) != len(_ADD_NORM_NAMES):
+        raise RuntimeError(f"{path}: expected {_ADD_NORM_NAMES}, found {len(kept)} of them")
+    namespace: dict[str, Any] = {
+        "is_dp_attention_enabled": dp_attention.is_dp_attention_enabled,
+        "uses_cutedsl_ar_fusion": fusion.uses_cutedsl_ar_fusion,
+        "is_flashinfer_allreduce_unavailable": fusion.is_flashinfer_allreduce_unavailable,
+    }
+    exec(compile(ast.Module(body=kept, type_ignores=[]), str(path), "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+# --- the setting's server arguments ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Served:
+    """What SGLang's argument post-processing made of the knobs for this model and node."""
+
+    args: argparse.Namespace
+    fusion_backend: str | None
+
+
+def _model_config(setting: Setting) -> Strict:
+    """The parts of SGLang's ModelConfig the fusion auto-enable reads. DeepSeek-V4.1 checkpoints
+    load as DeepseekV4ForCausalLM with model type ``deepseek_v41`` (srt/configs/deepseek_v41.py:23-40)."""
+    if setting.architecture is None:
+        raise ValueError("SGLang routes by the served architecture: a setting names one")
+    architecture = setting.architecture
+    model_type = "served"  # any type but the one the DeepSeek-V4.1 exception reads
+    if architecture == sglang_fusion.DEEPSEEK_V41:
+        architecture, model_type = sglang_fusion.DEEPSEEK_V4, "deepseek_v41"
+    hf_config = Strict(
+        "hf_config", architectures=[architecture], model_type=model_type, hidden_size=setting.hidden
+    )
+    return Strict("model_config", hf_config=hf_config, dtype=_DTYPES[setting.itemsize])
+
+
+#: The post-processing passes (overrides.py, in registration order) that decide the fusion backend.
+_FUSION_PASSES = (
+    "_a2a_backend_overrides",
+    "_flashinfer_allreduce_fusion_auto_enable",
+    "_enforce_disable_allreduce_fusion",
+)
+
+
+def _served(setting: Setting, sg: types.SimpleNamespace) -> Served:
+    """Parse the knobs with SGLang's own parser, then run its passes that set the fusion backend."""
+    args = sg.parser.parse_args(
+        ["--model-path", "served-model", "--tp-size", str(setting.tp), *setting.knobs.args]
+    )
+    if args.nnodes > 1 or args.enable_dp_attention or args.attn_dp_size > 1:
+        raise RouteError("multi-node groups and attention data parallelism are not executed")
+    if args.enable_symm_mem:
+        raise RouteError("--enable-symm-mem (NCCL symmetric memory through pynccl) is not executed")
+    model_config = _model_config(setting)
+    with mock.patch.object(sg.overrides, "model_config_of", lambda view: model_config):
+        for name in _FUSION_PASSES:
+            for field, value in getattr(sg.overrides, name)(args).items():
+                setattr(args, field, value)
+    return Served(args, args.flashinfer_allreduce_fusion_backend)
+
+
+# --- the device ------------------------------------------------------------------------------
+
+
+def _nvlink(group_class: str, a: int, b: int) -> bool:
+    if group_class in ALL_PAIRS_NVLINK:
+        return True
+    return group_class in BRIDGED_PAIRS_NVLINK and a // 2 == b // 2
+
+
+def _multicast(setting: Setting) -> bool:
+    disabled = setting.knobs.env.get(torch_symm.DISABLE_MULTICAST_ENV) == _TORCH_TRUE
+    return (
+        setting.group_class in MULTICAST_FABRIC
+        and setting.capability[0] >= MULTICAST_MIN_MAJOR
+        and not disabled
+    )
+
+
+class _NvmlError(Exception):
+    pass
+
+
+def _pynvml(setting: Setting) -> Strict:
+    ok = 0
+
+    def p2p_status(a: int, b: int, index: int) -> int:
+        return ok if _nvlink(setting.group_class, a, b) else ok + 1
+
+    return Strict(
+        "pynvml",
+        nvmlInit=lambda: None,
+        nvmlShutdown=lambda: None,
+        nvmlDeviceGetHandleByIndex=lambda index: index,
+        nvmlDeviceGetP2PStatus=p2p_status,
+        NVML_P2P_CAPS_INDEX_NVLINK=0,
+        NVML_P2P_STATUS_OK=ok,
+        NVMLError=_NvmlError,
+    )
+
+
+def _distributed(setting: Setting) -> dict[str, Callable[..., Any]]:
+    """torch.distributed on rank 0 of a one-node group of ``tp`` ranks."""
+
+    def all_gather(out: list[torch.Tensor], tensor: torch.Tensor, group: Any = None) -> None:
+        for rank, slot in enumerate(out):
+            slot.copy_(torch.tensor([rank], dtype=slot.dtype))  # each rank's physical device id
+
+    def all_gather_object(out: list[Any], obj: Any, group: Any = None) -> None:
+        out[:] = [obj] * len(out)
+
+    return {
+        "get_rank": lambda group=None: 0,
+        "get_world_size": lambda group=None: setting.tp,
+        "get_backend": lambda group=None: "gloo",
+        "get_process_group_ranks": lambda group=None: list(range(setting.tp)),
+        "all_gather": all_gather,
+        "all_gather_object": all_gather_object,
+        "all_reduce": lambda tensor, op=None, group=None: None,  # every rank votes alike
+        "barrier": lambda group=None: None,
+    }
+
+
+def _same_node(setting: Setting) -> Callable[..., list[bool]]:
+    return lambda pg, source_rank=0: [True] * setting.tp
+
+
+@dataclass
+class _SymmetricMemory:
+    """torch's symmetric-memory handle, as far as SGLang reads it."""
+
+    multicast_ptr: int
+
+    def get_buffer(self, rank: int, shape: list[int], dtype: torch.dtype) -> torch.Tensor:
+        return torch.empty(shape, dtype=dtype, device="meta")
+
+
+#: A multicast address is any non-zero pointer.
+_MULTICAST_PTR = 1 << 40
+
+
+def _symm_alloc(setting: Setting) -> Callable[..., tuple[torch.Tensor, _SymmetricMemory]]:
+    def allocate(nbytes: int, device: torch.device, group: Any) -> tuple[torch.Tensor, _SymmetricMemory]:
+        handle = _SymmetricMemory(_MULTICAST_PTR if _multicast(setting) else 0)
+        return torch.empty(nbytes, dtype=torch.uint8, device="meta"), handle
+
+    return allocate
+
+
+class _Inert:
+    """A kernel-side object (planes, communicators, IPC managers): built and never launched."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def set_pull_multicast_blocks(self, blocks: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def destroy(self) -> None:
+        pass
+
+
+def _symm_module(setting: Setting) -> Strict:
+    """``torch.distributed._symmetric_memory`` as the torch symm-mem communicator uses it."""
+    return Strict(
+        "torch_symm_mem",
+        empty=lambda n, device, dtype: torch.empty(n, dtype=dtype, device="meta"),
+        rendezvous=lambda buffer, group_name: _SymmetricMemory(_MULTICAST_PTR if _multicast(setting) else 0),
+    )
+
+
+class _FusionWorkspace:
+    """What FlashInfer's ``create_allreduce_fusion_workspace`` returns, as SGLang reads it."""
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self.metadata = {"use_fp32_lamport": False}
+
+    def is_buffer_size_sufficient(
+        self, tp_size: int, num_tokens: int, hidden_dim: int, dtype: torch.dtype, use_oneshot: Any = None
+    ) -> bool:
+        raise NotImplementedError("FlashInfer's own size check is not installed here")
+
+    def destroy(self) -> None:
+        pass
+
+
+def _flashinfer_comm(calls: list[dict[str, Any]]) -> Strict:
+    return Strict(
+        "flashinfer.comm",
+        AllReduceFusionPattern=Strict(
+            "AllReduceFusionPattern", kAllReduce="kAllReduce", kARResidualRMSNorm="kARResidualRMSNorm"
+        ),
+        allreduce_fusion=lambda **kwargs: calls.append(kwargs),
+    )
+
+
+def _create_workspace(setting: Setting) -> Callable[..., _FusionWorkspace]:
+    def create(*, backend: str, **kwargs: Any) -> _FusionWorkspace:
+        if backend == "mnnvl" and not _multicast(setting):
+            raise RuntimeError("MNNVL workspace: no NVLink multicast on this group")
+        if backend == "trtllm" and setting.group_class in NO_PEER_ACCESS:
+            raise RuntimeError("TRT-LLM IPC workspace: no peer access between the group's GPUs")
+        return _FusionWorkspace(backend)
+
+    return create
+
+
+class _PcieIpcWorkspace:
+    """FlashInfer's PcieIpcAllReduceWorkspace, as SGLang's PCIe IPC communicator reads it."""
+
+    def __init__(
+        self, *, group: Any, max_numel: int, dtype: torch.dtype, tune_batches: Any, tune_cache: Any
+    ) -> None:
+        self.max_numel = max_numel
+
+    def supports(self, inp: torch.Tensor) -> bool:
+        return True
+
+
+def _flashinfer_modules(setting: Setting) -> dict[str, types.ModuleType]:
+    """``flashinfer`` and ``flashinfer.comm`` for the PCIe IPC communicator's import."""
+    package, comm = types.ModuleType("flashinfer"), types.ModuleType("flashinfer.comm")
+
+    class Workspace(_PcieIpcWorkspace):
+        def __init__(self, **kwargs: Any) -> None:
+            if setting.group_class in NO_PEER_ACCESS:
+                raise RuntimeError("PCIe IPC workspace: no peer access between the group's GPUs")
+            super().__init__(**kwargs)
+
+    comm.PcieIpcAllReduceWorkspace = Workspace  # type: ignore[attr-defined]
+    package.comm = comm  # type: ignore[attr-defined]
+    return {"flashinfer": package, "flashinfer.comm": comm}
+
+
+def _moe_modules() -> dict[str, types.ModuleType]:
+    """``sglang.srt.layers.moe(.utils)``: the fusion code imports two of its functions before it
+    checks which group it serves; the package imports every model config (torchvision, ...). The
+    adapter executes the attention-TP group, so neither function may be called."""
+
+    def not_executed(*args: Any, **kwargs: Any) -> Any:
+        raise UnsetAttribute("the MoE reduction group is not executed")
+
+    package, utils = (
+        types.ModuleType("sglang.srt.layers.moe"),
+        types.ModuleType("sglang.srt.layers.moe.utils"),
+    )
+    utils.post_experts_reduction_group = not_executed  # type: ignore[attr-defined]
+    utils.can_merge_post_experts_all_reduce = not_executed  # type: ignore[attr-defined]
+    package.utils = utils  # type: ignore[attr-defined]
+    return {"sglang.srt.layers.moe": package, "sglang.srt.layers.moe.utils": utils}
+
+
+def _platform_probes(sg: types.SimpleNamespace) -> list[Any]:
+    """SGLang's cached platform probes (cleared around each setting's stand-in device)."""
+    names = set(sg.runtime_context._PLATFORM_PROBES.values()) | set(
+        sg.runtime_context._PLATFORM_VALUES.values()
+    )
+    return [
+        getattr(sg.common, name) for name in sorted(names) if hasattr(getattr(sg.common, name), "cache_clear")
+    ]
+
+
+#: Env vars custom_all_reduce_v2.py reads once, at import (custom_all_reduce_v2.py:71-77).
+_V2_IMPORT_ENV = (
+    sglang_custom_v2.MAX_SIZE_ENV,
+    sglang_custom_v2.FORCE_PULL_ENV,
+    sglang_custom_v2.FORCE_PUSH_ENV,
+)
+_v2_loaded_with: list[tuple[str | None, ...]] = [tuple(os.environ.get(n) for n in _V2_IMPORT_ENV)]
+
+
+def _v2_under_env(sg: types.SimpleNamespace) -> None:
+    """Re-import custom_all_reduce_v2 when the env it reads at import differs from its last import."""
+    wanted = tuple(os.environ.get(name) for name in _V2_IMPORT_ENV)
+    if wanted != _v2_loaded_with[0]:
+        importlib.reload(sg.ca_v2)
+        _v2_loaded_with[0] = wanted
+
+
+@contextlib.contextmanager
+def _node(setting: Setting, sg: types.SimpleNamespace) -> Iterator[None]:
+    """The setting's env and stood-in device, for everything SGLang runs inside."""
+    env = {
+        name: value for name, value in os.environ.items() if not name.startswith(("SGLANG_", "TORCH_SYMM"))
+    }
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    env.update(setting.knobs.env)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.dict(os.environ, env, clear=True))
+        _v2_under_env(sg)
+        patch = stack.enter_context
+        cuda = torch.cuda
+        patch(mock.patch.object(cuda, "is_available", lambda: True))
+        patch(mock.patch.object(cuda, "is_initialized", lambda: True))
+        patch(mock.patch.object(cuda, "get_device_capability", lambda device=None: setting.capability))
+        props = types.SimpleNamespace(multi_processor_count=SM_COUNT[setting.capability])
+        patch(mock.patch.object(cuda, "get_device_properties", lambda device=None: props))
+        patch(mock.patch.object(cuda, "device_count", lambda: setting.tp))
+        patch(mock.patch.object(cuda, "current_device", lambda: 0))
+        patch(mock.patch.object(cuda, "set_device", lambda device: None))
+        patch(mock.patch.object(cuda, "synchronize", lambda device=None: None))
+        patch(mock.patch.object(cuda, "is_current_stream_capturing", lambda: False))
+        patch(mock.patch.object(torch.version, "cuda", CUDA_RUNTIME))
+        for name, fn in _distributed(setting).items():
+            patch(mock.patch.object(torch.distributed, name, fn))
+        same_node = _same_node(setting)
+        for module in (sg.ca_utils, sg.ca_v2, sg.fusion):
+            patch(mock.patch.object(module, "in_the_same_node_as", same_node))
+        probes = _platform_probes(sg)
+        for probe in probes:
+            probe.cache_clear()
+        stack.callback(lambda: [probe.cache_clear() for probe in probes])
+        for cached in (
+            sg.v2_configs._get_all_reduce_configs,
+            sg.v2_configs.get_supported_world_sizes,
+            sg.v2_configs.get_all_reduce_config,
+        ):
+            cached.cache_clear()
+            stack.callback(cached.cache_clear)
+        # Import-time platform flags, re-read under the stood-in device.
+        is_cuda = sg.common.is_cuda()
+        for module in (sg.ca_v1, sg.ca_utils):
+            patch(mock.patch.object(module, "_is_cuda", is_cuda))
+            patch(mock.patch.object(module, "_is_hip", sg.common.is_hip()))
+        patch(mock.patch.object(sg.ca_v1, "_is_musa", sg.common.is_musa()))
+        patch(mock.patch.object(sg.symm, "_is_cuda", is_cuda))
+        patch(mock.patch.object(sg.symm, "torch_symm_mem_available", is_cuda))
+        patch(mock.patch.object(sg.ca_utils, "pynvml", _pynvml(setting), create=True))
+        p2p = setting.group_class not in NO_PEER_ACCESS
+        patch(mock.patch.object(sg.ca_utils, "gpu_p2p_access_check", lambda src, tgt: p2p))
+        # Custom all-reduce v1's library and IPC buffers.
+        ops = Strict(
+            "custom_all_reduce_ops",
+            IS_CUSTOM_AR_AVAILABLE=True,
+            meta_size=lambda: 0,
+            init_custom_ar=lambda *args: 0,
+            register_buffer=lambda *args: None,
+        )
+        patch(mock.patch.object(sg.ca_v1, "ops", ops))
+        patch(
+            mock.patch.object(
+                sg.ca_v1.CustomAllreduce,
+                "create_shared_buffer",
+                staticmethod(lambda size, group=None: [0] * setting.tp),
+            )
+        )
+        # Custom all-reduce v2's symmetric workspace, planes and kernels.
+        patch(mock.patch.object(sg.ca_v2, "_allocate_symmetric_memory", _symm_alloc(setting)))
+        for name in ("PushPlane", "PullPlane", "Communicator", "IPCManager", "VmmGraphInputManager"):
+            patch(mock.patch.object(sg.ca_v2, name, _Inert))
+        patch(mock.patch.object(sg.ca_v2, "get_all_reduce_module", lambda dtype, world_size: _Inert()))
+        patch(mock.patch.object(sg.symm, "torch_symm_mem", _symm_module(setting)))
+        patch(mock.patch.dict(sys.modules, {**_flashinfer_modules(setting), **_moe_modules()}))
+        yield
+
+
+# --- the group coordinator --------------------------------------------------------------------
+
+
+def _coordinator_class(sg: types.SimpleNamespace) -> type:
+    class Coordinator(sg.parallel_state.GroupCoordinator):  # type: ignore[name-defined,misc]
+        """A GroupCoordinator built without ``__init__``: only the attributes ``all_reduce`` reads
+        (``COORDINATOR_ATTRIBUTES``); any other read raises."""
+
+        def __getattr__(self, name: str) -> Any:
+            raise UnsetAttribute(f"GroupCoordinator.{name} is read but not stood in")
+
+        def __del__(self) -> None:
+            pass
+
+    return Coordinator
+
+
+#: What ``GroupCoordinator.all_reduce`` and its helpers read on the TP group (parallel_state.py:673-993).
+COORDINATOR_ATTRIBUTES = (
+    "unique_name",
+    "world_size",
+    "device_group",
+    "cpu_group",
+    "hpu_communicator",
+    "xpu_communicator",
+    "pynccl_comm",
+    "pymscclpp_comm",
+    "qr_comm",
+    "ca_comm",
+    "pcie_ipc_comm",
+    "torch_symm_mem_comm",
+    "_fi_workspace_hint",
+)
+
+
+@dataclass
+class Group:
+    """The TP group's coordinator and what its communicators are."""
+
+    coordinator: Any
+    custom_v2: bool
+    fusion_backend: str | None  # the workspace's backend once built, else None
+    cutedsl: bool
+
+
+def _flags(served: Served, sg: types.SimpleNamespace) -> None:
+    """bootstrap.py's ``_set_all_reduce_flags`` (bootstrap.py:251-261): its package cannot be
+    imported here, so its four setter calls are made as it makes them."""
+    args, ps = served.args, sg.parallel_state
+    ps.set_custom_all_reduce(not args.disable_custom_all_reduce)
+    ps.set_mscclpp(args.enable_mscclpp)
+    ps.set_torch_symm_mem_all_reduce(args.enable_torch_symm_mem)
+    ps.set_flashinfer_allreduce_only(
+        args.flashinfer_allreduce_fusion_backend is not None and not sg.fusion.uses_cutedsl_ar_fusion()
+    )
+
+
+def _build_group(
+    setting: Setting, served: Served, sg: types.SimpleNamespace, stack: contextlib.ExitStack
+) -> Group:
+    """The TP group as ``GroupCoordinator.__init__`` (parallel_state.py:478-540) and the model
+    runner (base_runner.py:311-333) leave it."""
+    ps, patch = sg.parallel_state, stack.enter_context
+    for name in (
+        "_ENABLE_CUSTOM_ALL_REDUCE",
+        "_ENABLE_MSCCLPP",
+        "_ENABLE_TORCH_SYMM_MEM_ALL_REDUCE",
+        "_ENABLE_FLASHINFER_ALLREDUCE_ONLY",
+    ):
+        patch(mock.patch.object(ps, name, getattr(ps, name)))
+    coordinator = object.__new__(_coordinator_class(sg))
+    _runtime(setting, served, sg, coordinator, stack)
+    _flags(served, sg)
+    if ps._ENABLE_MSCCLPP:
+        raise RouteError("--enable-mscclpp is not executed")
+    device_group = Strict("device_group", group_name="tp:device")
+    cpu_group = Strict("cpu_group", group_name="tp")
+    # v1/v2 read the device index (custom_all_reduce_utils.py:474); the symm-mem communicator
+    # compares the message's device with its own; the PCIe IPC communicator wants a CUDA device.
+    indexed, meta = torch.device("meta", 0), torch.device("meta")
+    pcie_ipc = None
+    if sg.pcie_ipc.eligible_group(
+        group_name="tp",
+        world_size=setting.tp,
+        deterministic=ps.GroupCoordinator._deterministic_collectives_enabled(),
+    ):
+        pcie_ipc = sg.pcie_ipc.PcieIpcCommunicator(
+            group=device_group, device=torch.device("cuda", 0), cpu_group=cpu_group
+        )
+    ca_comm, custom_v2 = None, False
+    if ps._ENABLE_CUSTOM_ALL_REDUCE:
+        ca_class = sg.ca_v1.dispatch_custom_allreduce(group=cpu_group, device=indexed)
+        ca_comm = ca_class(group=cpu_group, device=indexed)
+        custom_v2 = ca_class is sg.ca_v2.CustomAllReduceV2
+        stack.callback(_retire, ca_comm)
+    symm = None
+    if ps._ENABLE_TORCH_SYMM_MEM_ALL_REDUCE:
+        symm = sg.symm.TorchSymmMemCommunicator(group=cpu_group, device=meta)
+    values = {
+        "unique_name": "tp:0",
+        "world_size": setting.tp,
+        "device_group": device_group,
+        "cpu_group": cpu_group,
+        "hpu_communicator": None,
+        "xpu_communicator": None,
+        "pynccl_comm": None,  # NCCL either way: pynccl and torch.distributed are both None here
+        "pymscclpp_comm": None,
+        "qr_comm": None,  # ROCm only
+        "ca_comm": ca_comm,
+        "pcie_ipc_comm": pcie_ipc,
+        "torch_symm_mem_comm": symm,
+        "_fi_workspace_hint": None,
+    }
+    assert tuple(values) == COORDINATOR_ATTRIBUTES
+    for name, value in values.items():
+        object.__setattr__(coordinator, name, value)
+    for name in ("_ATTN_TP", "_TP", "_MOE_TP"):
+        patch(mock.patch.object(ps, name, coordinator))
+    patch(mock.patch.object(ps, "_MOE_EP", None))
+    ps._tag_groups_for_flashinfer_allreduce_only()
+    return Group(coordinator, custom_v2, *_fusion_workspace(setting, served, sg))
+
+
+def _retire(ca_comm: Any) -> None:
+    """Leave a stood-in custom all-reduce with nothing for ``__del__`` to free."""
+    ca_comm.disabled = True
+    ca_comm._ptr = 0
+
+
+def _runtime(
+    setting: Setting, served: Served, sg: types.SimpleNamespace, coordinator: Any, stack: contextlib.ExitStack
+) -> None:
+    """SGLang's published runtime context, as far as its all-reduce code reads it (each bag names
+    its fields; any other read raises), and the FlashInfer stand-ins."""
+    fusion, patch = sg.fusion, stack.enter_context
+    comm = Strict(
+        "exec.comm",
+        flashinfer_allreduce_fusion_backend=served.fusion_backend,
+        enable_scattered_sconv=served.args.enable_scattered_sconv,
+    )
+    exec_bag = Strict("exec", comm=comm, kernel=Strict("exec.kernel", disable_flashinfer_autotune=True))
+    parallel = Strict(
+        "parallel",
+        nnodes=1,
+        tp_size=setting.tp,
+        attn_tp_size=setting.tp,
+        attn_tp_rank=0,
+        attn_tp_group=coordinator,
+        tp_group=coordinator,
+    )
+    resources = Strict("resources", buffers={})
+    for module in (fusion, sg.symm, sg.runtime_context):
+        patch(mock.patch.object(module, "get_exec", lambda: exec_bag))
+    patch(mock.patch.object(fusion, "get_parallel", lambda: parallel))
+    patch(mock.patch.object(fusion, "get_resources", lambda: resources))
+    patch(
+        mock.patch.object(
+            sg.dp_attention, "get_flags", lambda: Strict("flags", dp=Strict("dp", enabled=False))
+        )
+    )
+    calls: list[dict[str, Any]] = []
+    patch(mock.patch.object(fusion, "_flashinfer_allreduce_unavailable", False))
+    patch(mock.patch.object(fusion, "_flashinfer_comm", _flashinfer_comm(calls)))
+    patch(mock.patch.object(fusion, "_create_allreduce_fusion_workspace", _create_workspace(setting)))
+    patch(mock.patch.object(fusion, "_preflight_check_workspace_memory", lambda **kwargs: True))
+    patch(mock.patch.object(fusion, "is_flashinfer_available", lambda: True))
+    platform = sg.runtime_context.get_platform()
+    is_cuda = sg.common.is_cuda()
+    patch(
+        mock.patch.dict(
+            sg.add_norm,
+            {
+                # add_norm.py's import-time flags (add_norm.py:51-54), re-read on this device.
+                "_is_sm90_supported": is_cuda and platform.is_sm90,
+                "_is_sm100_supported": is_cuda and platform.is_sm100,
+                "_is_flashinfer_available": True,
+                "get_exec": lambda: exec_bag,
+                "_fusion_calls": calls,
+            },
+        )
+    )
+
+
+def _fusion_workspace(setting: Setting, served: Served, sg: types.SimpleNamespace) -> tuple[str | None, bool]:
+    """The workspace the model runner pre-allocates (base_runner.py:299-333) on the attention-TP
+    group (flashinfer_comm_fusion.py:1051-1066): its backend (None: no workspace), and whether the
+    CuTe DSL fusion owns the norm site instead."""
+    fusion = sg.fusion
+    if served.fusion_backend is None:
+        return None, False
+    try:
+        if fusion.uses_cutedsl_ar_fusion():
+            fusion.resolve_flashinfer_allreduce_fusion_backend()
+            return None, True
+        fusion.ensure_workspace_initialized(
+            max_token_num=sg.add_norm["FUSE_ALLREDUCE_MAX_BATCH_SIZE"],
+            hidden_dim=setting.hidden,
+            dtype=_DTYPES[setting.itemsize],
+            use_attn_tp_group=True,
+        )
+    except ValueError as refusal:
+        raise RouteError(f"SGLang {RELEASE} refuses at start-up: {refusal}") from None
+    manager = fusion._get_workspace_manager(True)
+    return (manager.backend if manager.initialized else None), False
+
+
+# --- one message -------------------------------------------------------------------------------
+
+
+def _chain(
+    group: Group, sg: types.SimpleNamespace, message: torch.Tensor, *, graph: bool
+) -> tuple[str | None, bool]:
+    """Where ``GroupCoordinator.all_reduce`` sends ``message`` (an eager call, or one under CUDA-graph
+    capture): ``flashinfer`` / ``ca`` / ``pcie_ipc`` / ``torch_symm_mem`` / None, and whether a
+    custom all-reduce v2 call would use multicast."""
+    taken: list[str | None] = []
+    ps, ca = sg.parallel_state, group.coordinator.ca_comm
+    with contextlib.ExitStack() as stack:
+        patch = stack.enter_context
+        patch(
+            mock.patch.object(
+                ps, "flashinfer_allreduce", lambda tensor, group_name: taken.append("flashinfer")
+            )
+        )
+        patch(mock.patch.object(ps, "inplace_all_reduce", lambda tensor, group_name: taken.append(None)))
+        patch(
+            mock.patch.object(
+                ps,
+                "outplace_all_reduce",
+                lambda tensor, group_name, outplace_all_reduce_method: taken.append(
+                    outplace_all_reduce_method
+                ),
+            )
+        )
+        if group.custom_v2 and not ca.disabled:
+            patch(mock.patch.object(ca, "_graph_mode_allowed", graph))
+            patch(mock.patch.object(torch.cuda, "is_current_stream_capturing", lambda: graph))
+        group.coordinator.all_reduce(message)
+    (path,) = taken
+    multicast = False
+    if path == "ca" and group.custom_v2:
+        nbytes = message.numel() * message.element_size()
+        config = ca._pick_config(nbytes, graph) if graph else None
+        multicast = bool(config.use_multicast) if graph else bool(ca._eager_plan(nbytes, message.dtype)[2])
+    return path, multicast
+
+
+def _plain_name(group: Group, setting: Setting, path: str | None, nbytes: int) -> str | None:
+    if path is None:
+        return None
+    if path == "flashinfer":
+        if group.fusion_backend == "mnnvl":
+            return "mnnvl_sglang"
+        one_shot = nbytes < flashinfer_route.oneshot_limit(setting.tp, setting.itemsize)
+        return f"trtllm_{'oneshot' if one_shot else 'twoshot'}_sglang"
+    if path == "ca":
+        return "vllm_custom"  # the legacy kernel; v2 is named from both calls in _plain
+    if path == "pcie_ipc":
+        return "pcie_ipc"
+    if path == "torch_symm_mem":
+        comm = group.coordinator.torch_symm_mem_comm
+        multimem = comm.world_size in comm._WORLD_SIZES_MULTIMEM.get(comm.device_capability, ())
+        return torch_symm.MULTIMEM if multimem else torch_symm.TWOSHOT_MULTICAST
+    raise ValueError(f"SGLang's chain took {path!r}, which this adapter does not name")
+
+
+def _plain(group: Group, setting: Setting, sg: types.SimpleNamespace, message: torch.Tensor) -> str | None:
+    """The plain all-reduce: an eager call and a graph call of this size, named as the route model
+    names them (custom all-reduce v2 by the algorithm family of each, ``sglang_custom_v2``)."""
+    nbytes = message.numel() * message.element_size()
+    eager, eager_mc = _chain(group, sg, message, graph=False)
+    graph, graph_mc = _chain(group, sg, message, graph=True)
+    if group.custom_v2 and "ca" in (eager, graph):
+        if (eager == "ca" and eager_mc) or (graph == "ca" and graph_mc):
+            return sglang_custom_v2.MULTICAST
+        if eager == graph:
+            return sglang_custom_v2.MEASURED
+        return sglang_custom_v2.GRAPH_ONLY if graph == "ca" else sglang_custom_v2.EAGER_ONLY
+    if eager != graph:
+        return SPLIT
+    return _plain_name(group, setting, eager, nbytes)
+
+
+def _fused(
+    group: Group, setting: Setting, sg: types.SimpleNamespace, message: torch.Tensor, plain: str | None
+) -> str | None:
+    """The RMSNorm site (layernorm.py:236-265): FlashInfer's fused kernel where the gate admits the
+    batch and the kernel accepts it, else the plain all-reduce then add + norm."""
+    if group.cutedsl:
+        return sglang_fusion.CUTEDSL_FUSED  # the CuTe DSL stage fusion owns the site (base_runner.py:315-327)
+    rows = message.shape[0]
+    add_norm = sg.add_norm
+    if not add_norm["flashinfer_ar_fusion_applies"](rows):
+        return plain
+    calls = add_norm["_fusion_calls"]
+    calls.clear()
+    residual = torch.empty_like(message)
+    weight = torch.empty(message.shape[-1], dtype=message.dtype, device="meta")
+    # The op itself (custom_op.py:143-166: eager calls on CUDA tensors skip the dispatcher; on
+    # meta tensors the dispatcher would answer with the fake implementation).
+    norm_out, _ = sg.fusion.flashinfer_allreduce_residual_rmsnorm.__wrapped__(
+        input_tensor=message,
+        residual=residual,
+        weight=weight,
+        eps=_NORM_EPS,
+        max_token_num=max(rows, add_norm["FUSE_ALLREDUCE_MAX_BATCH_SIZE"]),
+        use_attn_tp_group=True,
+    )
+    if norm_out is None:
+        return plain
+    (call,) = calls
+    backend = call["workspace"].backend
+    if backend == "mnnvl":
+        return "mnnvl_fused_sglang"
+    nbytes = message.numel() * message.element_size()
+    one_shot = (
+        call["use_oneshot"]
+        if call["use_oneshot"] is not None
+        else nbytes < flashinfer_route.oneshot_limit(setting.tp, setting.itemsize)
+    )
+    return f"trtllm_fused_{'oneshot' if one_shot else 'twoshot'}_sglang"
+
+
+def message(setting: Setting, nbytes: int) -> torch.Tensor:
+    """The served model's message of at least ``nbytes`` bytes: whole rows of its hidden size."""
+    rows = max(1, math.ceil(nbytes / (setting.hidden * setting.itemsize)))
+    return torch.empty((rows, setting.hidden), dtype=_DTYPES[setting.itemsize], device="meta")
+
+
+def real_routes(setting: Setting, sizes: Sequence[int]) -> dict[str, list[str | None]]:
+    """What SGLang 0.5.23's own dispatch picks for each size, per pattern. Raises RouteError where
+    SGLang refuses the knobs on this node (or the adapter does not execute the layout)."""
+    if setting.launcher != LAUNCHER:
+        raise ValueError(f"this adapter executes SGLang, not {setting.launcher}")
+    sg = _sglang()
+    with _node(setting, sg), contextlib.ExitStack() as stack:
+        served = _served(setting, sg)
+        group = _build_group(setting, served, sg, stack)
+        out: dict[str, list[str | None]] = {pattern: [] for pattern in PATTERNS}
+        for nbytes in sizes:
+            tensor = message(setting, nbytes)
+            plain = _plain(group, setting, sg, tensor)
+            out["allreduce"].append(plain)
+            out["allreduce_rmsnorm"].append(_fused(group, setting, sg, tensor, plain))
+        return out
