@@ -16,7 +16,19 @@ library's) code. It exposes:
 - ``real_routes(setting, sizes) -> {pattern: [backend or None, ...]}``: what the release's own code
   picks at each size of ``sizes`` (bytes), for the patterns the adapter executes;
 - ``STAND_INS``: per predicate the adapter cannot run as it is, the citation, why, and the stand-in
-  it uses (docs/launchers.md lists them).
+  it uses (docs/conformance.md lists them).
+
+and optionally:
+
+- ``USER_SETTINGS``: knob sets a user may run with that the route model reads (flags, env), checked
+  besides every knob set the launcher's planner may emit (``topo_gate.launchers.<launcher>.candidates``);
+- ``limits(setting) -> [bytes, ...]``: the size limits the release's own tables put at this setting
+  (the run checks the receivable sizes on each side of every one, as it does the route model's);
+- ``settings(release) -> [Setting, ...]``: the adapter's own grid, where the launcher grid's axes mean
+  nothing to it (a library that sees only TP size and element size).
+
+Where the release's code reads the device, it is told what ``Setting.device()`` says: the hardware
+facts of the setting's group class, stated here and not taken from the route model.
 """
 
 from __future__ import annotations
@@ -24,6 +36,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topo_gate.launchers.routes.base import Context, Knobs
+
+#: Group classes (``topology.classify``) whose every GPU pair has NVLink (an NVSwitch fabric, or a
+#: full mesh of NVLink bridges).
+_NVLINK_EVERY_PAIR = frozenset({"nvswitch", "nvlink-mesh"})
+#: Classes with NVLink between paired GPUs only (bridges): every pair of a 2-GPU group.
+_NVLINK_PAIRS = frozenset({"nvlink-bridge"})
+#: NVLink multicast (NVLS) exists only behind an NVSwitch of the Hopper generation or later.
+_MULTICAST_FABRIC, _MULTICAST_MAJOR = frozenset({"nvswitch"}), 9
+#: The class of groups whose GPUs cannot access each other's memory.
+_NO_P2P = "no-p2p"
+#: The group classes the grid crosses (``topology.classify``'s names, single-GPU and mixed aside).
+GROUP_CLASSES = ("nvswitch", "nvlink-bridge", "pcie-switch", "pcie-hostbridge", "cross-socket", "no-p2p")
+
+
+@dataclass(frozen=True)
+class DeviceState:
+    """What a launcher's device queries would answer on a group of this class."""
+
+    nvlink_every_pair: bool
+    p2p: bool
+    multicast: bool
 
 
 @dataclass(frozen=True)
@@ -40,6 +73,12 @@ class Setting:
     itemsize: int = 2
     architecture: str | None = None
     flashinfer: str | None = None
+
+    def device(self) -> DeviceState:
+        """The answers of the device queries the release makes (NVML, CUDA) for this group."""
+        every_pair = self.group_class in _NVLINK_EVERY_PAIR or (self.tp == 2 and self.group_class in _NVLINK_PAIRS)
+        multicast = self.group_class in _MULTICAST_FABRIC and self.capability[0] >= _MULTICAST_MAJOR
+        return DeviceState(nvlink_every_pair=every_pair, p2p=self.group_class != _NO_P2P, multicast=multicast)
 
     def context(self) -> Context:
         """The route model's view of this setting."""
