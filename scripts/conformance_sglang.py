@@ -34,14 +34,15 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-import torch
+import torch  # noqa: TID251 -- SGLang's dispatch reads torch tensors and torch.cuda; run in the launchers' venv
 
 from topo_gate.launchers.routes import flashinfer as flashinfer_route
 from topo_gate.launchers.routes import sglang_custom_v2, sglang_fusion, torch_symm
 from topo_gate.launchers.routes.base import Cite, RouteError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conformance_points import Setting  # noqa: E402  (the driver's module, next to this one)
+from conformance_points import Setting  # noqa: E402  (the run's modules, next to this one)
+from conformance_strict import Record, Unset, strict  # noqa: E402
 
 LAUNCHER = "sglang"
 RELEASE = "sglang 0.5.23"
@@ -60,14 +61,6 @@ _COMM = "srt/distributed/device_communicators/"
 CUDA_RUNTIME = "12.9"
 #: SMs of one part per capability (only v2's block counts read it, never a size threshold).
 SM_COUNT = {(8, 0): 108, (8, 9): 142, (9, 0): 132, (10, 0): 148, (12, 0): 188}
-#: NVLink multicast (NVLS) exists on NVSwitch fabrics of Hopper and later.
-MULTICAST_MIN_MAJOR = 9
-#: Group classes (topo_gate.topology.classify) as the device reports them: which GPU pairs NVML
-#: sees joined by NVLink, which groups have peer access, which fabric offers NVLink multicast.
-ALL_PAIRS_NVLINK = frozenset({"nvswitch", "nvlink-mesh"})
-BRIDGED_PAIRS_NVLINK = frozenset({"nvlink-bridge"})
-NO_PEER_ACCESS = frozenset({"no-p2p"})
-MULTICAST_FABRIC = frozenset({"nvswitch"})
 #: torch reads TORCH_SYMM_MEM_DISABLE_MULTICAST with check_env: exactly "1" is true.
 _TORCH_TRUE = "1"
 #: The norm site's RMSNorm epsilon (any value: no decision reads it).
@@ -78,115 +71,96 @@ _DTYPES = {2: torch.bfloat16, 4: torch.float32}
 SPLIT = "eager_graph_split_sglang"
 
 
-@dataclass(frozen=True)
-class StandIn:
-    """A predicate (or the device query under one) the adapter cannot run as it is on CPU."""
-
-    predicate: str
-    cite: str
-    why: str
-    stand_in: str
-
-
-STAND_INS: tuple[StandIn, ...] = (
-    StandIn(
-        "device capability, SM count, CUDA runtime",
+#: Per predicate or device query the adapter cannot run as the release ships it: where it is, why,
+#: and what stands in (docs/conformance.md lists them).
+STAND_INS: dict[str, tuple[str, str, str]] = {
+    "device capability, SM count, CUDA runtime": (
         _cite("srt/utils/common.py", "274-336,756-770"),
-        "torch.cuda on a CPU build answers no device",
-        "torch.cuda.get_device_capability / get_device_properties / is_available answer the setting's "
-        "capability (SM count of that part; block counts only); torch.version.cuda is "
-        f"{CUDA_RUNTIME}; SGLang's platform probes (is_sm90_supported, ...) are re-run on them",
+        "no GPU to ask",
+        "torch.cuda answers the setting's capability (and the SM count of that part, which only v2's "
+        f"block counts read); torch.version.cuda is {CUDA_RUNTIME}; SGLang's platform probes "
+        "(is_sm90_supported, ...) and the module flags computed from them at import are re-run on that",
     ),
-    StandIn(
-        "is_full_nvlink (NVLink on every GPU pair)",
-        _cite(_COMM + "custom_all_reduce_utils.py", "353-392"),
+    "NVLink between the group's GPUs": (
+        _cite(_COMM + "custom_all_reduce_utils.py", "353-392") + " is_full_nvlink",
         "NVML",
-        "pynvml.nvmlDeviceGetP2PStatus(NVLINK) answers OK for the pairs the group class joins by "
-        "NVLink: every pair on nvswitch / nvlink-mesh, GPUs 2k and 2k+1 on nvlink-bridge, none on PCIe",
+        "nvmlDeviceGetP2PStatus(NVLINK) answers OK for every pair iff the group class has NVLink on "
+        "every pair (Setting.device().nvlink_every_pair)",
     ),
-    StandIn(
-        "gpu_p2p_access_check (peer access)",
-        _cite(_COMM + "custom_all_reduce_utils.py", "249-290"),
+    "P2P test": (
+        _cite(_COMM + "custom_all_reduce_utils.py", "249-290") + " gpu_p2p_access_check",
         "spawns CUDA processes that open each other's IPC handles",
-        "True on every group class but no-p2p",
+        "the group class's peer access (Setting.device().p2p)",
     ),
-    StandIn(
-        "NVLink multicast of a torch symmetric-memory allocation (multicast_ptr != 0)",
+    "multicast": (
         _cite(_COMM + "custom_all_reduce_v2.py", "292-293")
-        + "; "
-        + _cite(_COMM + "torch_symm_mem.py", "114-122"),
-        "torch creates the multicast object in CUDA (c10d CUDASymmetricMemory)",
-        "non-zero on nvswitch at SM 9.0 or later (NVLS needs an NVSwitch fabric) unless "
-        "TORCH_SYMM_MEM_DISABLE_MULTICAST is exactly '1' (torch's c10::utils::check_env)",
+        + ", "
+        + _cite(_COMM + "torch_symm_mem.py", "114-122")
+        + "; torch CUDASymmetricMemory.cu and TORCH_SYMM_MEM_DISABLE_MULTICAST (c10::utils::check_env)",
+        "CUDA driver and torch's C++",
+        "a symmetric-memory rendezvous returns a handle whose multicast_ptr is non-zero iff the group "
+        "class has NVLink multicast and TORCH_SYMM_MEM_DISABLE_MULTICAST is not exactly '1'",
     ),
-    StandIn(
-        "torch.distributed on the TP group",
-        _cite("srt/distributed/parallel_state.py", "296-540"),
-        "one CPU process, no process group",
-        "rank 0 of a group of TP ranks on one node (in_the_same_node_as all True); gathers return "
-        "rank 0's value from every rank (every rank of a symmetric node answers alike)",
+    "process group": (
+        "torch.distributed get_rank / get_world_size / get_backend / all_gather / all_gather_object / "
+        "all_reduce / barrier; "
+        + _cite("srt/distributed/parallel_state.py", "3390")
+        + " in_the_same_node_as",
+        "no processes",
+        "rank 0 of a one-node group of the setting's TP size; gathers return rank 0's value from every "
+        "rank, votes pass (every rank of a symmetric node answers alike)",
     ),
-    StandIn(
-        "allocations and JIT kernels (custom all-reduce v1 IPC buffers, v2's symmetric workspace and "
-        "planes, v2's per-dtype kernel module)",
+    "group coordinator": (
+        _cite("srt/distributed/parallel_state.py", "296-540") + " GroupCoordinator.__init__",
+        "opens NCCL and gloo process groups",
+        "built without __init__, holding only COORDINATOR_ATTRIBUTES; its communicators are built as "
+        "__init__ builds them (eligible_group, dispatch_custom_allreduce, the classes' own __init__); "
+        "the group flags are set as bootstrap.py:251-261 sets them (its package does not import here); "
+        "pynccl is absent (its answer, like torch.distributed's, is NCCL)",
+    ),
+    "allocations and kernels": (
         _cite(_COMM + "custom_all_reduce.py", "104-131")
-        + "; "
-        + _cite(_COMM + "custom_all_reduce_v2.py", "254-346"),
-        "CUDA allocations and kernel compilation",
-        "meta-device tensors and inert handles; every size and threshold computation around them runs",
+        + ", "
+        + _cite(_COMM + "custom_all_reduce_v2.py", "254-346")
+        + ", "
+        + _cite(_COMM + "torch_symm_mem.py", "110-113"),
+        "CUDA IPC, symmetric memory and JIT-compiled kernels",
+        "meta-device buffers; the IPC handles, push / pull planes, communicator handle and the v2 kernel "
+        "module are inert objects; every size and threshold computation around them runs",
     ),
-    StandIn(
-        "FlashInfer (flashinfer.comm: the fusion workspace and kernels, PcieIpcAllReduceWorkspace)",
-        _cite("srt/layers/flashinfer_comm_fusion.py", "101-135,526-600"),
+    "FlashInfer": (
+        _cite("srt/layers/flashinfer_comm_fusion.py", "101-135,526-600,1017-1044")
+        + "; flashinfer.comm create_allreduce_fusion_workspace, allreduce_fusion, PcieIpcAllReduceWorkspace",
         "not installed next to SGLang here (and its workspaces allocate on the GPU)",
-        "a workspace that FlashInfer's create_allreduce_fusion_workspace would fail to build without "
-        "peer access (trtllm) or NVLink multicast (mnnvl); its own size check declines to answer, so "
-        "SGLang's fallback check (the allocated tokens and hidden size) decides; the allocation "
-        "preflight (cuMemCreate) succeeds; the PCIe IPC workspace needs peer access, supports every "
-        "bf16 message within max_numel, and is not autotuned (autotuning never changes supports)",
+        "a fusion workspace that fails to build as FlashInfer's does without peer access (trtllm) or "
+        "NVLink multicast (mnnvl), whose own size check declines to answer (so SGLang's fallback check, "
+        "the allocated tokens and hidden size, decides); the allocation preflight (cuMemCreate) passes; "
+        "allreduce_fusion records its call; the PCIe IPC workspace needs peer access, supports every "
+        "message SGLang hands it, and is not autotuned (autotuning never changes supports)",
     ),
-    StandIn(
-        "FlashInfer's one-/two-shot choice for a call without use_oneshot",
+    "FlashInfer's one-/two-shot choice": (
         str(flashinfer_route.HEURISTIC),
-        "FlashInfer's code, not SGLang's, and not installed here",
-        "topo_gate.launchers.routes.flashinfer.oneshot_limit (the FlashInfer release's own adapter "
-        "checks it)",
+        "FlashInfer's code, not SGLang's (SGLang passes use_oneshot=None), and not installed here",
+        "topo_gate.launchers.routes.flashinfer.oneshot_limit (the FlashInfer adapter checks that table)",
     ),
-    StandIn(
-        "model_config_of (the served model's config)",
-        _cite("srt/arg_groups/model_override_base.py", "192-220"),
-        "building a ModelConfig imports every model config (torchvision, transformers' processors) "
+    "served model config": (
+        _cite("srt/arg_groups/model_override_base.py", "192-220") + " model_config_of",
+        "building a ModelConfig imports every model's config (torchvision, transformers' processors) "
         "and reads the checkpoint",
-        "the parts the fusion auto-enable reads: architectures[0], model_type, hidden_size, dtype",
+        "the fields the fusion auto-enable reads: architectures[0], model_type, hidden_size, dtype",
     ),
-    StandIn(
-        "flashinfer_ar_fusion_applies and FUSE_ALLREDUCE_MAX_BATCH_SIZE (the norm site's gate)",
-        _cite("srt/layers/layer_boundary/residual/add_norm.py", "139-158"),
-        "its package imports torchvision and transformers' processors, absent here",
-        "the two definitions are compiled from the installed add_norm.py's own text (same lines), "
-        "with the module's import-time flags re-read under the stood-in device",
+    "the norm site's gate": (
+        _cite("srt/layers/layer_boundary/residual/add_norm.py", "139-158")
+        + " flashinfer_ar_fusion_applies, FUSE_ALLREDUCE_MAX_BATCH_SIZE",
+        "its package imports torchvision and transformers' processors",
+        "both definitions compiled from the installed add_norm.py's own text (its line numbers kept)",
     ),
-)
-
-
-class UnsetAttribute(RuntimeError):
-    """A stood-in object was asked for an attribute the adapter did not set: a release reads
-    something new, and the adapter must name it rather than pass on a default."""
-
-
-class Strict:
-    """An object with exactly the attributes it was built with (``label`` names it in errors).
-
-    Reading any other raises ``UnsetAttribute``, which ``hasattr`` and ``getattr(x, name, default)``
-    do not swallow."""
-
-    def __init__(self, label: str, **attributes: Any) -> None:
-        object.__setattr__(self, "_label", label)
-        for name, value in attributes.items():
-            object.__setattr__(self, name, value)
-
-    def __getattr__(self, name: str) -> Any:
-        raise UnsetAttribute(f"{object.__getattribute__(self, '_label')}.{name} is read but not stood in")
+    "MoE reduction group": (
+        _cite("srt/layers/flashinfer_comm_fusion.py", "689-712"),
+        "sglang.srt.layers.moe imports every model's config",
+        "a module whose two functions raise: the attention-TP group is the one executed",
+    ),
+}
 
 
 def installed_release() -> str:
@@ -281,7 +255,7 @@ class Served:
     fusion_backend: str | None
 
 
-def _model_config(setting: Setting) -> Strict:
+def _model_config(setting: Setting) -> Record:
     """The parts of SGLang's ModelConfig the fusion auto-enable reads. DeepSeek-V4.1 checkpoints
     load as DeepseekV4ForCausalLM with model type ``deepseek_v41`` (srt/configs/deepseek_v41.py:23-40)."""
     if setting.architecture is None:
@@ -290,10 +264,10 @@ def _model_config(setting: Setting) -> Strict:
     model_type = "served"  # any type but the one the DeepSeek-V4.1 exception reads
     if architecture == sglang_fusion.DEEPSEEK_V41:
         architecture, model_type = sglang_fusion.DEEPSEEK_V4, "deepseek_v41"
-    hf_config = Strict(
+    hf_config = Record(
         "hf_config", architectures=[architecture], model_type=model_type, hidden_size=setting.hidden
     )
-    return Strict("model_config", hf_config=hf_config, dtype=_DTYPES[setting.itemsize])
+    return Record("model_config", hf_config=hf_config, dtype=_DTYPES[setting.itemsize])
 
 
 #: The post-processing passes (overrides.py, in registration order) that decide the fusion backend.
@@ -324,32 +298,23 @@ def _served(setting: Setting, sg: types.SimpleNamespace) -> Served:
 # --- the device ------------------------------------------------------------------------------
 
 
-def _nvlink(group_class: str, a: int, b: int) -> bool:
-    if group_class in ALL_PAIRS_NVLINK:
-        return True
-    return group_class in BRIDGED_PAIRS_NVLINK and a // 2 == b // 2
-
-
 def _multicast(setting: Setting) -> bool:
+    """Whether a torch symmetric-memory allocation gets a multicast address on this group."""
     disabled = setting.knobs.env.get(torch_symm.DISABLE_MULTICAST_ENV) == _TORCH_TRUE
-    return (
-        setting.group_class in MULTICAST_FABRIC
-        and setting.capability[0] >= MULTICAST_MIN_MAJOR
-        and not disabled
-    )
+    return setting.device().multicast and not disabled
 
 
 class _NvmlError(Exception):
     pass
 
 
-def _pynvml(setting: Setting) -> Strict:
+def _pynvml(setting: Setting) -> Record:
     ok = 0
 
     def p2p_status(a: int, b: int, index: int) -> int:
-        return ok if _nvlink(setting.group_class, a, b) else ok + 1
+        return ok if setting.device().nvlink_every_pair else ok + 1
 
-    return Strict(
+    return Record(
         "pynvml",
         nvmlInit=lambda: None,
         nvmlShutdown=lambda: None,
@@ -425,9 +390,9 @@ class _Inert:
         pass
 
 
-def _symm_module(setting: Setting) -> Strict:
+def _symm_module(setting: Setting) -> Record:
     """``torch.distributed._symmetric_memory`` as the torch symm-mem communicator uses it."""
-    return Strict(
+    return Record(
         "torch_symm_mem",
         empty=lambda n, device, dtype: torch.empty(n, dtype=dtype, device="meta"),
         rendezvous=lambda buffer, group_name: _SymmetricMemory(_MULTICAST_PTR if _multicast(setting) else 0),
@@ -437,9 +402,9 @@ def _symm_module(setting: Setting) -> Strict:
 class _FusionWorkspace:
     """What FlashInfer's ``create_allreduce_fusion_workspace`` returns, as SGLang reads it."""
 
-    def __init__(self, backend: str) -> None:
+    def __init__(self, backend: str, use_fp32_lamport: bool) -> None:
         self.backend = backend
-        self.metadata = {"use_fp32_lamport": False}
+        self.metadata = {"use_fp32_lamport": use_fp32_lamport}
 
     def is_buffer_size_sufficient(
         self, tp_size: int, num_tokens: int, hidden_dim: int, dtype: torch.dtype, use_oneshot: Any = None
@@ -450,10 +415,10 @@ class _FusionWorkspace:
         pass
 
 
-def _flashinfer_comm(calls: list[dict[str, Any]]) -> Strict:
-    return Strict(
+def _flashinfer_comm(calls: list[dict[str, Any]]) -> Record:
+    return Record(
         "flashinfer.comm",
-        AllReduceFusionPattern=Strict(
+        AllReduceFusionPattern=Record(
             "AllReduceFusionPattern", kAllReduce="kAllReduce", kARResidualRMSNorm="kARResidualRMSNorm"
         ),
         allreduce_fusion=lambda **kwargs: calls.append(kwargs),
@@ -461,12 +426,12 @@ def _flashinfer_comm(calls: list[dict[str, Any]]) -> Strict:
 
 
 def _create_workspace(setting: Setting) -> Callable[..., _FusionWorkspace]:
-    def create(*, backend: str, **kwargs: Any) -> _FusionWorkspace:
+    def create(*, backend: str, use_fp32_lamport: bool = False, **kwargs: Any) -> _FusionWorkspace:
         if backend == "mnnvl" and not _multicast(setting):
             raise RuntimeError("MNNVL workspace: no NVLink multicast on this group")
-        if backend == "trtllm" and setting.group_class in NO_PEER_ACCESS:
+        if backend == "trtllm" and not setting.device().p2p:
             raise RuntimeError("TRT-LLM IPC workspace: no peer access between the group's GPUs")
-        return _FusionWorkspace(backend)
+        return _FusionWorkspace(backend, use_fp32_lamport)
 
     return create
 
@@ -489,7 +454,7 @@ def _flashinfer_modules(setting: Setting) -> dict[str, types.ModuleType]:
 
     class Workspace(_PcieIpcWorkspace):
         def __init__(self, **kwargs: Any) -> None:
-            if setting.group_class in NO_PEER_ACCESS:
+            if not setting.device().p2p:
                 raise RuntimeError("PCIe IPC workspace: no peer access between the group's GPUs")
             super().__init__(**kwargs)
 
@@ -504,7 +469,7 @@ def _moe_modules() -> dict[str, types.ModuleType]:
     adapter executes the attention-TP group, so neither function may be called."""
 
     def not_executed(*args: Any, **kwargs: Any) -> Any:
-        raise UnsetAttribute("the MoE reduction group is not executed")
+        raise Unset("the MoE reduction group is not executed")
 
     package, utils = (
         types.ModuleType("sglang.srt.layers.moe"),
@@ -592,10 +557,10 @@ def _node(setting: Setting, sg: types.SimpleNamespace) -> Iterator[None]:
         patch(mock.patch.object(sg.symm, "_is_cuda", is_cuda))
         patch(mock.patch.object(sg.symm, "torch_symm_mem_available", is_cuda))
         patch(mock.patch.object(sg.ca_utils, "pynvml", _pynvml(setting), create=True))
-        p2p = setting.group_class not in NO_PEER_ACCESS
+        p2p = setting.device().p2p
         patch(mock.patch.object(sg.ca_utils, "gpu_p2p_access_check", lambda src, tgt: p2p))
         # Custom all-reduce v1's library and IPC buffers.
-        ops = Strict(
+        ops = Record(
             "custom_all_reduce_ops",
             IS_CUSTOM_AR_AVAILABLE=True,
             meta_size=lambda: 0,
@@ -621,20 +586,6 @@ def _node(setting: Setting, sg: types.SimpleNamespace) -> Iterator[None]:
 
 
 # --- the group coordinator --------------------------------------------------------------------
-
-
-def _coordinator_class(sg: types.SimpleNamespace) -> type:
-    class Coordinator(sg.parallel_state.GroupCoordinator):  # type: ignore[name-defined,misc]
-        """A GroupCoordinator built without ``__init__``: only the attributes ``all_reduce`` reads
-        (``COORDINATOR_ATTRIBUTES``); any other read raises."""
-
-        def __getattr__(self, name: str) -> Any:
-            raise UnsetAttribute(f"GroupCoordinator.{name} is read but not stood in")
-
-        def __del__(self) -> None:
-            pass
-
-    return Coordinator
 
 
 #: What ``GroupCoordinator.all_reduce`` and its helpers read on the TP group (parallel_state.py:673-993).
@@ -690,13 +641,14 @@ def _build_group(
         "_ENABLE_FLASHINFER_ALLREDUCE_ONLY",
     ):
         patch(mock.patch.object(ps, name, getattr(ps, name)))
-    coordinator = object.__new__(_coordinator_class(sg))
+    # Built without __init__ (it opens process groups); COORDINATOR_ATTRIBUTES are set below.
+    coordinator = strict(ps.GroupCoordinator)
     _runtime(setting, served, sg, coordinator, stack)
     _flags(served, sg)
     if ps._ENABLE_MSCCLPP:
         raise RouteError("--enable-mscclpp is not executed")
-    device_group = Strict("device_group", group_name="tp:device")
-    cpu_group = Strict("cpu_group", group_name="tp")
+    device_group = Record("device_group", group_name="tp:device")
+    cpu_group = Record("cpu_group", group_name="tp")
     # v1/v2 read the device index (custom_all_reduce_utils.py:474); the symm-mem communicator
     # compares the message's device with its own; the PCIe IPC communicator wants a CUDA device.
     indexed, meta = torch.device("meta", 0), torch.device("meta")
@@ -755,13 +707,13 @@ def _runtime(
     """SGLang's published runtime context, as far as its all-reduce code reads it (each bag names
     its fields; any other read raises), and the FlashInfer stand-ins."""
     fusion, patch = sg.fusion, stack.enter_context
-    comm = Strict(
+    comm = Record(
         "exec.comm",
         flashinfer_allreduce_fusion_backend=served.fusion_backend,
         enable_scattered_sconv=served.args.enable_scattered_sconv,
     )
-    exec_bag = Strict("exec", comm=comm, kernel=Strict("exec.kernel", disable_flashinfer_autotune=True))
-    parallel = Strict(
+    exec_bag = Record("exec", comm=comm, kernel=Record("exec.kernel", disable_flashinfer_autotune=True))
+    parallel = Record(
         "parallel",
         nnodes=1,
         tp_size=setting.tp,
@@ -770,14 +722,14 @@ def _runtime(
         attn_tp_group=coordinator,
         tp_group=coordinator,
     )
-    resources = Strict("resources", buffers={})
+    resources = Record("resources", buffers={})
     for module in (fusion, sg.symm, sg.runtime_context):
         patch(mock.patch.object(module, "get_exec", lambda: exec_bag))
     patch(mock.patch.object(fusion, "get_parallel", lambda: parallel))
     patch(mock.patch.object(fusion, "get_resources", lambda: resources))
     patch(
         mock.patch.object(
-            sg.dp_attention, "get_flags", lambda: Strict("flags", dp=Strict("dp", enabled=False))
+            sg.dp_attention, "get_flags", lambda: Record("flags", dp=Record("dp", enabled=False))
         )
     )
     calls: list[dict[str, Any]] = []
