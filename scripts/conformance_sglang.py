@@ -38,7 +38,7 @@ import torch  # noqa: TID251 -- SGLang's dispatch reads torch tensors and torch.
 
 from topo_gate.launchers.routes import flashinfer as flashinfer_route
 from topo_gate.launchers.routes import sglang_custom_v2, sglang_fusion, torch_symm
-from topo_gate.launchers.routes.base import Cite, RouteError
+from topo_gate.launchers.routes.base import Cite, Knobs, RouteError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conformance_points import Setting  # noqa: E402  (the run's modules, next to this one)
@@ -55,6 +55,25 @@ def _cite(path: str, lines: str) -> str:
 
 _COMM = "srt/distributed/device_communicators/"
 
+
+#: The user's own flags and env the route model reads (``check_names``, the knob manifest), each a
+#: grid knob set of its own beside the planner's candidates.
+USER_SETTINGS: tuple[Knobs, ...] = (
+    *(Knobs(args=("--flashinfer-allreduce-fusion-backend", backend)) for backend in sglang_fusion.BACKENDS),
+    Knobs(args=("--enforce-disable-flashinfer-allreduce-fusion",)),
+    Knobs(args=("--disable-custom-all-reduce",)),
+    Knobs(env={"SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2": "0"}),
+    *(Knobs(env={sglang_custom_v2.MAX_SIZE_ENV: kib}) for kib in ("0", "1", "64", "4096", "65536")),
+    Knobs(env={sglang_custom_v2.FORCE_PULL_ENV: "8192"}),
+    Knobs(env={sglang_custom_v2.FORCE_PUSH_ENV: "512"}),
+    Knobs(env={"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1", "SGLANG_PCIE_IPC_MAX_NUMEL": "1048576"}),
+    Knobs(args=("--enable-torch-symm-mem",)),
+    Knobs(args=("--enable-torch-symm-mem",), env={"SGLANG_OPT_USE_INKLING_CUSTOM_AR": "0"}),
+    Knobs(args=("--enable-torch-symm-mem",), env={"SGLANG_OPT_USE_INKLING_FUSED_AR_SCONV": "0"}),
+    Knobs(env={torch_symm.DISABLE_MULTICAST_ENV: "1"}),
+    Knobs(args=("--moe-a2a-backend", "deepep")),
+    Knobs(args=("--enable-waterfill",)),
+)
 
 #: The CUDA runtime SGLang 0.5.23's CUDA wheels are built against: at or above every version its
 #: platform probes require (12.3 for Hopper, 12.8 for Blackwell).
@@ -426,12 +445,29 @@ def _flashinfer_comm(calls: list[dict[str, Any]]) -> Record:
 
 
 def _create_workspace(setting: Setting) -> Callable[..., _FusionWorkspace]:
-    def create(*, backend: str, use_fp32_lamport: bool = False, **kwargs: Any) -> _FusionWorkspace:
+    """FlashInfer 0.7.2's ``create_allreduce_fusion_workspace`` as far as SGLang's call meets it: its
+    keyword parameters (an unknown one raises TypeError, as there), the fp32-Lamport choice it makes
+    from ``dtype`` (flashinfer/comm/allreduce.py:150), and a build that fails without the fabric the
+    backend needs."""
+
+    def create(
+        *,
+        backend: str,
+        world_size: int,
+        rank: int,
+        max_token_num: int,
+        hidden_dim: int,
+        dtype: torch.dtype,
+        gpus_per_node: int | None = None,
+        comm_backend: Any = None,
+        force_oneshot_support: bool = False,
+        group: Any = None,
+    ) -> _FusionWorkspace:
         if backend == "mnnvl" and not _multicast(setting):
             raise RuntimeError("MNNVL workspace: no NVLink multicast on this group")
         if backend == "trtllm" and not setting.device().p2p:
             raise RuntimeError("TRT-LLM IPC workspace: no peer access between the group's GPUs")
-        return _FusionWorkspace(backend, use_fp32_lamport)
+        return _FusionWorkspace(backend, use_fp32_lamport=dtype == torch.float32)
 
     return create
 
@@ -899,6 +935,48 @@ def message(setting: Setting, nbytes: int) -> torch.Tensor:
     """The served model's message of at least ``nbytes`` bytes: whole rows of its hidden size."""
     rows = max(1, math.ceil(nbytes / (setting.hidden * setting.itemsize)))
     return torch.empty((rows, setting.hidden), dtype=_DTYPES[setting.itemsize], device="meta")
+
+
+def limits(setting: Setting) -> list[int]:
+    """The size limits SGLang's own objects hold at this setting, as exclusive byte bounds (the first
+    size past each): custom all-reduce v2's clipped graph and eager thresholds and multicast range,
+    the legacy kernel's max_size, torch symm-mem's max_size, PCIe IPC's max_numel, and the fusion
+    workspace's token cap in the served model's rows. None where SGLang refuses the setting (the
+    run reports that from ``real_routes``)."""
+    sg = _sglang()
+    try:
+        with _node(setting, sg), contextlib.ExitStack() as stack:
+            served = _served(setting, sg)
+            group = _build_group(setting, served, sg, stack)
+            return sorted(bound for bound in _group_limits(setting, sg, group) if bound >= 1)
+    except RouteError:
+        return []
+
+
+def _group_limits(setting: Setting, sg: types.SimpleNamespace, group: Group) -> set[int]:
+    coordinator, bounds = group.coordinator, set()
+    ca = coordinator.ca_comm
+    if ca is not None and not ca.disabled:
+        if group.custom_v2:
+            for heuristic in (ca.config.graph, ca.config.eager):
+                bounds |= {
+                    heuristic.one_shot_push_threshold + 1,
+                    heuristic.two_shot_push_threshold + 1,
+                    heuristic.one_shot_pull_threshold + 1,
+                    heuristic.two_shot_pull_threshold + 1,
+                    heuristic.mc.min_bytes,
+                    heuristic.mc.max_bytes + 1,
+                }
+        else:
+            bounds.add(ca.max_size + 1)
+    symm = coordinator.torch_symm_mem_comm
+    if symm is not None and not symm.disabled:
+        bounds.add(symm.max_size)
+    if coordinator.pcie_ipc_comm is not None and not coordinator.pcie_ipc_comm.disabled:
+        bounds.add(sg.pcie_ipc.envs.SGLANG_PCIE_IPC_MAX_NUMEL.get() * setting.itemsize + 1)
+    if group.fusion_backend is not None:
+        bounds.add(sg.add_norm["FUSE_ALLREDUCE_MAX_BATCH_SIZE"] * setting.hidden * setting.itemsize + 1)
+    return bounds
 
 
 def real_routes(setting: Setting, sizes: Sequence[int]) -> dict[str, list[str | None]]:
