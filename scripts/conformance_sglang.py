@@ -152,7 +152,8 @@ STAND_INS: dict[str, tuple[str, str, str]] = {
         + "; flashinfer.comm create_allreduce_fusion_workspace, allreduce_fusion, PcieIpcAllReduceWorkspace",
         "not installed next to SGLang here (and its workspaces allocate on the GPU)",
         "a fusion workspace that fails to build as FlashInfer's does without peer access (trtllm) or "
-        "NVLink multicast (mnnvl), whose own size check declines to answer (so SGLang's fallback check, "
+        "NVLink multicast on the fabric (mnnvl: FlashInfer's own cuMulticastCreate, which torch's "
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST does not reach), whose own size check declines to answer (so SGLang's fallback check, "
         "the allocated tokens and hidden size, decides); the allocation preflight (cuMemCreate) passes; "
         "allreduce_fusion records its call; the PCIe IPC workspace needs peer access, supports every "
         "message SGLang hands it, and is not autotuned (autotuning never changes supports)",
@@ -463,7 +464,9 @@ def _create_workspace(setting: Setting) -> Callable[..., _FusionWorkspace]:
         force_oneshot_support: bool = False,
         group: Any = None,
     ) -> _FusionWorkspace:
-        if backend == "mnnvl" and not _multicast(setting):
+        # FlashInfer creates its multicast object through the CUDA driver (flashinfer/comm/mnnvl.py:1117),
+        # not torch symmetric memory: TORCH_SYMM_MEM_DISABLE_MULTICAST does not reach it.
+        if backend == "mnnvl" and not setting.device().multicast:
             raise RuntimeError("MNNVL workspace: no NVLink multicast on this group")
         if backend == "trtllm" and not setting.device().p2p:
             raise RuntimeError("TRT-LLM IPC workspace: no peer access between the group's GPUs")
