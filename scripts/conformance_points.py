@@ -20,7 +20,8 @@ library's) code. It exposes:
 
 and optionally:
 
-- ``USER_SETTINGS``: knob sets a user may run with that the route model reads (flags, env), checked
+- ``user_settings(release) -> [Knobs, ...]``: knob sets a user may run with that the route model of
+  ``release`` reads (flags, env), checked
   besides every knob set the launcher's planner may emit (``topo_gate.launchers.<launcher>.candidates``);
 - ``limits(setting) -> [bytes, ...]``: the size limits the release's own tables put at this setting
   (the run checks the receivable sizes on each side of every one, as it does the route model's);
@@ -76,7 +77,9 @@ class Setting:
 
     def device(self) -> DeviceState:
         """The answers of the device queries the release makes (NVML, CUDA) for this group."""
-        every_pair = self.group_class in _NVLINK_EVERY_PAIR or (self.tp == 2 and self.group_class in _NVLINK_PAIRS)
+        every_pair = self.group_class in _NVLINK_EVERY_PAIR or (
+            self.tp == 2 and self.group_class in _NVLINK_PAIRS
+        )
         multicast = self.group_class in _MULTICAST_FABRIC and self.capability[0] >= _MULTICAST_MAJOR
         return DeviceState(nvlink_every_pair=every_pair, p2p=self.group_class != _NO_P2P, multicast=multicast)
 

@@ -28,9 +28,13 @@ def _strict_subclass(cls: type[T]) -> type[T]:
             return object.__getattribute__(self, name)
         if isinstance(inspect.getattr_static(cls, name, _MISSING), _CODE):
             return object.__getattribute__(self, name)
-        raise Unset(f"{cls.__module__}.{cls.__qualname__}.{name} was read, but the conformance adapter does not set it")
+        raise Unset(
+            f"{cls.__module__}.{cls.__qualname__}.{name} was read, but the conformance adapter does not set it"
+        )
 
-    return type(f"Strict{cls.__name__}", (cls,), {"__getattribute__": __getattribute__, "__module__": __name__})
+    return type(
+        f"Strict{cls.__name__}", (cls,), {"__getattribute__": __getattribute__, "__module__": __name__}
+    )
 
 
 def strict(cls: type[T], **attributes: Any) -> T:

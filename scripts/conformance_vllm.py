@@ -19,9 +19,11 @@ parts of vLLM are its own. Needs vLLM importable with ``VLLM_TARGET_DEVICE=cpu``
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib
 import importlib.machinery
 import importlib.metadata
+import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -118,6 +120,22 @@ STAND_INS: dict[str, tuple[str, str, str]] = {
         "those three inline rules applied to the parsed CompilationConfig; _maybe_enable_breakable_cudagraph "
         "and _set_config_default are vLLM's own, on an object holding the attributes they read",
     ),
+    "HiSparse from a kv-transfer connector": (
+        "vllm/config/vllm.py VllmConfig.__post_init__ (0.34.0: a HiSparseConnector kv-transfer connector "
+        "sets attention_config.hisparse_config), inline",
+        "the whole __post_init__ needs the model's HF config",
+        "that inline rule applied to the parsed configs; the current config _resolve_fi_ar_backend "
+        "reads holds only attention_config.hisparse_config",
+    ),
+    "which models call the fused kernel themselves": (
+        "the NVIDIA model implementations (DeepSeek-V3.2 / GLM-5.2, MiniMax-M3, Kimi-K3's latent-MoE "
+        "output, 0.34.0: Qwen3.5, Mistral Large 4), registry.py",
+        "the model classes need their weights' configs and, for some, CUDA at import",
+        "the release's manifest sets (scripts/extract_knobs.py reads them from its model code) say which "
+        "architecture calls; each call site then runs fused_allreduce_rms_norm, whose gate "
+        "(_can_use_flashinfer) and fused call Kimi-K3's allreduce_norm_latent_out and Qwen3.5's "
+        "fused_allreduce_gemma_rms_norm share; Mistral Large 4's defers_allreduce is restated (_defers)",
+    ),
     "fusion pass token limit": (
         "vllm/compilation/passes/fusion/allreduce_rms_fusion.py AllReduceFusionPass.__init__ "
         "(max_token_num = flashinfer_max_size // (hidden x element size), min with max_num_batched_tokens)",
@@ -127,8 +145,9 @@ STAND_INS: dict[str, tuple[str, str, str]] = {
     ),
 }
 
-#: The user's own flags and env the route model reads: each is a grid knob set of its own.
-USER_SETTINGS: tuple[Knobs, ...] = (
+#: The user's own flags and env the route model reads, in every modelled release: each is a grid
+#: knob set of its own.
+_USER_SETTINGS: tuple[Knobs, ...] = (
     Knobs(args=("--enforce-eager",)),
     *(Knobs(args=(f"-O{level}",)) for level in range(4)),
     Knobs(env={"TORCH_COMPILE_DISABLE": "1"}),
@@ -143,6 +162,34 @@ USER_SETTINGS: tuple[Knobs, ...] = (
     Knobs(args=("-cc.pass_config.fuse_allreduce_rms=true",), env={"TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}),
     Knobs(args=("-O1", "-cc.pass_config.fuse_allreduce_rms=true")),
 )
+_HISPARSE = ("--attention-config", '{"hisparse_config": {}}')
+#: 0.34.0 reads a HiSparse config in its FlashInfer backend choice, and the user may switch breakable
+#: CUDA graphs and the compilation mode themselves.
+_USER_SETTINGS_SINCE: dict[str, tuple[Knobs, ...]] = {
+    "0.34.0": (
+        Knobs(args=_HISPARSE),
+        Knobs(args=_HISPARSE, env={"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "mnnvl"}),
+        Knobs(args=("--kv-transfer-config", '{"kv_connector": "HiSparseConnector", "kv_role": "kv_both"}')),
+        Knobs(env={"VLLM_USE_BREAKABLE_CUDAGRAPH": "0"}),
+        Knobs(env={"VLLM_USE_BREAKABLE_CUDAGRAPH": "1"}),
+        Knobs(args=("-cc.mode=NONE",)),
+        Knobs(args=("-cc.mode=VLLM_COMPILE",), env={"VLLM_USE_BREAKABLE_CUDAGRAPH": "0"}),
+    ),
+}
+
+
+def user_settings(release: str) -> tuple[Knobs, ...]:
+    """The user settings the route model of ``release`` reads."""
+    since = [
+        knobsets for first, knobsets in _USER_SETTINGS_SINCE.items() if _version(release) >= _version(first)
+    ]
+    return _USER_SETTINGS + tuple(knobset for knobsets in since for knobset in knobsets)
+
+
+def _version(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split(".")[:3])
+
+
 #: Env vars a setting's knobs may set; cleared for every setting so that one never leaks into the next.
 _ENV = (
     "VLLM_ALLREDUCE_USE_FLASHINFER",
@@ -157,6 +204,7 @@ _ENV = (
 )
 _MULTICAST_OFF = "1"  # the only value torch's check_env reads as true
 _TP_GROUP = "tp:0"
+_BF16_ITEMSIZE = 2  # Mistral Large 4 defers only in a bf16 model
 _NO_HANDLE = 0  # custom all-reduce's C++ handle: 0 tells its close() there is nothing to free  # CudaCommunicator enables its TP-only backends by this prefix
 #: Larger than every message the grid sends (tokens), so the scheduler's batch limit never decides.
 _MAX_BATCHED_TOKENS = 1 << 30
@@ -198,7 +246,12 @@ class _FlashInferComm:
     def __init__(self) -> None:
         self.device: DeviceState | None = None
         self.tp = 0
-        patterns = ("kAllReduce", "kARResidualRMSNorm", "kARResidualRMSNormFP8Quant", "kARResidualRMSNormFP4Quant")
+        patterns = (
+            "kAllReduce",
+            "kARResidualRMSNorm",
+            "kARResidualRMSNormFP8Quant",
+            "kARResidualRMSNormFP4Quant",
+        )
         self.AllReduceFusionPattern = SimpleNamespace(**{name: code for code, name in enumerate(patterns)})
         self.QuantizationSFLayout = SimpleNamespace(SWIZZLED_128x4=0)
 
@@ -261,6 +314,7 @@ def _vllm() -> SimpleNamespace:
         "direct": "vllm.models.common.ops.fused_allreduce_rms_norm",
         "gemma": "vllm.model_executor.layers.fused_allreduce_gemma_rms_norm",
         "config": "vllm.config.vllm",
+        "attention": "vllm.config.attention",
         "compilation": "vllm.config.compilation",
         "flashinfer_utils": "vllm.utils.flashinfer",
         "arg_utils": "vllm.engine.arg_utils",
@@ -314,6 +368,10 @@ def _modules() -> SimpleNamespace:
     global _MODULES
     if _MODULES is None:
         _MODULES = _vllm()
+        logging.getLogger("vllm").setLevel(logging.ERROR)  # the fallbacks it warns of are what the run checks
+        _MODULES.parser = _MODULES.arg_utils.EngineArgs.add_cli_args(
+            _MODULES.argparse_utils.FlexibleArgumentParser()
+        )
     return _MODULES
 
 
@@ -367,7 +425,7 @@ def _symm_handle(device: DeviceState, env: dict[str, str]) -> SimpleNamespace:
 
 
 @contextlib.contextmanager
-def _stood_in(setting: Setting, env: dict[str, str]) -> Iterator[SimpleNamespace]:
+def _stood_in(setting: Setting, env: dict[str, str], current: Any = None) -> Iterator[SimpleNamespace]:
     """The release's device, group and kernel calls answer as ``setting``'s node would."""
     import torch
 
@@ -386,14 +444,22 @@ def _stood_in(setting: Setting, env: dict[str, str]) -> Iterator[SimpleNamespace
         two_shot_all_reduce_=lambda *a: _raise("symm_mem_twoshot_multicast_vllm"),
     )
     symm_torch = _TorchWith(torch, ops=SimpleNamespace(symm_mem=symm_ops))
-    nccl_symm = SimpleNamespace(vllm=SimpleNamespace(all_reduce_symmetric_with_copy=lambda x: _raise("nccl_symm_vllm")))
+    nccl_symm = SimpleNamespace(
+        vllm=SimpleNamespace(all_reduce_symmetric_with_copy=lambda x: _raise("nccl_symm_vllm"))
+    )
     cuda_torch = _TorchWith(torch, ops=nccl_symm)
     group = Record("tp group", cpu_group=None)
     patches = [
-        mock.patch.dict(os.environ, {**{k: v for k, v in os.environ.items() if k not in _ENV}, **env}, clear=True),
         mock.patch.object(platform, "_enum", m.interface.PlatformEnum.CUDA),
-        mock.patch.object(type(platform), "get_device_capability", classmethod(lambda cls, device_id=0: capability)),
-        mock.patch.object(type(platform), "is_fully_connected", classmethod(lambda cls, ids: device.nvlink_every_pair), create=True),
+        mock.patch.object(
+            type(platform), "get_device_capability", classmethod(lambda cls, device_id=0: capability)
+        ),
+        mock.patch.object(
+            type(platform),
+            "is_fully_connected",
+            classmethod(lambda cls, ids: device.nvlink_every_pair),
+            create=True,
+        ),
         mock.patch.object(m.flashinfer_utils, "has_flashinfer", lambda: True),
         mock.patch.object(m.custom, "custom_ar", True),
         mock.patch.object(m.custom, "dist", dist),
@@ -401,8 +467,22 @@ def _stood_in(setting: Setting, env: dict[str, str]) -> Iterator[SimpleNamespace
         mock.patch.object(m.custom, "_can_p2p", lambda rank, world_size: device.p2p),
         mock.patch.object(m.custom, "_has_local_multicast_support", lambda device_: device.multicast),
         mock.patch.object(m.custom, "_all_ranks_true", lambda group, value: value),
-        mock.patch.object(m.custom, "ops", Record("vllm._custom_ops", meta_size=lambda: 0, init_custom_ar=lambda *a: _NO_HANDLE, register_buffer=lambda *a: None, all_reduce=lambda *a: _raise("vllm_custom"))),
-        mock.patch.object(m.custom.CustomAllreduce, "create_shared_buffer", staticmethod(lambda size, group=None, uncached=False: [0] * setting.tp)),
+        mock.patch.object(
+            m.custom,
+            "ops",
+            Record(
+                "vllm._custom_ops",
+                meta_size=lambda: 0,
+                init_custom_ar=lambda *a: _NO_HANDLE,
+                register_buffer=lambda *a: None,
+                all_reduce=lambda *a: _raise("vllm_custom"),
+            ),
+        ),
+        mock.patch.object(
+            m.custom.CustomAllreduce,
+            "create_shared_buffer",
+            staticmethod(lambda size, group=None, uncached=False: [0] * setting.tp),
+        ),
         mock.patch.object(m.custom.CustomAllreduce, "_init_mnnvl_buffer", lambda self, stage_size: None),
         mock.patch.object(m.symm, "symm_mem_available", True),
         mock.patch.object(m.symm, "dist", dist),
@@ -419,16 +499,40 @@ def _stood_in(setting: Setting, env: dict[str, str]) -> Iterator[SimpleNamespace
         mock.patch.object(m.gemma, "get_tensor_model_parallel_rank", lambda: 0),
         mock.patch.object(m.gemma, "get_tp_group", lambda: group),
         mock.patch.object(m.direct, "get_tensor_model_parallel_world_size", lambda: setting.tp),
-        mock.patch.object(m.direct, "flashinfer_trtllm_fused_allreduce_norm", m.fusion.call_trtllm_fused_allreduce_norm),
-        mock.patch.object(m.gemma, "flashinfer_trtllm_fused_allreduce_norm", m.fusion.call_trtllm_fused_allreduce_norm),
+        mock.patch.object(
+            m.direct, "flashinfer_trtllm_fused_allreduce_norm", m.fusion.call_trtllm_fused_allreduce_norm
+        ),
+        mock.patch.object(
+            m.gemma, "flashinfer_trtllm_fused_allreduce_norm", m.fusion.call_trtllm_fused_allreduce_norm
+        ),
         mock.patch.object(torch.accelerator, "set_device_index", lambda device_: None),
     ]
+    if hasattr(m.fi, "get_current_vllm_config_or_none"):  # 0.34.0 reads the HiSparse config through it
+        patches.append(mock.patch.object(m.fi, "get_current_vllm_config_or_none", lambda: current))
     with contextlib.ExitStack() as stack:
+        stack.enter_context(_environment(env))
         for patch in patches:
             stack.enter_context(patch)
         m.fi.destroy_fi_ar_workspace()  # the workspace is a per-process global: none from the last setting
         yield m
         m.fi.destroy_fi_ar_workspace()
+
+
+@contextlib.contextmanager
+def _environment(env: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with every variable of ``_ENV`` as ``env`` says (unset where it says nothing)."""
+    saved = {name: os.environ.pop(name, None) for name in _ENV}
+    unknown = sorted(set(env) - set(_ENV))
+    if unknown:
+        raise ValueError(f"{unknown}: not an env var the adapter knows to clear between settings")
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
 
 
 class _TorchWith(ModuleType):
@@ -447,9 +551,18 @@ class _TorchWith(ModuleType):
 
 def _engine_args(m: SimpleNamespace, setting: Setting) -> Any:
     """The flags as vLLM's own parser reads them."""
-    parser = m.arg_utils.EngineArgs.add_cli_args(m.argparse_utils.FlexibleArgumentParser())
-    namespace = parser.parse_args(["--model", "served-model", "-tp", str(setting.tp), *setting.knobs.args])
+    namespace = m.parser.parse_args(["--model", "served-model", "-tp", str(setting.tp), *setting.knobs.args])
     return m.arg_utils.EngineArgs.from_cli_args(namespace)
+
+
+def _current_config(m: SimpleNamespace, engine: Any) -> Record:
+    """The parts of the current ``VllmConfig`` the communicators read (0.34.0: the HiSparse config)."""
+    attention = getattr(engine, "attention_config", None)
+    hisparse = getattr(attention, "hisparse_config", None)
+    transfer = getattr(engine, "kv_transfer_config", None)
+    if hisparse is None and transfer is not None and transfer.has_connector("HiSparseConnector"):
+        hisparse = m.attention.HiSparseConfig()  # config/vllm.py __post_init__, inline (0.34.0)
+    return Record("VllmConfig", attention_config=Record("AttentionConfig", hisparse_config=hisparse))
 
 
 def _communicator(m: SimpleNamespace, engine: Any, setting: Setting) -> Any:
@@ -490,14 +603,24 @@ def _plain(communicator: Any, message: Any) -> str | None:
     raise AssertionError("CudaCommunicator.all_reduce returned without reaching a kernel")
 
 
-def _resolved_mode(m: SimpleNamespace, engine: Any, setting: Setting, architecture: str | None) -> tuple[Any, bool]:
+def _resolved_mode(
+    m: SimpleNamespace, engine: Any, setting: Setting, architecture: str | None
+) -> tuple[Any, bool]:
     """The pass config with ``fuse_allreduce_rms`` resolved, and whether vLLM compiles (mode VLLM_COMPILE)."""
-    compilation = engine.compilation_config
+    compilation = copy.deepcopy(engine.compilation_config)  # EngineArgs' default is one shared object
     levels = m.config.OPTIMIZATION_LEVEL_TO_CONFIG
-    level = engine.optimization_level
+    level = m.config.OptimizationLevel(
+        int(engine.optimization_level)
+    )  # -ON parses as "N"; VllmConfig validates it
     parallel = Record("ParallelConfig", tensor_parallel_size=setting.tp)
     model = Record("ModelConfig", architectures=[architecture] if architecture else ["LlamaForCausalLM"])
-    config = strict(m.config.VllmConfig, compilation_config=compilation, parallel_config=parallel, model_config=model, optimization_level=level)
+    config = strict(
+        m.config.VllmConfig,
+        compilation_config=compilation,
+        parallel_config=parallel,
+        model_config=model,
+        optimization_level=level,
+    )
     default = levels[level]["compilation_config"]["pass_config"]["fuse_allreduce_rms"]
     config._set_config_default(compilation.pass_config, "fuse_allreduce_rms", default)
     none = m.compilation.CompilationMode.NONE
@@ -509,7 +632,9 @@ def _resolved_mode(m: SimpleNamespace, engine: Any, setting: Setting, architectu
     return compilation.pass_config, compilation.mode == m.compilation.CompilationMode.VLLM_COMPILE
 
 
-def _pass_site(m: SimpleNamespace, setting: Setting, pass_config: Any, compiled: bool, message: Any, plain: str | None) -> str | None:
+def _pass_site(
+    m: SimpleNamespace, setting: Setting, pass_config: Any, compiled: bool, message: Any, plain: str | None
+) -> str | None:
     """What the compiled graph runs at a norm site: the pass's fused call where it applies, else the
     plain all-reduce (then RMSNorm)."""
     if not (pass_config.fuse_allreduce_rms and compiled and setting.tp > 1):
@@ -520,9 +645,16 @@ def _pass_site(m: SimpleNamespace, setting: Setting, pass_config: Any, compiled:
     tokens, hidden = message.shape
     workspace_tokens = min(max_size // (hidden * message.element_size()), _MAX_BATCHED_TOKENS)
     workspace = m.fi.get_fi_ar_workspace(
-        world_size=setting.tp, rank=0, max_token_num=workspace_tokens, hidden_dim=hidden, dtype=message.dtype, group=None
+        world_size=setting.tp,
+        rank=0,
+        max_token_num=workspace_tokens,
+        hidden_dim=hidden,
+        dtype=message.dtype,
+        group=None,
     )
-    fusion_pass = strict(m.fusion.AllReduceFusionPass, disabled=workspace is None, max_token_num=workspace_tokens)
+    fusion_pass = strict(
+        m.fusion.AllReduceFusionPass, disabled=workspace is None, max_token_num=workspace_tokens
+    )
     ranges = _compile_ranges(workspace_tokens)
     compile_range = next(r for r in ranges if r.start <= tokens <= r.end)
     if not fusion_pass.is_applicable_for_range(compile_range):
@@ -565,25 +697,55 @@ def _direct_site(m: SimpleNamespace, communicator: Any, message: Any) -> str | N
     raise AssertionError("fused_allreduce_rms_norm returned without reaching a kernel")
 
 
-def _kind(architecture: str | None) -> str:
-    """How the release's model implementation of ``architecture`` reaches the fused kernel."""
-    from topo_gate.launchers.routes import vllm_fusion
+def _architecture_sets(release: str) -> dict[str, list[str]]:
+    from topo_gate.launchers import knobs
 
-    if architecture in vllm_fusion.DIRECT_ARCHITECTURES:
-        return "direct"
-    if architecture in vllm_fusion.MIXED_SITES_ARCHITECTURES:
-        return "mixed"
+    sets: dict[str, list[str]] = knobs.manifest(LAUNCHER, release).get("architectures", {})
+    return sets
+
+
+def _kind(release: str, architecture: str | None) -> str:
+    """How the release's model implementation of ``architecture`` reaches the fused kernel."""
+    sets = _architecture_sets(release)
+    for kind, key in (
+        ("direct", "fused_norm_direct"),
+        ("mixed", "fused_norm_mixed_sites"),
+        ("deferring", "fused_norm_deferring"),
+    ):
+        if architecture in sets.get(key, ()):
+            return kind
     return "pass"
+
+
+def unexecuted_architectures(release: str) -> dict[str, str]:
+    """Architectures whose all-reduce before a norm the adapter cannot execute, with why."""
+    private = _architecture_sets(release).get("model_private_allreduce", ())
+    return {architecture: _PRIVATE_WHY for architecture in private}
+
+
+_PRIVATE_WHY = (
+    "its model code runs an all-reduce kernel of its own (a multicast Lamport mailbox) from inside the "
+    "MoE finalize of its NVIDIA model, which does not import on CPU"
+)
+
+
+def _defers(pass_config: Any, itemsize: int) -> bool:
+    """Mistral Large 4's ``defers_allreduce`` (models/mistral/mistral_large4/nvidia/model.py, 0.34.0:
+    57-66): the resolved ``fuse_allreduce_rms`` and a bf16 model, expert and sequence parallelism off
+    (their defaults). The module refuses to import off CUDA, so this one rule is restated here."""
+    return bool(pass_config.fuse_allreduce_rms) and itemsize == _BF16_ITEMSIZE
 
 
 def real_routes(setting: Setting, sizes: Sequence[int]) -> dict[str, list[str | None]]:
     row = setting.hidden * setting.itemsize
     env = dict(setting.knobs.env)
-    with _stood_in(setting, env) as m:
+    m = _modules()
+    with _environment(env):
         engine = _engine_args(m, setting)
+    with _stood_in(setting, env, _current_config(m, engine)) as m:
         communicator = _communicator(m, engine, setting)
         pass_config, compiled = _resolved_mode(m, engine, setting, setting.architecture)
-        kind = _kind(setting.architecture)
+        kind = _kind(setting.release, setting.architecture)
         messages = []
         for size in sizes:
             if size % row:
@@ -592,12 +754,18 @@ def real_routes(setting: Setting, sizes: Sequence[int]) -> dict[str, list[str | 
         plain = [_plain(communicator, message) for message in messages]
         # Each site kind from a fresh FlashInfer workspace, as a process serving one of them makes it.
         m.fi.destroy_fi_ar_workspace()
-        sites = [_pass_site(m, setting, pass_config, compiled, *pair) for pair in zip(messages, plain)]
-        if kind != "pass":
+        sites = [
+            _pass_site(m, setting, pass_config, compiled, *pair) for pair in zip(messages, plain, strict=True)
+        ]
+        if kind == "deferring" and not _defers(pass_config, setting.itemsize):
+            sites = plain
+        elif kind != "pass":
             m.fi.destroy_fi_ar_workspace()
             direct = [_direct_site(m, communicator, message) for message in messages]
-            if kind == "direct":
+            if kind in ("direct", "deferring"):
                 sites = direct
             else:
-                sites = [site if site == other else MIXED_SITES for site, other in zip(sites, direct)]
+                sites = [
+                    site if site == other else MIXED_SITES for site, other in zip(sites, direct, strict=True)
+                ]
     return {"allreduce": plain, "allreduce_rmsnorm": sites}
