@@ -37,6 +37,7 @@ from unittest import mock
 import torch  # noqa: TID251 -- SGLang's dispatch reads torch tensors and torch.cuda; run in the launchers' venv
 
 from topo_gate.launchers.routes import flashinfer as flashinfer_route
+from topo_gate.launchers.routes import sglang as sglang_routes
 from topo_gate.launchers.routes import sglang_custom_v2, sglang_fusion, torch_symm
 from topo_gate.launchers.routes.base import Cite, Knobs, RouteError
 
@@ -58,7 +59,7 @@ _COMM = "srt/distributed/device_communicators/"
 
 #: The user's own flags and env the route model reads (``check_names``, the knob manifest), each a
 #: grid knob set of its own beside the planner's candidates.
-USER_SETTINGS: tuple[Knobs, ...] = (
+_USER_SETTINGS: tuple[Knobs, ...] = (
     *(Knobs(args=("--flashinfer-allreduce-fusion-backend", backend)) for backend in sglang_fusion.BACKENDS),
     Knobs(args=("--enforce-disable-flashinfer-allreduce-fusion",)),
     Knobs(args=("--disable-custom-all-reduce",)),
@@ -74,6 +75,29 @@ USER_SETTINGS: tuple[Knobs, ...] = (
     Knobs(args=("--moe-a2a-backend", "deepep")),
     Knobs(args=("--enable-waterfill",)),
 )
+
+
+def user_settings(release: str) -> tuple[Knobs, ...]:
+    """The user settings the route model of ``release`` reads (one release modelled so far)."""
+    del release
+    return _USER_SETTINGS
+
+
+def unexecuted_architectures(release: str) -> dict[str, str]:
+    """Architectures whose collectives the adapter cannot execute, with why."""
+    del release
+    return {
+        architecture: _OWN_COLLECTIVES_WHY
+        for architecture in (*sglang_routes.OWN_COLLECTIVES, sglang_fusion.DEEPSEEK_V41)
+    }
+
+
+_OWN_COLLECTIVES_WHY = (
+    "its model code runs collectives of its own on SM 9.x and later (MiniMax-M3's push-plane all-reduce + "
+    "norm, Kimi-K3's fused attention all-reduce) or on Blackwell (DeepSeek-V4 / V4.1), from model modules "
+    "that do not import on CPU; elsewhere they run the communicator chain this adapter executes"
+)
+
 
 #: The CUDA runtime SGLang 0.5.23's CUDA wheels are built against: at or above every version its
 #: platform probes require (12.3 for Hopper, 12.8 for Blackwell).
