@@ -29,7 +29,7 @@ import os
 import sys
 import types
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -968,8 +968,11 @@ def limits(setting: Setting) -> list[int]:
     """The size limits SGLang's own objects hold at this setting, as exclusive byte bounds (the first
     size past each): custom all-reduce v2's clipped graph and eager thresholds and multicast range,
     the legacy kernel's max_size, torch symm-mem's max_size, PCIe IPC's max_numel, and the fusion
-    workspace's token cap in the served model's rows. None where SGLang refuses the setting (the
-    run reports that from ``real_routes``)."""
+    workspace's token cap in the served model's rows; with the architecture unknown, those of every
+    architecture class. None where SGLang refuses the setting (``real_routes`` reports that)."""
+    if setting.architecture is None:
+        variants = [replace(setting, architecture=a) for a in sglang_routes.architecture_variants()]
+        return sorted({bound for variant in variants for bound in limits(variant)})
     sg = _sglang()
     try:
         with _node(setting, sg), contextlib.ExitStack() as stack:
