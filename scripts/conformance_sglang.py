@@ -12,8 +12,7 @@ them (``STAND_INS`` lists each, with why). Answers are in topo-gate's backend na
 
 A message of ``n`` bytes is a ``(rows, hidden)`` tensor of the served model on the meta device, with
 ``rows = ceil(n / (hidden * itemsize))``: a model only ever sends whole rows, so a size between two
-row multiples is answered as the next whole-row message (for a cap ``c`` whole rows long, ``c + 1``
-byte is the first message above it).
+row multiples is answered as the next whole-row message (the run asks at whole-row sizes only).
 """
 
 from __future__ import annotations
@@ -136,9 +135,9 @@ STAND_INS: dict[str, tuple[str, str, str]] = {
         "the group class's peer access (Setting.device().p2p)",
     ),
     "multicast": (
-        _cite(_COMM + "custom_all_reduce_v2.py", "292-293")
+        _cite(_COMM + "custom_all_reduce_v2.py", "304-305,334-335")
         + ", "
-        + _cite(_COMM + "torch_symm_mem.py", "114-122")
+        + _cite(_COMM + "torch_symm_mem.py", "110-124")
         + "; torch CUDASymmetricMemory.cu and TORCH_SYMM_MEM_DISABLE_MULTICAST (c10::utils::check_env)",
         "CUDA driver and torch's C++",
         "a symmetric-memory rendezvous returns a handle whose multicast_ptr is non-zero iff the group "
@@ -164,15 +163,15 @@ STAND_INS: dict[str, tuple[str, str, str]] = {
     "allocations and kernels": (
         _cite(_COMM + "custom_all_reduce.py", "104-131")
         + ", "
-        + _cite(_COMM + "custom_all_reduce_v2.py", "254-346")
+        + _cite(_COMM + "custom_all_reduce_v2.py", "265-346")
         + ", "
-        + _cite(_COMM + "torch_symm_mem.py", "110-113"),
+        + _cite(_COMM + "torch_symm_mem.py", "110-115"),
         "CUDA IPC, symmetric memory and JIT-compiled kernels",
         "meta-device buffers; the IPC handles, push / pull planes, communicator handle and the v2 kernel "
         "module are inert objects; every size and threshold computation around them runs",
     ),
     "FlashInfer": (
-        _cite("srt/layers/flashinfer_comm_fusion.py", "101-135,526-600,1017-1044")
+        _cite("srt/layers/flashinfer_comm_fusion.py", "103-135,435-600,1017-1044")
         + "; flashinfer.comm create_allreduce_fusion_workspace, allreduce_fusion, PcieIpcAllReduceWorkspace",
         "not installed next to SGLang here (and its workspaces allocate on the GPU)",
         "a fusion workspace that fails to build as FlashInfer's does without peer access (trtllm) or "
@@ -200,7 +199,7 @@ STAND_INS: dict[str, tuple[str, str, str]] = {
         "both definitions compiled from the installed add_norm.py's own text (its line numbers kept)",
     ),
     "MoE reduction group": (
-        _cite("srt/layers/flashinfer_comm_fusion.py", "689-712"),
+        _cite("srt/layers/flashinfer_comm_fusion.py", "685-711"),
         "sglang.srt.layers.moe imports every model's config",
         "a module whose two functions raise: the attention-TP group is the one executed",
     ),
@@ -220,7 +219,6 @@ def _sglang() -> types.SimpleNamespace:
     """SGLang's modules this adapter drives (imported once: several seconds)."""
     import sglang.srt.arg_groups.overrides as overrides
     import sglang.srt.distributed.device_communicators.custom_all_reduce as ca_v1
-    import sglang.srt.distributed.device_communicators.custom_all_reduce_ops as ca_ops
     import sglang.srt.distributed.device_communicators.custom_all_reduce_utils as ca_utils
     import sglang.srt.distributed.device_communicators.custom_all_reduce_v2 as ca_v2
     import sglang.srt.distributed.device_communicators.pcie_ipc_ar as pcie_ipc
@@ -231,7 +229,6 @@ def _sglang() -> types.SimpleNamespace:
     import sglang.srt.runtime_context as runtime_context
     import sglang.srt.utils.common as common
     from sglang.srt.distributed.device_communicators.configs import custom_all_reduce_v2 as v2_configs
-    from sglang.srt.layers.flashinfer_mnnvl_cutedsl import SUPPORTED_TP_SIZES
     from sglang.srt.server_args import ServerArgs
 
     parser = argparse.ArgumentParser()
@@ -239,7 +236,6 @@ def _sglang() -> types.SimpleNamespace:
     return types.SimpleNamespace(
         overrides=overrides,
         ca_v1=ca_v1,
-        ca_ops=ca_ops,
         ca_utils=ca_utils,
         ca_v2=ca_v2,
         v2_configs=v2_configs,
@@ -250,7 +246,6 @@ def _sglang() -> types.SimpleNamespace:
         fusion=fusion,
         runtime_context=runtime_context,
         common=common,
-        cutedsl_tp_sizes=SUPPORTED_TP_SIZES,
         parser=parser,
         add_norm=_add_norm_gate(dp_attention, fusion),
     )
@@ -268,7 +263,7 @@ def _add_norm_gate(dp_attention: Any, fusion: Any) -> dict[str, Any]:
 
     path = Path(sglang.__file__).parent / "srt/layers/layer_boundary/residual/add_norm.py"
     tree = ast.parse(path.read_text(), filename=str(path))
-    kept = [
+    kept: list[ast.stmt] = [
         node
         for node in tree.body
         if (isinstance(node, ast.FunctionDef) and node.name in _ADD_NORM_NAMES)
@@ -820,7 +815,7 @@ def _runtime(
 
 def _fusion_workspace(setting: Setting, served: Served, sg: types.SimpleNamespace) -> tuple[str | None, bool]:
     """The workspace the model runner pre-allocates (base_runner.py:299-333) on the attention-TP
-    group (flashinfer_comm_fusion.py:1051-1066): its backend (None: no workspace), and whether the
+    group (flashinfer_comm_fusion.py:1047-1066): its backend (None: no workspace), and whether the
     CuTe DSL fusion owns the norm site instead."""
     fusion = sg.fusion
     if served.fusion_backend is None:
@@ -877,8 +872,12 @@ def _chain(
     multicast = False
     if path == "ca" and group.custom_v2:
         nbytes = message.numel() * message.element_size()
-        config = ca._pick_config(nbytes, graph) if graph else None
-        multicast = bool(config.use_multicast) if graph else bool(ca._eager_plan(nbytes, message.dtype)[2])
+        # The call's own plan: _pick_config under capture, the cached eager plan otherwise
+        # (custom_all_reduce_v2.py:385-431).
+        if graph:
+            multicast = bool(ca._pick_config(nbytes, True).use_multicast)
+        else:
+            multicast = bool(ca._eager_plan(nbytes, message.dtype)[2])
     return path, multicast
 
 

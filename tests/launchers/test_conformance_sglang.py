@@ -17,7 +17,7 @@ import pytest
 
 from topo_gate.launchers import sglang as planner
 from topo_gate.launchers.routes import sglang as sglang_routes
-from topo_gate.launchers.routes.base import Knobs
+from topo_gate.launchers.routes.base import Knobs, RouteError
 
 pytest.importorskip("sglang.srt.distributed.parallel_state")
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
@@ -157,7 +157,7 @@ def test_the_route_model_agrees_with_sglang_over_a_slice_of_the_grid() -> None:
         count, disagreements, error = conformance.check(adapter, setting)
         if error is not None and error.startswith("the route model refuses"):
             # SGLang refuses these too (it raises at start-up): the adapter must say so.
-            with pytest.raises(sglang_routes.RouteError):
+            with pytest.raises(RouteError):
                 adapter.real_routes(setting, [HIDDEN * setting.itemsize])
             refused += 1
             continue
