@@ -101,7 +101,8 @@ _OWN_COLLECTIVES_WHY = (
 #: The CUDA runtime SGLang 0.5.23's CUDA wheels are built against: at or above every version its
 #: platform probes require (12.3 for Hopper, 12.8 for Blackwell).
 CUDA_RUNTIME = "12.9"
-#: SMs of one part per capability (only v2's block counts read it, never a size threshold).
+#: SMs of one part per capability, from the parts' published specifications (A100, L40S, H100 SXM,
+#: B200, RTX PRO 6000): only v2's block counts read it, never a size threshold.
 SM_COUNT = {(8, 0): 108, (8, 9): 142, (9, 0): 132, (10, 0): 148, (12, 0): 188}
 #: torch reads TORCH_SYMM_MEM_DISABLE_MULTICAST with check_env: exactly "1" is true.
 _TORCH_TRUE = "1"
@@ -344,14 +345,18 @@ def _multicast(setting: Setting) -> bool:
 
 
 class _NvmlError(Exception):
-    pass
+    """pynvml.NVMLError: what is_full_nvlink catches (never raised here)."""
+
+
+#: NVML's P2P status codes as is_full_nvlink compares them: OK, and any other value.
+_NVML_P2P_OK, _NVML_P2P_NOT_SUPPORTED = 0, 1
 
 
 def _pynvml(setting: Setting) -> Record:
-    ok = 0
+    """pynvml as is_full_nvlink reads it: every pair's NVLink status is the group class's."""
 
     def p2p_status(a: int, b: int, index: int) -> int:
-        return ok if setting.device().nvlink_every_pair else ok + 1
+        return _NVML_P2P_OK if setting.device().nvlink_every_pair else _NVML_P2P_NOT_SUPPORTED
 
     return Record(
         "pynvml",
@@ -360,7 +365,7 @@ def _pynvml(setting: Setting) -> Record:
         nvmlDeviceGetHandleByIndex=lambda index: index,
         nvmlDeviceGetP2PStatus=p2p_status,
         NVML_P2P_CAPS_INDEX_NVLINK=0,
-        NVML_P2P_STATUS_OK=ok,
+        NVML_P2P_STATUS_OK=_NVML_P2P_OK,
         NVMLError=_NvmlError,
     )
 
