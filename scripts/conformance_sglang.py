@@ -554,7 +554,7 @@ def _platform_probes(sg: types.SimpleNamespace) -> list[Any]:
     ]
 
 
-#: Env vars custom_all_reduce_v2.py reads once, at import (custom_all_reduce_v2.py:71-77).
+#: Env vars custom_all_reduce_v2.py reads once, at import (custom_all_reduce_v2.py:73-78).
 _V2_IMPORT_ENV = (
     sglang_custom_v2.MAX_SIZE_ENV,
     sglang_custom_v2.FORCE_PULL_ENV,
