@@ -75,22 +75,19 @@ class SpanError(ValueError):
 @dataclass(frozen=True)
 class Citation:
     """One cited span: the span file it belongs to (``launcher``, ``release``), the Cite as written,
-    and where topo-gate cites it (``where``: module and name, for messages)."""
+    and where topo-gate cites it (``where``: module and name, for messages). ``bare``: a plugin
+    citation naming a file without its folder (``srt/server_args.py:243``); the span file's
+    ``resolved`` says which file of the release it is."""
 
     launcher: str
     release: str
     cite: Cite
     where: str
+    bare: bool = False
 
     @property
     def key(self) -> str:
         return self.cite.key
-
-    @property
-    def bare(self) -> bool:
-        """A plugin citation naming a file without its folder (``arg_utils.py:2245``): the span file's
-        ``resolved`` says which file of the release it is."""
-        return not self.cite.path.startswith(f"{self.launcher}/")
 
 
 def span_lines(text: str) -> list[str]:
@@ -194,6 +191,7 @@ def plugin_citations() -> list[Citation]:
                         named[candidate],
                         Cite(f"{candidate} {named[candidate]}", path, match["lines"]),
                         f"plugins.{info.name}",
+                        bare=not path.startswith(f"{candidate}/"),
                     )
                 )
     return found
@@ -235,7 +233,10 @@ def resolve_bare(launcher: str, path: str, files: Mapping[str, str]) -> str | No
 
 
 def _hash_entries(
-    cited: Sequence[Citation], files: Mapping[str, str], read_at: Mapping[str, str], missing: Mapping[str, str]
+    cited: Sequence[Citation],
+    files: Mapping[str, str],
+    read_at: Mapping[str, str],
+    missing: Mapping[str, str],
 ) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     """(spans, resolved, unhashed) of ``cited`` read from ``files``. ``read_at``: the commit each file
     of a git source was read at (a git citation is hashed only from its own commit's file);

@@ -38,16 +38,21 @@ echo "launcher parsers: plugin tests in $((SECONDS - started)) s"
 # from the pinned releases' own files (tests/launchers/test_manifests_current.py needs them on disk).
 started=$SECONDS
 sources="$venv/launcher-sources"
-"$venv/bin/python" -m pip download -q --no-deps -d "$sources" \
-  sglang==0.5.23 vllm==0.33.0 flashinfer-python==0.7.2.post1
+# One download per release: pip resolves the requirements of one call together, and two releases of
+# one package conflict there. Every modelled release: the span test reads each one's wheel.
+for release in sglang==0.5.23 vllm==0.33.0 vllm==0.34.0 flashinfer-python==0.7.2.post1 flashinfer-python==0.7.4; do
+  "$venv/bin/python" -m pip download -q --no-deps -d "$sources" "$release"; done
 "$venv/bin/python" - "$sources" <<'PY'
 import sys, zipfile
 from pathlib import Path
 
 sources = Path(sys.argv[1])
-(wheel,) = sources.glob("flashinfer_python-*.whl")
+# The manifest test reads the newest modelled FlashInfer's file; the span test reads every wheel.
+from topo_gate.launchers.knobs import LIBRARIES
+
+(wheel,) = sources.glob(f"flashinfer_python-{LIBRARIES['flashinfer']}-*.whl")
 zipfile.ZipFile(wheel).extract("flashinfer/comm/trtllm_ar.py", sources)
 PY
 TOPO_GATE_LAUNCHER_SOURCES="$sources" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/launchers/test_manifests_current.py
-echo "launcher parsers: manifests checked against the releases in $((SECONDS - started)) s"
+  tests/launchers/test_manifests_current.py tests/launchers/test_cited_spans_current.py
+echo "launcher parsers: manifests and cited spans checked against the releases in $((SECONDS - started)) s"
