@@ -54,5 +54,6 @@ from topo_gate.launchers.knobs import LIBRARIES
 zipfile.ZipFile(wheel).extract("flashinfer/comm/trtllm_ar.py", sources)
 PY
 TOPO_GATE_LAUNCHER_SOURCES="$sources" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/launchers/test_manifests_current.py tests/launchers/test_cited_spans_current.py
+  tests/launchers/test_manifests_current.py tests/launchers/test_cited_spans_current.py \
+  tests/launchers/test_release_watch.py
 echo "launcher parsers: manifests and cited spans checked against the releases in $((SECONDS - started)) s"
