@@ -15,12 +15,26 @@ is imported from the launcher: its source is parsed, never executed, so no torch
         customAllReduceUtils.h customAllReduceKernels.h llm_args.py allreduce_helper.py \\
         --read-at llm_args.py=<sha of the commit it was read at>
     # FlashInfer (a library the launchers call, not a launcher): its one-/two-shot heuristic table.
-    python scripts/extract_knobs.py flashinfer --version 0.7.2.post1 <flashinfer>/comm/trtllm_ar.py
+    python scripts/extract_knobs.py flashinfer --version 0.7.4 <flashinfer>/comm/trtllm_ar.py
     # Every option string of SGLang's / vLLM's server parser (``all_options``: how abbreviations
-    # resolve), from the parser itself: run where the pinned launcher is installed.
+    # resolve), from the parser itself: run where a modelled release is installed (it writes that
+    # release's manifest; for another vLLM release, install it --no-deps into a folder put first on
+    # PYTHONPATH).
     VLLM_TARGET_DEVICE=cpu python scripts/extract_knobs.py options vllm
 
 Only knobs whose names match RELEVANT are kept: the manifests stay small and reviewable.
+
+A vLLM manifest also carries ``"architectures"``, the sets its route model keys on (how each is read:
+``scripts/extract_architectures.py``):
+
+- ``breakable_cudagraph``: architectures vLLM runs under breakable CUDA graphs on CUDA, in compilation
+  mode NONE (no Inductor pass, so no pass fusion);
+- ``fused_norm_direct``: NVIDIA model code calls the fused all-reduce + RMSNorm kernel at every norm
+  site, up to the kernel's default size, whatever the pass says;
+- ``fused_norm_deferring``: as direct, but switched by ``pass_config.fuse_allreduce_rms``;
+- ``fused_norm_mixed_sites``: only some of the model's sites call the fused kernel themselves;
+- ``model_private_allreduce``: architecture -> the batch (tokens) up to which the model runs an
+  all-reduce kernel of its own.
 """
 
 from __future__ import annotations
@@ -34,6 +48,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import extract_architectures
 import extract_route_tables as route_tables
 
 RELEVANT = re.compile(
@@ -42,16 +57,20 @@ RELEVANT = re.compile(
 )
 # Env vars the route models read whose names RELEVANT does not catch: SGLang's torch symm-mem
 # communicator raises its size limit under these (srt/distributed/device_communicators/torch_symm_mem.py);
-# vLLM's batch-invariant mode turns FlashInfer, symm-mem and the fusion pass off (cuda_communicator.py).
+# vLLM's batch-invariant mode turns FlashInfer, symm-mem and the fusion pass off (cuda_communicator.py);
+# its breakable CUDA graphs set compilation mode NONE, so the fusion pass never runs (config/vllm.py).
 ROUTED_ENV = {
     "SGLANG_OPT_USE_INKLING_CUSTOM_AR",
     "SGLANG_OPT_USE_INKLING_FUSED_AR_SCONV",
     "VLLM_BATCH_INVARIANT",
+    "VLLM_USE_BREAKABLE_CUDAGRAPH",
 }
 # Flags the route models read whose names RELEVANT does not catch. SGLang: what its per-architecture
 # fusion auto-enable checks besides the model (arg_groups/overrides.py: attention DP, the MoE A2A
 # backend, Waterfill's A2A override, the node count). vLLM: what decides whether the fusion pass runs
-# (config/vllm.py: the optimization level's pass defaults, and --enforce-eager's compilation mode NONE).
+# (config/vllm.py: the optimization level's pass defaults, and --enforce-eager's compilation mode NONE),
+# and what makes FlashInfer's backend TRT-LLM (a HiSparse attention config, or its kv-transfer connector:
+# config/vllm.py, flashinfer_all_reduce.py ``_resolve_fi_ar_backend``).
 ROUTED_FLAGS = {
     "sglang": {
         "--attn-dp-size",
@@ -63,7 +82,13 @@ ROUTED_FLAGS = {
         "--enable-waterfill",
         "--nnodes",
     },
-    "vllm": {"--optimization-level", "--enforce-eager"},
+    "vllm": {
+        "--optimization-level",
+        "--enforce-eager",
+        "--attention-config",
+        "-ac",
+        "--kv-transfer-config",
+    },
 }
 # Env vars outside a launcher's namespace that change its routing, read by a library it calls; the
 # launcher's own source never names them, so they are declared here with who reads them and why.
@@ -472,6 +497,16 @@ def vllm_manifest(src: Source) -> dict:
                 find_assignment(src.tree(comm + "all_reduce_utils.py"), "NCCL_SYMM_MEM_ALL_REDUCE_CONFIG")
             ),
         },
+        # The architecture sets the route model keys on (scripts/extract_architectures.py says how
+        # each is read): breakable CUDA graphs, models that fuse by themselves, model-private kernels.
+        "architectures": extract_architectures.architectures(
+            {
+                path: text
+                for path, text in src.files.items()
+                if path in (extract_architectures.REGISTRY, extract_architectures.CONFIG)
+                or path.startswith(extract_architectures.WRAPPER_ROOTS)
+            }
+        ),
     }
 
 
@@ -669,11 +704,13 @@ def launcher_parser(launcher: str) -> argparse.ArgumentParser:
     import importlib.metadata
 
     sys.path.insert(0, str(OUT_DIR.parents[2]))
-    from topo_gate.launchers.knobs import PINNED
+    from topo_gate.launchers.knobs import SUPPORTED
 
     installed = importlib.metadata.version(launcher)
-    if installed != PINNED[launcher]:
-        raise SystemExit(f"{launcher} {installed} is installed; the pinned release is {PINNED[launcher]}")
+    if installed not in SUPPORTED[launcher]:
+        raise SystemExit(
+            f"{launcher} {installed} is installed; the modelled releases are {', '.join(SUPPORTED[launcher])}"
+        )
     if launcher == "vllm":
         from vllm.entrypoints.common.cli_args import make_arg_parser
         from vllm.utils.argparse_utils import FlexibleArgumentParser
@@ -785,10 +822,10 @@ def options_main(argv: list[str]) -> int:
     parser.add_argument("launcher", choices=sorted(PARSER_WORDS))
     parser.add_argument("--out", type=Path, default=OUT_DIR)
     args = parser.parse_args(argv)
-    table = {"parser": PARSER_WORDS[args.launcher], **parser_table(launcher_parser(args.launcher))}
-    from topo_gate.launchers.knobs import PINNED
+    import importlib.metadata
 
-    out = args.out / f"knobs-{args.launcher}-{PINNED[args.launcher]}.json"
+    table = {"parser": PARSER_WORDS[args.launcher], **parser_table(launcher_parser(args.launcher))}
+    out = args.out / f"knobs-{args.launcher}-{importlib.metadata.version(args.launcher)}.json"
     source = out if out.exists() else OUT_DIR / out.name
     document = json.loads(source.read_text(encoding="utf-8"))
     document["all_options"] = table

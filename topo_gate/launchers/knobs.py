@@ -17,12 +17,12 @@ from typing import Any
 #: several GB, so its manifest was extracted from the source files at that commit instead.
 SUPPORTED: dict[str, tuple[str, ...]] = {
     "sglang": ("0.5.23",),
-    "vllm": ("0.33.0",),
+    "vllm": ("0.33.0", "0.34.0"),
     "trtllm": ("git-f6a156b",),
 }
 #: Libraries the launchers call whose tables the route models read (FlashInfer's one-/two-shot
 #: heuristic), with their modelled releases, oldest first.
-LIBRARY_RELEASES: dict[str, tuple[str, ...]] = {"flashinfer": ("0.7.2.post1",)}
+LIBRARY_RELEASES: dict[str, tuple[str, ...]] = {"flashinfer": ("0.7.2.post1", "0.7.4")}
 #: The newest modelled release of each launcher: what a plan models when the release the user runs
 #: is not known (``recommend`` without ``--launcher-version``).
 PINNED: dict[str, str] = {launcher: releases[-1] for launcher, releases in SUPPORTED.items()}
