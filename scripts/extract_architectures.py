@@ -23,7 +23,8 @@ hand (``extract_knobs.py vllm`` writes them under ``"architectures"``):
 Fused-kernel functions: ``flashinfer_trtllm_fused_allreduce_norm`` and, to a fixed point, every
 module-level function under ``vllm/model_executor/layers/`` or ``vllm/models/`` named ``*allreduce*``
 or ``*all_reduce*`` that calls one.
-Architectures come from the registry's tables (``model_executor/models/registry.py``) whose module is
+Architectures come from the registry's tables (``model_executor/models/registry.py``; not its drafts'
+table, ``_SPECULATIVE_DECODING_MODELS``) whose module is
 a hardware-isolated ``vllm.models.<name>`` package; its ``__init__`` names the NVIDIA module of each
 class (``from .nvidia.model import X [as Y]``).
 """
@@ -35,6 +36,9 @@ import re
 from collections.abc import Iterable
 
 REGISTRY = "vllm/model_executor/models/registry.py"
+#: The registry's table of speculative-decoding drafts (MTP, DSpark): they run beside a served model,
+#: never as its ``architectures[0]``, so they name no routing class of their own.
+DRAFT_TABLE = "_SPECULATIVE_DECODING_MODELS"
 CONFIG = "vllm/config/vllm.py"
 BREAKABLE_FUNCTION = "default_breakable_cudagraph_architectures"
 FUSED_KERNEL = "flashinfer_trtllm_fused_allreduce_norm"
@@ -53,7 +57,9 @@ def architectures(files: dict[str, str]) -> dict[str, object]:
     trees = {path: ast.parse(text, filename=path) for path, text in files.items()}
     kernels = fused_kernel_functions(trees)
     callers = {path for path, tree in trees.items() if _calls(tree, kernels)}
-    direct, deferring, mixed = set(), set(), set()
+    direct: set[str] = set()
+    deferring: set[str] = set()
+    mixed: set[str] = set()
     private: dict[str, int] = {}
     for arch, defining in nvidia_modules(trees).items():
         reached = _nvidia_closure(trees, defining)
@@ -164,6 +170,8 @@ def registry_packages(tree: ast.Module) -> dict[str, tuple[str, str]]:
     for node in tree.body:
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)):
             continue
+        if any(isinstance(t, ast.Name) and t.id == DRAFT_TABLE for t in node.targets):
+            continue
         for key, value in zip(node.value.keys, node.value.values, strict=True):
             if not (isinstance(key, ast.Constant) and isinstance(value, ast.Tuple)):
                 continue
@@ -171,8 +179,8 @@ def registry_packages(tree: ast.Module) -> dict[str, tuple[str, str]]:
                 module, cls = (ast.literal_eval(e) for e in value.elts[:2])
             except ValueError:
                 continue
-            if isinstance(module, str) and module.startswith("vllm.models."):
-                out.setdefault(key.value, (module, cls))
+            if isinstance(key.value, str) and isinstance(module, str) and module.startswith("vllm.models."):
+                out.setdefault(key.value, (module, str(cls)))
     return out
 
 

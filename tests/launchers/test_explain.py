@@ -18,6 +18,7 @@ from price_tables import FUSED, PLAIN, STEP, flat, table
 from topo_gate.launchers import explain
 from topo_gate.launchers.costmodel import Piece, Price, Pricing, Side, Site, Step, StepCheck, total
 from topo_gate.launchers.explain import Row
+from topo_gate.launchers.knobs import PINNED
 from topo_gate.launchers.planning import Candidate, Choice, Unlock, Variant
 from topo_gate.launchers.routes import Knobs
 from topo_gate.launchers.workload import Workload
@@ -508,7 +509,7 @@ def test_a_default_path_with_a_known_cause_says_what_the_launcher_runs_and_the_f
             "tokens": [3, 4],
             "patterns": [PLAIN],
             "beyond": False,
-            "runs": "vLLM 0.33.0 runs nccl_nvls here by default",
+            "runs": f"vLLM {PINNED['vllm']} runs nccl_nvls here by default",
             "why": "NCCL with NVLink SHARP (multicast, TP > 2 on NVSwitch); the trials time NCCL with NVLS off",
             "action": "NCCL_NVLS_ENABLE=0 in the launcher's env: its NCCL is then the one timed",
         }

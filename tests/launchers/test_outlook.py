@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from topo_gate.launchers import PLANNERS, PlanRequest
+from topo_gate.launchers.knobs import PINNED
 from topo_gate.launchers.outlook import CPU_HARNESS, NO_TP_ALL_REDUCE, outlooks, shapes
 from topo_gate.models import UnknownModel
 from topo_gate.profile.io import load_profile
@@ -42,7 +43,7 @@ def test_vllms_untimed_mnnvl_default_names_the_cause_the_action_and_the_plan_onc
     vllm = _entry(outlooks(H200, model="llama-3-70b"), "vllm")
     cause, beyond = vllm.causes
     assert beyond.why == "beyond the largest measured size" and beyond.tokens == (8192, 8192)
-    assert cause.runs == "vLLM 0.33.0 runs mnnvl_fused_vllm here by default"
+    assert cause.runs == f"vLLM {PINNED['vllm']} runs mnnvl_fused_vllm here by default"
     assert "NVLink multicast" in cause.why and cause.action.startswith(
         "VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm"
     )

@@ -19,6 +19,7 @@ from priced_profiles import FINGERPRINT
 
 from topo_gate.cli import main
 from topo_gate.launchers import sglang, vllm
+from topo_gate.launchers.knobs import PINNED
 from topo_gate.profile import dump_profile
 
 pytestmark = pytest.mark.slow
@@ -64,7 +65,7 @@ def test_args_format_is_one_shell_line(capsys, tmp_path) -> None:
         "fuse_allreduce_rms": True,
         "fi_allreduce_fusion_max_size_mb": 0.21875,
     }
-    assert "topo-gate: vllm 0.33.0: following the profile" in err
+    assert f"topo-gate: vllm {PINNED['vllm']}: following the profile" in err
     assert "est. -" in err and "all-reduce time vs default over the workload 'serving'" in err
 
 

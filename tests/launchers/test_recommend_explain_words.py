@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from topo_gate.cli import main
+from topo_gate.launchers.knobs import PINNED
 
 ROOT = Path(__file__).resolve().parents[2]
 H200 = ROOT / "profiles/h200-x2/h7168-run1.yaml"
@@ -42,7 +43,7 @@ def test_the_first_line_names_the_untimed_default_that_binds_and_its_fix(capsys)
     assert code == 0
     first = _explain_lines(out)[0]
     assert first.startswith(
-        "no knobs, because vLLM 0.33.0 runs mnnvl_fused_vllm here by default at 1-2048 tokens of the workload, "
+        f"no knobs, because vLLM {PINNED['vllm']} runs mnnvl_fused_vllm here by default at 1-2048 tokens of the workload, "
         "which is not measured: "
     )
     assert "Fix: VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm" in first

@@ -5,6 +5,8 @@ Every test names the launcher behaviour it pins; the rule's citation is in the r
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from topo_gate.launchers.routes import Context, Knobs, RouteError, route
@@ -119,7 +121,8 @@ def test_vllm_default_standalone_flashinfer_is_mnnvl_on_nvswitch_and_off_on_sm12
 def test_vllm_fusion_limit_is_whole_tokens_of_the_served_model_and_split_by_its_oneshot_table() -> None:
     config = '{"pass_config":{"fuse_allreduce_rms":true,"fi_allreduce_fusion_max_size_mb":40.0}}'
     knobs = Knobs(args=("--compilation-config", config), env={"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm"})
-    fused = route("vllm", knobs, H200_TP2)["allreduce_rmsnorm"]
+    # A compiled architecture: the pass fuses (uncompiled ones make the sizes model-dependent).
+    fused = route("vllm", knobs, replace(H200_TP2, architecture="LlamaForCausalLM"))["allreduce_rmsnorm"]
     assert at(fused, 32 * MiB) == "trtllm_fused_oneshot_vllm"  # SM90 TP2 one-shot table: 32 MB
     assert at(fused, 32 * MiB + ROW) == "trtllm_fused_twoshot_vllm"
     last = 40 * MiB // ROW * ROW

@@ -19,9 +19,10 @@ ROUTERS: dict[str, Callable[[Knobs, Context], dict[str, Route]]] = {
     "vllm": vllm.routes,
     "trtllm": trtllm.routes,
 }
-#: Launchers whose routes depend on the served architecture, with one architecture per class.
-_VARIANTS: dict[str, Callable[[], tuple[str, ...]]] = {
-    "sglang": sglang.architecture_variants,
+#: Launchers whose routes depend on the served architecture, with one architecture per class of a
+#: release (None: the newest modelled).
+_VARIANTS: dict[str, Callable[[str | None], tuple[str, ...]]] = {
+    "sglang": lambda release: sglang.architecture_variants(),  # one release modelled
     "vllm": vllm.architecture_variants,
 }
 
@@ -35,10 +36,11 @@ def route(launcher: str, knobset: Knobs, ctx: Context) -> dict[str, Route]:
     return ROUTERS[launcher](knobset, ctx)
 
 
-def architecture_variants(launcher: str) -> tuple[str | None, ...]:
-    """One HF architecture per class ``launcher`` routes differently (price each to cover a model whose
-    architecture is unknown); ``(None,)`` for a launcher that does not route by architecture."""
+def architecture_variants(launcher: str, release: str | None = None) -> tuple[str | None, ...]:
+    """One HF architecture per class ``launcher`` ``release`` (None: the newest modelled) routes
+    differently (price each to cover a model whose architecture is unknown); ``(None,)`` for a
+    launcher that does not route by architecture."""
     if launcher not in ROUTERS:
         raise RouteError(f"unknown launcher {launcher!r} (known: {', '.join(ROUTERS)})")
     variants = _VARIANTS.get(launcher)
-    return (None,) if variants is None else variants()
+    return (None,) if variants is None else variants(release)
