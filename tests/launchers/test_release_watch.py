@@ -62,15 +62,43 @@ def test_it_names_the_model_private_kernels(watched: tuple[int, str]) -> None:
     assert "MiniMaxM3" in section and "MuseSpark" in section
 
 
+#: The six flags 0.34.0's EngineArgs adds (``vllm serve`` adds a seventh of its own,
+#: ``--headless-client-handshake-address``).
+NEW_ENGINE_FLAGS = (
+    "--cache-aware-admission-threshold",
+    "--cache-aware-admission-window",
+    "--checkpoint-prepare-on-startup",
+    "--enable-extensible-kv-cache",
+    "--max-num-inflight-kv-loads",
+    "--shuffle-safetensors-files",
+)
+
+
 def test_it_names_the_new_flags(watched: tuple[int, str]) -> None:
     section = _section(watched[1], "Option table")
-    assert "`--shuffle-safetensors-files`" in section and "`--max-num-inflight-kv-loads`" in section
+    for flag in NEW_ENGINE_FLAGS:
+        assert f"- added `{flag}`" in section, flag
     assert "removed" not in section.split("\n", 3)[-1]
 
 
-def test_it_counts_the_changed_spans_and_shows_what_changed(watched: tuple[int, str]) -> None:
+#: The spans of the 0.33.0 route model whose text 0.34.0 changed (vllm/ omitted).
+CHANGED_IN_0_34_0 = (
+    "config/vllm.py:179-203,256-323",
+    "distributed/device_communicators/cuda_communicator.py:56-166",
+    "distributed/device_communicators/custom_all_reduce.py:117-118,134-149,186-289,496-511",
+    "distributed/device_communicators/flashinfer_all_reduce.py:142-177",
+    "distributed/device_communicators/flashinfer_all_reduce.py:393-519",
+    "distributed/device_communicators/flashinfer_all_reduce.py:72-120,180-246",
+    "models/common/ops/fused_allreduce_rms_norm.py:23-63",
+    "models/minimax_m3/nvidia/model.py:764-790",
+)
+
+
+def test_it_names_the_changed_spans_and_shows_what_changed(watched: tuple[int, str]) -> None:
     section = _section(watched[1], "Cited spans")
-    assert "8 changed, 0 gone" in section
+    for key in CHANGED_IN_0_34_0:
+        assert f"- changed `vllm/{key}`:" in section, key
+    assert "0 gone" in section
     assert "hisparse_config" in section  # HiSparse forces FlashInfer's TRT-LLM backend
     assert "hidden_dim * element_size % 16 != 0" in section  # the 16-byte row check, standalone path
 
