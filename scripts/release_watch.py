@@ -69,6 +69,8 @@ MODEL_CODE = (
 FLASHINFER_SOURCE = "flashinfer/comm/trtllm_ar.py"
 #: A value shown in a diff line is cut to this many characters: a table row stays readable.
 SHOWN_CHARS = 160
+#: Lines of a failed command's output a report shows: the error and the frames that raised it.
+OUTPUT_TAIL_LINES = 12
 #: What builds the launcher's own server parser and prints its option table (the parser
 #: ``extract_knobs.launcher_parser`` builds, for a release not modelled yet; VLLM_TARGET_DEVICE=cpu).
 OPTIONS_PROGRAM = """
@@ -97,6 +99,10 @@ class Section:
 
 def _run(argv: Sequence[str], env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(argv), capture_output=True, text=True, env=dict(env) if env else None)
+
+
+def _tail(output: str) -> str:
+    return "\n".join(output.strip().splitlines()[-OUTPUT_TAIL_LINES:])
 
 
 def _shown(value: object) -> str:
@@ -153,23 +159,12 @@ def _newer(version: str, baseline: str) -> bool:
 def download(launcher: str, version: str, folder: Path) -> Path:
     """The release's wheel, downloaded without its dependencies."""
     spec = f"{DISTRIBUTIONS[launcher]}=={version}"
-    done = _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "-q",
-            "--no-deps",
-            "--only-binary=:all:",
-            "-d",
-            str(folder),
-            spec,
-        ]
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"pip download {spec} failed: {done.stderr.strip()}")
-    return _wheel_in([folder], launcher, version) or Path()
+    argv = ["pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d", str(folder), spec]
+    done = _run([sys.executable, "-m", *argv])
+    wheel = _wheel_in([folder], launcher, version)
+    if done.returncode != 0 or wheel is None:
+        raise SystemExit(f"pip download {spec} brought no wheel: {done.stderr.strip()}")
+    return wheel
 
 
 def _wheel_in(folders: Sequence[Path], launcher: str, version: str) -> Path | None:
@@ -244,7 +239,7 @@ def install_target(wheel: Path, parsers_python: str, work: Path) -> Path:
             [parsers_python, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)]
         )
         if done.returncode != 0:
-            raise RuntimeError(f"pip install --target failed: {done.stderr.strip()[-400:]}")
+            raise RuntimeError(f"pip install --target failed: {_tail(done.stderr)}")
     return target
 
 
@@ -266,9 +261,7 @@ def options_section(launcher: str, baseline: str, wheel: Path, parsers_python: s
         return section
     done = _run([parsers_python, "-c", OPTIONS_PROGRAM, launcher], env=_parsers_env(target))
     if done.returncode != 0:
-        section.lines = [
-            f"- not compared: the parser did not build ({done.stderr.strip().splitlines()[-1:]})"
-        ]
+        section.lines = ["- not compared: the parser did not build:", "", "```", _tail(done.stderr), "```"]
         section.relevant = True
         return section
     table = json.loads(done.stdout.strip().splitlines()[-1])
@@ -366,7 +359,7 @@ def conformance_section(
         str(out),
     ]
     done = _run(argv, env=_parsers_env(target))
-    tail = (done.stdout + done.stderr).strip().splitlines()[-12:]
+    tail = _tail(done.stdout + done.stderr).splitlines()
     if not out.exists():
         section.lines = [
             f"- conformance not run to the end (exit {done.returncode}, no JSON written):",
