@@ -64,8 +64,11 @@ GIT_SOURCES = {
 #: How the plugins' docstrings name a launcher release ("vLLM 0.33.0"), and the launcher it is.
 _PLUGIN_RELEASE = re.compile(r"\b(SGLang|vLLM) (\d+\.\d+\.\d+(?:\.post\d+)?)\b")
 _LAUNCHER_OF = {"SGLang": "sglang", "vLLM": "vllm"}
-#: A span the plugins name: ``path.py:lines``, or ``:lines`` of the path named just before it.
-_PLUGIN_SPAN = re.compile(r"(?P<path>(?:[\w.]+/)*\w+\.py)?:(?P<lines>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)\b")
+#: A span the plugins name: ``path.py:lines``, or ````:lines```` (in double backticks) of the path
+#: named just before it.
+_PLUGIN_SPAN = re.compile(
+    r"(?:(?P<path>(?:[\w.]+/)*\w+\.py)|(?<=``)):(?P<lines>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)\b"
+)
 
 
 class SpanError(ValueError):

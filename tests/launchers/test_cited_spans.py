@@ -166,3 +166,9 @@ def test_relocation_unchanged_moved_changed_gone() -> None:
     assert changed.status == "changed"
     assert "-    return 2\n+    return 3" in changed.diff and "r1 pkg/m.py:5-6" in changed.diff
     assert relocate("pkg/m.py:1", OLD, {}).status == "gone"
+
+
+def test_a_plugin_span_names_a_file_and_lines_or_continues_the_last_one() -> None:
+    text = "at ``vllm/a.py:3-4``, ``:9`` and ``b.py:12``; not http://host:8000 or ``scripts/x.py``"
+    found = [(m["path"], m["lines"]) for m in cited_spans._PLUGIN_SPAN.finditer(text)]
+    assert found == [("vllm/a.py", "3-4"), (None, "9"), ("b.py", "12")]
