@@ -170,7 +170,14 @@ def plugin_citations() -> list[Citation]:
     found: list[Citation] = []
     for info in sorted(pkgutil.iter_modules(plugins.__path__), key=lambda m: m.name):
         text = (Path(plugins.__path__[0]) / f"{info.name}.py").read_text(encoding="utf-8")
-        named = {_LAUNCHER_OF[launcher]: version for launcher, version in _PLUGIN_RELEASE.findall(text)}
+        named: dict[str, str] = {}
+        for spelled, version in _PLUGIN_RELEASE.findall(text):
+            name = _LAUNCHER_OF[spelled]
+            if named.setdefault(name, version) != version:
+                raise SpanError(
+                    f"plugins.{info.name} names {spelled} {named[name]} and {version}: say which "
+                    "release its line numbers are of in one place"
+                )
         previous: str | None = None
         full_paths: list[str] = []  # named with their launcher folder, in order
         for match in _PLUGIN_SPAN.finditer(text):
