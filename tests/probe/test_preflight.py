@@ -76,7 +76,7 @@ def test_the_bundled_h200_node_at_tp2(sglang: bool) -> None:
         ("allreduce_rmsnorm", 1, 2048, "trtllm_fused_oneshot_sglang", True),
         ("allreduce_rmsnorm", 2049, None, "nccl", True),
     ]
-    assert _brief(rows, "vllm") == [
+    assert _brief(rows, "vllm", "LlamaForCausalLM") == [
         ("allreduce", 1, 4681, "mnnvl_vllm", False),
         ("allreduce", 4682, None, "nccl", True),
         ("allreduce_rmsnorm", 1, 4681, "mnnvl_fused_vllm", False),
@@ -110,7 +110,7 @@ def test_an_nvswitch_node_at_tp4(sglang: bool) -> None:
         ("allreduce", 65, 1170, "custom_v2_multicast_sglang", False),
         ("allreduce", 1171, None, "nccl", True),
     ]
-    assert _brief(rows, "vllm") == [
+    assert _brief(rows, "vllm", "LlamaForCausalLM") == [
         ("allreduce", 1, 146, "mnnvl_vllm", False),
         ("allreduce", 147, 585, "vllm_custom", True),
         ("allreduce", 586, 2340, "symm_mem_multimem", False),

@@ -76,6 +76,10 @@ def test_the_table_fits_the_terminal(width: int, sglang: bool) -> None:
     Console(file=buffer, width=width, color_system=None).print(preflight_view(rows))
     lines = buffer.getvalue().splitlines()
     assert max(len(line) for line in lines) <= width
-    assert sum("no [" in line for line in lines) == (4 if sglang else 6)  # one per untimed range
+    # One per untimed range: SGLang's and TensorRT-LLM's, and vLLM's for each of its five classes of
+    # architecture on this node (the fused pass, uncompiled, mixed sites, two model-private limits).
+    assert sum("no [" in line for line in lines) == (14 if sglang else 16)
     text = buffer.getvalue()
-    assert ("[3]" in text) is (not sglang)  # three distinct reasons without SGLang, two with it
+    # Four distinct reasons without SGLang, three with it (vLLM's mixed-site and model-private ranges
+    # share "no trial backend times this path").
+    assert ("[4]" in text) is (not sglang) and "[3]" in text

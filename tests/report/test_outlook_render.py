@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from topo_gate.cli import main
+from topo_gate.launchers.knobs import PINNED
 from topo_gate.launchers.outlook import Cause, Outcome, Outlook, Outlooks, Shape, outlooks
 from topo_gate.profile.io import load_profile
 from topo_gate.report.outlook import TITLE, layout, render
@@ -38,7 +39,7 @@ def test_the_terminal_text_keeps_within_its_width_and_says_every_launcher(width:
     text = render(FOUND, "text", width=width)
     assert text.startswith(TITLE)
     assert all(len(line) <= width for line in text.splitlines())
-    for release in ("SGLang 0.5.23:", "vLLM 0.33.0:", "TensorRT-LLM git-f6a156b:"):
+    for release in ("SGLang 0.5.23:", f"vLLM {PINNED['vllm']}:", "TensorRT-LLM git-f6a156b:"):
         assert f"- {release}" in text
     assert "with VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm: " in text
 
@@ -110,4 +111,4 @@ def test_the_report_writes_it_in_summary_md_and_report_html(tmp_path) -> None:
     assert main(["report", str(H200_PATH), "--out", str(tmp_path / "r"), "--format", "md"]) == 0
     markdown = (tmp_path / "r/summary.md").read_text()
     assert markdown.index(f"## {TITLE}") < markdown.index("## Decisions (each backend vs NCCL)")
-    assert "vLLM 0.33.0" in markdown
+    assert f"vLLM {PINNED['vllm']}" in markdown
