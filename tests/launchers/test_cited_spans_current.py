@@ -50,3 +50,26 @@ def test_every_cited_span_is_what_the_wheel_holds(name: str) -> None:
         f"python scripts/cited_spans.py hash {launcher} {release} --wheel {wheels[0].name}"
         for item in changed
     )
+
+
+#: The eight spans of vLLM 0.33.0's route model (as first written) whose text 0.34.0 changed.
+CHANGED_IN_0_34_0 = {
+    "vllm/config/vllm.py:179-203,256-323",
+    "vllm/distributed/device_communicators/cuda_communicator.py:56-166",
+    "vllm/distributed/device_communicators/custom_all_reduce.py:117-118,134-149,186-289,496-511",
+    "vllm/distributed/device_communicators/flashinfer_all_reduce.py:142-177",
+    "vllm/distributed/device_communicators/flashinfer_all_reduce.py:393-519",
+    "vllm/distributed/device_communicators/flashinfer_all_reduce.py:72-120,180-246",
+    "vllm/models/common/ops/fused_allreduce_rms_norm.py:23-63",
+    "vllm/models/minimax_m3/nvidia/model.py:764-790",
+}
+
+
+def test_the_0_33_0_citations_fail_on_the_0_34_0_wheel() -> None:
+    """Retargeting by changing the release string alone would not pass: each span whose text changed
+    fails (and so does each span that only moved, whose lines the citation must follow)."""
+    wheels = sorted(Path(SOURCES or "").glob("vllm-0.34.0-*.whl"))
+    assert len(wheels) == 1, f"expected one vllm-0.34.0-*.whl under {SOURCES}"
+    recorded = json.loads((DATA / "spans-vllm-0.33.0.json").read_text(encoding="utf-8"))["spans"]
+    failed = {item.key for item in cited_spans.check(recorded, cited_spans.wheel_files(wheels[0]))}
+    assert CHANGED_IN_0_34_0 <= failed
