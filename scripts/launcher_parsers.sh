@@ -47,11 +47,10 @@ import sys, zipfile
 from pathlib import Path
 
 sources = Path(sys.argv[1])
-# The manifest test reads the newest modelled FlashInfer's file; the span test reads every wheel.
-from topo_gate.launchers.knobs import LIBRARIES
-
-(wheel,) = sources.glob(f"flashinfer_python-{LIBRARIES['flashinfer']}-*.whl")
-zipfile.ZipFile(wheel).extract("flashinfer/comm/trtllm_ar.py", sources)
+# The manifest test reads each FlashInfer release's file below a folder named for the release.
+for wheel in sources.glob("flashinfer_python-*.whl"):
+    release = "-".join(wheel.name.split("-")[:2])
+    zipfile.ZipFile(wheel).extract("flashinfer/comm/trtllm_ar.py", sources / release)
 PY
 TOPO_GATE_LAUNCHER_SOURCES="$sources" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
   tests/launchers/test_manifests_current.py tests/launchers/test_cited_spans_current.py \
