@@ -331,7 +331,7 @@ def check(recorded: Mapping[str, str], files: Mapping[str, str]) -> list[Changed
     return changed
 
 
-def _tree_files(trees: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
+def tree_files(trees: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
     """Files below each ``COMMIT=DIR`` (DIR/<path in the repository>), and the commit each was read at."""
     files: dict[str, str] = {}
     read_at: dict[str, str] = {}
@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
             "sha256": hashlib.sha256(args.wheel.read_bytes()).hexdigest(),
         }
     else:
-        files, read_at = _tree_files(args.tree)
+        files, read_at = tree_files(args.tree)
         repository = GIT_SOURCES[args.launcher][1]
         source = {"kind": "git", "repository": repository, "read_at": dict(sorted(read_at.items()))}
     out = write_span_file(args.launcher, args.release, source, files, read_at, missing)

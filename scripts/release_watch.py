@@ -16,6 +16,10 @@ wheels given) is compared with that modelled release, the *baseline*:
 5. **Conformance**: ``scripts/conformance.py --launcher L --model-release BASELINE --json OUT`` run with
    the new release installed ``--no-deps`` first on ``PYTHONPATH``, in the parsers interpreter.
 
+TensorRT-LLM and torch are cited at git commits, which CI cannot fetch: a full run (no ``--launcher``)
+lists every span of their span files to re-read by hand, and ``--git-tree COMMIT=DIR`` (the source of a
+newer commit, DIR/<path in the repository>) re-checks each recorded hash against it.
+
 The report is Markdown (``--out``, else stdout). Exit status 1 when anything route-relevant changed
 (a manifest or set diff, a changed or gone span, a conformance disagreement) or the conformance run
 could not run or finish (its section says why); 0 only when all is unchanged and conformance agreed.
@@ -23,6 +27,7 @@ A moved span alone is not route-relevant: its text is the same, only its citatio
 
     python scripts/release_watch.py                                  # every launcher, from the registry
     python scripts/release_watch.py --launcher vllm --baseline 0.33.0 --from WHEELS --out report.md
+    python scripts/release_watch.py --launcher flashinfer --git-tree SHA=TENSORRT_LLM_CHECKOUT
 """
 
 from __future__ import annotations
@@ -377,6 +382,42 @@ def conformance_section(
     return section
 
 
+def git_pinned() -> list[tuple[str, str]]:
+    """The span files whose source is git commits: (launcher or library, release)."""
+    found = []
+    for path in sorted(cited_spans.DATA.glob("spans-*.json")):
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        if recorded["source"]["kind"] == "git":
+            found.append((recorded["launcher"], recorded["version"]))
+    return found
+
+
+def git_pinned_section(launcher: str, release: str, trees: Sequence[str]) -> Section:
+    """A git-pinned span file (TensorRT-LLM, torch: no wheel CI can fetch) against the source of a newer
+    commit (``--git-tree COMMIT=DIR``, DIR/<path in the repository>): each recorded hash that source
+    does not reproduce, and every span no source given holds or that has no hash, to re-read by hand."""
+    recorded = cited_spans.load(launcher, release)
+    repository = recorded["source"]["repository"]
+    section = Section(f"{launcher} {release}: spans cited at {repository} commits")
+    files, read_at = cited_spans.tree_files(trees)
+    held = {key: value for key, value in recorded["spans"].items() if key.rpartition(":")[0] in files}
+    changed = cited_spans.check(held, files)
+    given = ", ".join(sorted({read_at[key.rpartition(":")[0]] for key in held})) or "none"
+    section.lines = [
+        f"- {len(held)} of {len(recorded['spans'])} hashed spans checked in the source given ({given}); {len(changed)} changed"
+    ]
+    section.lines += [f"- changed `{item.key}`: {item.why}" for item in changed]
+    recorded_at = recorded["source"]["read_at"]
+    section.lines += [
+        f"- re-read by hand: `{key}` (hashed at {recorded_at.get(key.rpartition(':')[0], '?')[:7]}; no newer source given)"
+        for key in recorded["spans"]
+        if key not in held
+    ]
+    section.lines += [f"- re-read by hand: `{key}` ({why})" for key, why in recorded["unhashed"].items()]
+    section.relevant = bool(changed)
+    return section
+
+
 # ------------------------------------------------------------------------------------------ report
 
 
@@ -391,7 +432,11 @@ def watch_release(
     return sections
 
 
-def render(results: Mapping[str, list[tuple[str, list[Section]]]], baselines: Mapping[str, str]) -> str:
+def render(
+    results: Mapping[str, list[tuple[str, list[Section]]]],
+    baselines: Mapping[str, str],
+    pinned: Sequence[Section] = (),
+) -> str:
     lines = ["# Release watch", ""]
     for launcher, releases in results.items():
         lines += [f"## {launcher} (baseline {baselines[launcher]})", ""]
@@ -408,6 +453,11 @@ def render(results: Mapping[str, list[tuple[str, list[Section]]]], baselines: Ma
             for section in sections:
                 mark = " (route-relevant)" if section.relevant else ""
                 lines += [f"#### {section.title}{mark}", "", *section.lines, ""]
+    if pinned:
+        lines += ["## Git-pinned sources (by hand: CI cannot fetch git)", ""]
+    for section in pinned:
+        mark = " (route-relevant)" if section.relevant else ""
+        lines += [f"### {section.title}{mark}", "", *section.lines, ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -423,6 +473,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--work", type=Path, help="where wheels and installs go (default: a temporary folder)"
     )
     parser.add_argument("--out", type=Path, help="the Markdown report (default: stdout)")
+    parser.add_argument(
+        "--git-tree",
+        action="append",
+        default=[],
+        metavar="COMMIT=DIR",
+        help="TensorRT-LLM / torch source at a newer COMMIT (DIR/<path>): re-check their git-pinned spans",
+    )
     args = parser.parse_args(argv)
     launchers = args.launcher or list(LAUNCHERS)
     if args.baseline and len(launchers) != 1:
@@ -454,16 +511,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 (version, watch_release(name, baseline, new[version], old_wheel, args.parsers_python, work))
                 for version in sorted(new, key=Version)
             ]
-    report = render(results, baselines)
+    # Listed on a full run, or checked when a newer source is given.
+    pinned = (
+        [git_pinned_section(name, release, args.git_tree) for name, release in git_pinned()]
+        if args.git_tree or not args.launcher
+        else []
+    )
+    report = render(results, baselines, pinned)
     if args.out:
         args.out.write_text(report, encoding="utf-8")
     else:
         sys.stdout.write(report)
-    return (
-        1
-        if any(s.relevant for releases in results.values() for _, sections in releases for s in sections)
-        else 0
-    )
+    sections = [s for releases in results.values() for _, found in releases for s in found] + pinned
+    return 1 if any(s.relevant for s in sections) else 0
 
 
 if __name__ == "__main__":

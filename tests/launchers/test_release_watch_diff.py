@@ -48,3 +48,16 @@ def test_a_release_is_flagged_only_for_route_relevant_sections() -> None:
     assert "### vllm 0.35.0: nothing route-relevant changed" in report
     assert "### vllm 0.36.0: route-relevant changes in: Conformance" in report
     assert "#### Conformance (route-relevant)" in report
+
+
+def test_git_pinned_spans_are_checked_in_a_newer_source_or_listed_to_re_read(tmp_path: Path) -> None:
+    header = tmp_path / "cpp/tensorrt_llm/common/customAllReduceUtils.h"
+    header.parent.mkdir(parents=True)
+    header.write_text("// a newer header\n" * 300, encoding="utf-8")
+    checked = watch.git_pinned_section("trtllm", "git-f6a156b", [f"abc1234={tmp_path}"])
+    assert checked.relevant
+    assert checked.lines[0] == "- 3 of 3 hashed spans checked in the source given (abc1234); 3 changed"
+    listed = watch.git_pinned_section("trtllm", "git-f6a156b", [])
+    assert not listed.relevant
+    assert sum(line.startswith("- re-read by hand:") for line in listed.lines) == 3 + 5  # hashed + symbols
+    assert ("torch", "git-09a6d12") in watch.git_pinned()
