@@ -310,6 +310,7 @@ def spans_section(launcher: str, baseline: str, old_wheel: Path | None, new_whee
             key, old_files, new_files, (f"{launcher} {baseline}", f"{launcher} {_version_of(new_wheel)}")
         )
         for key in recorded["spans"]
+        if key.rpartition(":")[0] in old_files  # else stale: listed below, nothing to relocate
     ]
     counts = {
         status: sum(r.status == status for r in found) for status in ("unchanged", "moved", "changed", "gone")
