@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
 import io
 import sys
 import tempfile
@@ -152,7 +153,8 @@ def tables_current() -> list[str]:
 
     problems = []
     for launcher in extract_knobs.PARSER_WORDS:
-        committed = knobs.manifest(launcher)["all_options"]
+        # The installed release's table: the venv may hold an older modelled release than the newest.
+        committed = knobs.manifest(launcher, importlib.metadata.version(launcher))["all_options"]
         current = {
             "parser": extract_knobs.PARSER_WORDS[launcher],
             **extract_knobs.parser_table(extract_knobs.launcher_parser(launcher)),

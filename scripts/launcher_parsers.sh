@@ -38,19 +38,18 @@ echo "launcher parsers: plugin tests in $((SECONDS - started)) s"
 # from the pinned releases' own files (tests/launchers/test_manifests_current.py needs them on disk).
 started=$SECONDS
 sources="$venv/launcher-sources"
-# One download per release: pip resolves the requirements of one call together, and two releases of
-# one package conflict there. Every modelled release: the span test reads each one's wheel.
+# Every modelled release (topo_gate/launchers/knobs.py), one download per release of a package.
 for release in sglang==0.5.23 vllm==0.33.0 vllm==0.34.0 flashinfer-python==0.7.2.post1 flashinfer-python==0.7.4; do
-  "$venv/bin/python" -m pip download -q --no-deps -d "$sources" "$release"; done
+  "$venv/bin/python" -m pip download -q --no-deps -d "$sources" "$release"
+done
 "$venv/bin/python" - "$sources" <<'PY'
 import sys, zipfile
 from pathlib import Path
 
 sources = Path(sys.argv[1])
-# The manifest test reads each FlashInfer release's file below a folder named for the release.
-for wheel in sources.glob("flashinfer_python-*.whl"):
-    release = "-".join(wheel.name.split("-")[:2])
-    zipfile.ZipFile(wheel).extract("flashinfer/comm/trtllm_ar.py", sources / release)
+for wheel in sources.glob("flashinfer_python-*.whl"):  # each below a folder named for its release
+    version = wheel.name.split("-")[1]
+    zipfile.ZipFile(wheel).extract("flashinfer/comm/trtllm_ar.py", sources / f"flashinfer_python-{version}")
 PY
 TOPO_GATE_LAUNCHER_SOURCES="$sources" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
   tests/launchers/test_manifests_current.py tests/launchers/test_cited_spans_current.py \

@@ -228,8 +228,6 @@ FI_BACKENDS = ("auto", "trtllm", "mnnvl")
 NCCL_SYMM = "nccl_symm_vllm"
 MODEL_DEPENDENT = marker("model_dependent", LAUNCHER)
 MIXED_SITES = marker("mixed_sites", LAUNCHER)
-MODEL_PRIVATE = vllm_models.MODEL_PRIVATE
-GENERIC_ARCHITECTURE = vllm_models.GENERIC_ARCHITECTURE
 #: Releases whose ``_resolve_fi_ar_backend`` sends ``auto`` to TRT-LLM under a HiSparse config.
 HISPARSE_TRTLLM_RELEASES = frozenset({"0.34.0"})
 #: Releases whose standalone FlashInfer all-reduce declines a row that is not whole 16-byte vectors
@@ -330,7 +328,7 @@ def requested_fi_backend(knobset: Knobs, ctx: Context) -> str:
     or, where the release says so, TRT-LLM under HiSparse (no fallback)."""
     backend = _env(knobset, ctx, "VLLM_FLASHINFER_ALLREDUCE_BACKEND") or "auto"
     if backend not in FI_BACKENDS:
-        raise RouteError(f"unknown VLLM_FLASHINFER_ALLREDUCE_BACKEND {backend!r}")
+        raise RouteError(f"unknown VLLM_FLASHINFER_ALLREDUCE_BACKEND {backend!r} for {release_name(ctx)}")
     if backend != "auto":
         return backend
     return "trtllm" if _hisparse_trtllm(knobset, ctx) else "mnnvl"
@@ -449,7 +447,7 @@ def _norm_sites(knobset: Knobs, ctx: Context, plain: Route, backend: str | None)
     tokens = vllm_models.private_tokens(ctx)
     if tokens is None:
         return fused
-    return first_taker((up_to(tokens * ctx.row_bytes + 1, MODEL_PRIVATE), fused))
+    return first_taker((up_to(tokens * ctx.row_bytes + 1, vllm_models.MODEL_PRIVATE), fused))
 
 
 def _routes_for(knobset: Knobs, ctx: Context) -> dict[str, Route]:

@@ -12,7 +12,10 @@ each release (its manifest's ``"architectures"``, scripts/extract_architectures.
   where it does not (breakable CUDA graphs, ``vllm_compile``);
 - *model-private* (0.34.0: MiniMax-M3, MuseSpark): up to a token limit the model runs an all-reduce
   kernel of its own, a Lamport mailbox it multicasts into, so only where NVLink multicast is; no trial
-  times it (``model_private_vllm``), so a plan never replaces it.
+  times it (``model_private_vllm``), so a plan never replaces it. The models' further gates (MiniMax-M3:
+  the SM 10.x family, bf16, no expert parallelism; MuseSpark: its config's switch) are not read: the
+  marker covers those batches wherever multicast is, so a plan leaves them alone even where the model
+  would fall back to the standard path -- a plan that misses a saving there, never one that is slower.
 """
 
 from __future__ import annotations
