@@ -58,8 +58,9 @@ for wheel in sources.glob("flashinfer_python-*.whl"):  # each below a folder nam
     zipfile.ZipFile(wheel).extract("flashinfer/comm/trtllm_ar.py", sources / f"flashinfer_python-{version}")
 PY
 TOPO_GATE_LAUNCHER_SOURCES="$sources" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/launchers/test_manifests_current.py
-echo "launcher parsers: manifests checked against the releases in $((SECONDS - started)) s"
+  tests/launchers/test_manifests_current.py tests/launchers/test_cited_spans_current.py \
+  tests/launchers/test_release_watch.py
+echo "launcher parsers: manifests and cited spans checked against the releases in $((SECONDS - started)) s"
 
 # The conformance run: every release's own dispatch code against the route model (docs/launchers.md, Conformance).
 # Each release runs in its own interpreter (the adapters stand in modules of the launchers' packages).
@@ -102,5 +103,16 @@ planted() { # planted LABEL PYTHONPATH-PREFIX [PYTEST-ARGS]: the planted route-m
 planted "vLLM 0.33.0" ""
 planted "vLLM 0.34.0" "$vllm_next"
 planted "FlashInfer 0.7.4" "$flashinfer_new" -k FlashInfer
+if [[ -f tests/launchers/test_conformance_sglang.py ]]; then
+  started=$SECONDS
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/launchers/test_conformance_sglang.py || failed=1
+  echo "conformance: planted bugs with SGLang 0.5.23 in $((SECONDS - started)) s"
+fi
 echo "conformance: all in $((SECONDS - all_started)) s"
+
+# The vLLM plugin inside vLLM 0.34.0: it plans with the 0.34.0 model there (0.33.0 ran above).
+started=$SECONDS
+PYTHONPATH="$vllm_next" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/plugins/test_real_launchers.py \
+  -k "installed_release or does_not_model" || failed=1
+echo "launcher parsers: the vLLM plugin inside vLLM 0.34.0 in $((SECONDS - started)) s"
 exit "$failed"

@@ -16,6 +16,7 @@ class, for a caller that wants to price every variant instead.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -36,6 +37,10 @@ NVLINK_CLASSES = FULL_NVLINK_CLASSES | {"nvlink-bridge"}
 MULTICAST_CLASSES = frozenset({"nvswitch"})
 
 
+#: ``lines`` of a Cite that names lines: ranges ``117-118``, single lines ``1535``, comma-separated.
+_LINE_RANGES = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")
+
+
 @dataclass(frozen=True)
 class Cite:
     """Where a rule comes from: (release, path in that release, line range)."""
@@ -46,6 +51,20 @@ class Cite:
 
     def __str__(self) -> str:
         return f"{self.release} {self.path}:{self.lines}"
+
+    @property
+    def key(self) -> str:
+        """``path:lines``: how the release's span file (``data/spans-*.json``) names this citation."""
+        return f"{self.path}:{self.lines}"
+
+    @property
+    def ranges(self) -> tuple[tuple[int, int], ...] | None:
+        """The cited line ranges, first and last line each, in the order cited; None when ``lines``
+        names a symbol (``AllreduceOp::selectImplementation``) rather than lines."""
+        if not _LINE_RANGES.fullmatch(self.lines):
+            return None
+        spans = (part.partition("-") for part in self.lines.split(","))
+        return tuple((int(first), int(last or first)) for first, _, last in spans)
 
 
 @dataclass(frozen=True)
