@@ -285,3 +285,16 @@ def test_flashinfer_releases_share_the_one_shot_table_and_an_unmodelled_one_is_r
     trtllm = Knobs(env={"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm"})
     with pytest.raises(RouteError, match="FlashInfer 0.7.3 has no route model"):
         route("vllm", trtllm, node(NEW, flashinfer="0.7.3"))
+
+
+# -- the models' own fused call takes bf16/fp16 only: an fp32 model runs the plain path at its norm --
+
+
+@pytest.mark.parametrize("release", [OLD, NEW])
+def test_a_model_fusing_by_itself_runs_the_plain_path_in_fp32(release: str) -> None:
+    trtllm = Knobs(env={"VLLM_FLASHINFER_ALLREDUCE_BACKEND": "trtllm"})
+    bf16 = node(release, "DeepseekV32ForCausalLM")
+    fp32 = node(release, "DeepseekV32ForCausalLM", itemsize=4)
+    assert at(fused(trtllm, bf16), ROW) == "trtllm_fused_oneshot_vllm"
+    # fp32 rows are twice as wide (28672 bytes a token); its norm site runs the plain chain's kernel.
+    assert at(fused(trtllm, fp32), 2 * ROW) == at(plain(trtllm, fp32), 2 * ROW) == "trtllm_oneshot_vllm"

@@ -39,11 +39,14 @@ CITES = cites(
         "direct": ("models/common/ops/fused_allreduce_rms_norm.py", {"0.33.0": "23-63", "0.34.0": "24-76"}),
         "direct_gemma": (
             "model_executor/layers/fused_allreduce_gemma_rms_norm.py",
-            {"0.33.0": "56-112,139-170", "0.34.0": "56-112,139-170"},
+            {"0.33.0": "53-112,139-170", "0.34.0": "53-112,139-170"},
         ),
     }
 )
 
+#: Element sizes the models' own fused call takes (``_FI_SUPPORTED_DTYPES``: bf16 and fp16, checked by
+#: ``_can_use_flashinfer``); an fp32 model falls back to the plain all-reduce and its norm.
+DIRECT_ITEMSIZES = (2,)
 #: World sizes the fusion pass supports (``FI_SUPPORTED_WORLD_SIZES``).
 FI_WORLD_SIZES = (2, 4, 8, 16)
 #: The optimization level vLLM runs at without ``-O`` (``VllmConfig.optimization_level``), and the
@@ -131,6 +134,6 @@ def direct_route(ctx: Context, backend: str | None) -> Route:
     """What a model that calls the fused kernel itself runs: up to the capability's *default* fusion
     size, whatever ``fuse_allreduce_rms``'s size and the compilation mode say."""
     max_mb = capability_row(ctx, "fi_allreduce_fusion_max_size_mb", "int")
-    if not max_mb or backend is None or ctx.tp == 1:
+    if not max_mb or backend is None or ctx.tp == 1 or ctx.itemsize not in DIRECT_ITEMSIZES:
         return up_to(None, None)
     return fused_kernel_route(ctx, backend, _token_limit(ctx, max_mb))
