@@ -130,7 +130,7 @@ def test_show_and_report_render_an_env_arms_record(bench, capsys, tmp_path) -> N
     assert ab(capsys, "--arm", TRTLLM_ARM, "--out", str(out), "--", *cmd)[0] == 1  # a regression
     assert main(["show", str(out)]) == 0
     shown = capsys.readouterr().out
-    assert "trtllm/default" in shown and "regression" in shown and "no plan, no model" in shown
+    assert "trtllm/default" in shown and "regression" in shown and "no model (no plan arm)" in shown
     folder = tmp_path / "report"
     assert main(["report", str(out), "--out", str(folder), "--format", "md"]) == 0
     summary = (folder / "summary.md").read_text()

@@ -23,7 +23,7 @@ PLAN = {1: 90.0, 2: 91.0, 3: 89.5, 4: 90.0, 5: 91.5}  # 10% fewer tokens/s
 
 
 def _arm(name: str, same_as: str | None = None) -> Arm:
-    knobs = {"added": [], "warnings": [], "same_as": same_as}
+    knobs = {"env": {}, "added": [], "warnings": [], "same_as": same_as}
     return Arm(name, ("bench",), {}, knobs, (), same_as)
 
 

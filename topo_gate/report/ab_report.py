@@ -98,7 +98,7 @@ def served_words(record: Mapping[str, Any]) -> str:
     """The model the plan was made for; with no profile there was no plan to make one for."""
     if record["model"] or record["hidden"]:
         return record["model"] or f"hidden {record['hidden']}"
-    return "the profile's hidden size" if record["profile"]["path"] is not None else "no plan, no model"
+    return "the profile's hidden size" if record["profile"]["path"] is not None else "no model (no plan arm)"
 
 
 def validated(record: Mapping[str, Any], sources: Sequence[Source]) -> str:
