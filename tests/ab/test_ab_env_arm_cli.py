@@ -124,6 +124,16 @@ def test_a_secret_in_an_arms_env_stays_out_of_the_record_and_the_terminal(bench,
     assert "HF_TOKEN=<redacted>" in shown and SECRET not in shown
 
 
+def test_an_arm_setting_what_the_environment_has_is_identical_and_not_run(bench, capsys, monkeypatch) -> None:
+    cmd = vllm_latency(bench, {"default": STEADY})
+    monkeypatch.setenv(BACKEND, "trtllm")
+    code, stdout, err = ab(capsys, "--arm", TRTLLM_ARM, "--json", "--", *cmd)
+    assert code == 0, err
+    record = json.loads(stdout)
+    assert record["verdict"] == "identical" and record["runs"] == [] and bench.seen() == []
+    assert "trtllm sets only what your environment already sets: it is not run" in err
+
+
 def test_show_and_report_render_an_env_arms_record(bench, capsys, tmp_path) -> None:
     cmd = vllm_latency(bench, {"default": STEADY, "trtllm": scaled(1.05)})
     out = tmp_path / "ab.json"

@@ -175,7 +175,11 @@ def session_notes(arms: Sequence[Arm], environ: Mapping[str, str]) -> list[str]:
         if name in environ
     ]
     for arm in arms:
-        if arm.same_as == "default":
+        if arm.same_as == "default" and arm.name not in ARMS:  # an --arm: the user's own change
+            notes.append(
+                f"{arm.name} sets only what your environment already sets: it is not run, its verdict is 'identical'"
+            )
+        elif arm.same_as == "default":
             # Say why: "nothing to add" reads like "CMD already has the knobs" unless the plan's own
             # reason (no knob beat the launcher's default, nothing measured) comes with it.
             why = "; ".join(n for n in arm.knobs["notes"] if n in NO_KNOBS.notes) or arm.knobs["reason"]
