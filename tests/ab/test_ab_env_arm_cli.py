@@ -68,6 +68,21 @@ def test_an_env_change_alone_needs_no_profile_and_wins_against_the_default(bench
     assert {call["arm"] for call in seen} == {"default", "trtllm"}
 
 
+def test_the_advices_command_with_a_profile_records_it_and_plans_nothing(bench, capsys, vllm_node) -> None:
+    """``topo-gate ab --profile P --arm NAME:VAR=VALUE -- CMD``, as the advice prints it: the profile
+    is named in the record (``report`` puts the record beside it), no plan arm is added, and no node
+    is needed."""
+    cmd = vllm_latency(bench, {"default": STEADY, "trtllm": scaled(1.0)})
+    code, stdout, err = ab(
+        capsys, "--profile", str(vllm_node.profile), "--arm", TRTLLM_ARM, "--json", "--", *cmd
+    )
+    assert code == 0, err
+    record = json.loads(stdout)
+    assert list(record["arms"]) == ["default", "trtllm"] and record["verdict"] == "no difference"
+    assert record["profile"]["path"] == str(vllm_node.profile) and record["profile"]["digest"]
+    assert record["node"]["checked_by"] == "not checked (no plan arm)"
+
+
 def test_an_env_arm_beside_plan_and_nccl_runs_in_the_same_rounds(bench, capsys, sglang_node) -> None:
     """SGLang's plan and nccl arms differ in knobs the stand-in sees (ab_helpers.CASE_FOR); the env arm
     is told by its own variable, which neither sets."""
