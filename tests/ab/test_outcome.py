@@ -23,7 +23,7 @@ PLAN = {1: 90.0, 2: 91.0, 3: 89.5, 4: 90.0, 5: 91.5}  # 10% fewer tokens/s
 
 
 def _arm(name: str, same_as: str | None = None) -> Arm:
-    knobs = {"added": [], "warnings": [], "same_as": same_as}
+    knobs: dict[str, object] = {"env": {}, "added": [], "warnings": [], "same_as": same_as}
     return Arm(name, ("bench",), {}, knobs, (), same_as)
 
 
@@ -60,7 +60,7 @@ def test_evaluate_takes_its_options_by_keyword_only() -> None:
     results = _session({"default": DEFAULT, "plan": PLAN})
     # Positional margin and seed are two bare numbers, easy to swap unseen.
     with pytest.raises(TypeError):
-        evaluate(arms, results, METRIC, 0.02, 0)  # type: ignore[misc]
+        evaluate(arms, results, METRIC, 0.02, 0)  # type: ignore[call-arg]
 
 
 def _record(results: list[RunResult], folder: Path, *, logs: Path | None = None) -> dict:

@@ -5,6 +5,12 @@
   ``launchers.exec.prepare``, the same merge ``exec`` does (the user's own flags and env win, with a
   warning; TensorRT-LLM's config goes into a fresh options file merged with the user's).
 - ``nccl``: ``launchers.nccl_plan``'s NCCL-forcing knobs through the same ``prepare``.
+- an env arm (``--arm NAME:VAR=VALUE``, ``env_arms``): the command as given with the user's own
+  variables set over the environment, no plan applied: the change itself, measured.
+
+The arms are built, run and listed in the order ``default``, ``plan``, the env arms as given,
+``nccl``: the exit code follows the plan's comparison, else the first listed
+(``verdict.overall``), which is then the user's own change rather than the NCCL reference.
 
 Every arm runs without the plugin variables (``TOPO_GATE_PROFILE``, ``TOPO_GATE_PLUGIN_APPLIED``):
 a launcher plugin would otherwise apply the plan inside the ``default`` arm too, and the A/B would
@@ -19,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topo_gate.ab.benchmarks import Benchmark, tp_from_flags
+from topo_gate.ab.env_arms import EnvArm
 from topo_gate.launchers import PLANNERS, LaunchPlan, PlanRequest, nccl_plan
 from topo_gate.launchers.detect import TpFlagError, tp_from_command
 from topo_gate.launchers.exec import prepare
@@ -28,6 +35,7 @@ from topo_gate.profile.reader import FINGERPRINT_ENV
 ARMS = ("default", "plan", "nccl")
 PLUGIN_ENV = (PROFILE_ENV, APPLIED_ENV)
 NCCL_REASON = "the nccl arm: every fast path off, NCCL at every size"
+ENV_REASON = "your environment change (--arm): CMD as given with these variables, no plan applied"
 
 
 class PlanUnavailable(Exception):
@@ -77,15 +85,20 @@ def build_arms(
     launcher: str,
     plan: LaunchPlan | None,
     fingerprint: str | None,
+    env_arms: Sequence[EnvArm] = (),
 ) -> list[Arm]:
-    """The arms named, in order. ``ValueError``/``OSError`` when a plan cannot be merged into ``cmd``
-    (a malformed ``--compilation-config``, an unreadable options file); temp files of arms already
-    built are removed then."""
+    """The built-in arms named and the env arms, in the order the module says.
+    ``ValueError``/``OSError`` when a plan cannot be merged into ``cmd`` (a malformed
+    ``--compilation-config``, an unreadable options file); temp files of arms already built are
+    removed then."""
     base = {key: value for key, value in environ.items() if key not in PLUGIN_ENV}
+    ordered = [*(n for n in names if n != "nccl"), *env_arms, *(n for n in names if n == "nccl")]
     built: list[Arm] = []
     try:
-        for name in names:
-            if name == "default":
+        for name in ordered:
+            if isinstance(name, EnvArm):
+                arm = _with_env(name, cmd, base)
+            elif name == "default":
                 arm = Arm("default", tuple(cmd), base, _knobs(None, (), (), "CMD and environment as given"))
             elif name == "plan":
                 if plan is None:
@@ -103,6 +116,20 @@ def build_arms(
         remove_temp_dirs(built)
         raise
     return built
+
+
+def _with_env(env_arm: EnvArm, cmd: Sequence[str], environ: Mapping[str, str]) -> Arm:
+    # Values stay out of the warning: one may be a token, and warnings reach stderr as written.
+    replaced = [
+        f"{var} is set in your environment too; this arm runs with its own value"
+        for var, value in env_arm.env.items()
+        if var in environ and environ[var] != value
+    ]
+    knobs = {
+        **_knobs(None, [f"{var}={value}" for var, value in env_arm.env.items()], replaced, ENV_REASON),
+        "env": dict(env_arm.env),
+    }
+    return Arm(env_arm.name, tuple(cmd), {**environ, **env_arm.env}, knobs)
 
 
 def _merged(

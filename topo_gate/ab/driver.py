@@ -19,6 +19,7 @@ from topo_gate._atomic import Labelled, OutputRefused
 from topo_gate.ab import verdict
 from topo_gate.ab.arms import ARMS, PLUGIN_ENV, Arm, command_tp
 from topo_gate.ab.benchmarks import BENCHMARKS, RESULT_ENV, Benchmark, recognize
+from topo_gate.ab.env_arms import EnvArm, parse_env_arms
 from topo_gate.ab.metrics import MetricSpec, file_metric, regex_metric
 from topo_gate.ab.schedule import schedule
 from topo_gate.ab.session import Progress
@@ -81,17 +82,29 @@ def choose_metric(
         raise Refused("usage", str(error)) from None
 
 
-def arm_names(text: str) -> list[str]:
-    """``--arms``: the default and at least one other, in ``ARMS`` order (the default, the reference
-    of every ratio, first)."""
+def arm_names(text: str | None, env_arms: Sequence[EnvArm] = ()) -> list[str]:
+    """``--arms``: the built-in arms, in ``ARMS`` order (the default, the reference of every ratio,
+    first). Not given: ``default,plan``, or ``default`` alone beside an ``--arm`` (measuring your own
+    env change needs no plan, and a node without one would refuse the plan arm). Given: it must
+    name the default, and with the env arms there must be one arm to compare."""
+    if text is None:
+        return ["default"] if env_arms else ["default", "plan"]
     names = list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
     unknown = [name for name in names if name not in ARMS]
-    if unknown or "default" not in names or len(names) < 2:
+    if unknown or "default" not in names or len(names) + len(env_arms) < 2:
         raise Refused(
             "usage",
-            f"--arms: default and at least one of plan, nccl (known: {', '.join(ARMS)}), got {text!r}",
+            f"--arms: default and at least one of plan, nccl or an --arm (known: {', '.join(ARMS)}), got {text!r}",
         )
     return [name for name in ARMS if name in names]
+
+
+def env_arms(specs: Sequence[str]) -> tuple[EnvArm, ...]:
+    """Every ``--arm`` (``env_arms.parse_env_arms``); a malformed one is a usage error."""
+    try:
+        return parse_env_arms(specs, ARMS)
+    except ValueError as error:
+        raise Refused("usage", str(error)) from None
 
 
 def resolve_tp(
@@ -115,15 +128,15 @@ def resolve_tp(
     return tp, None
 
 
-def command_inputs(profile: str, capture: str | None, cmd: Sequence[str]) -> list[Labelled]:
-    """Every file the session reads, for the clobbering guard: ``--profile`` (each member of a profile
-    set), ``--from``, and every file CMD names -- the program as the shell finds it on ``PATH`` (the
+def command_inputs(profile: str | None, capture: str | None, cmd: Sequence[str]) -> list[Labelled]:
+    """Every file the session reads, for the clobbering guard: ``--profile`` if given (each member of
+    a profile set), ``--from``, and every file CMD names -- the program as the shell finds it on ``PATH`` (the
     benchmark script), and each argument or ``--opt=VALUE`` naming an existing file (a script after
     ``python``, a dataset, a config)."""
     from topo_gate.profile.profile_set import is_profile_set, member_names
 
     inputs: list[Labelled] = [("--profile", profile), ("--from", capture)]
-    if is_profile_set(profile):
+    if profile is not None and is_profile_set(profile):
         try:
             inputs += [("--profile", os.path.join(profile, name)) for name in member_names(profile)]
         except OSError:
@@ -162,7 +175,11 @@ def session_notes(arms: Sequence[Arm], environ: Mapping[str, str]) -> list[str]:
         if name in environ
     ]
     for arm in arms:
-        if arm.same_as == "default":
+        if arm.same_as == "default" and arm.name not in ARMS:  # an --arm: the user's own change
+            notes.append(
+                f"{arm.name} sets only what your environment already sets: it is not run, its verdict is 'identical'"
+            )
+        elif arm.same_as == "default":
             # Say why: "nothing to add" reads like "CMD already has the knobs" unless the plan's own
             # reason (no knob beat the launcher's default, nothing measured) comes with it.
             why = "; ".join(n for n in arm.knobs["notes"] if n in NO_KNOBS.notes) or arm.knobs["reason"]
@@ -210,7 +227,7 @@ class Request:
     tp: int
     model: str | None
     hidden: int | None
-    profile: str
+    profile: str | None
     fingerprint: str | None
     checked_by: str
     runs: int

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -11,10 +12,11 @@ from topo_gate._version import __version__
 from topo_gate.ab.arms import Arm
 from topo_gate.ab.metrics import MetricSpec
 from topo_gate.ab.record import FORMAT
-from topo_gate.ab.redact import redact_argv, redact_text
+from topo_gate.ab.redact import REDACTED, redact_argv, redact_text, secret_name
 from topo_gate.ab.session import RunResult
 from topo_gate.ab.verdict import ArmSummary, Comparison, compare, identical, overall, summarize
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # an ``added`` item VAR=VALUE, not a --flag=VALUE
 PAIRING = "paired by round: the rounds where both arms succeeded (trials.stats paired percentile bootstrap)"
 
 
@@ -96,9 +98,21 @@ def build_record(
 
 def _arm(arm: Arm) -> dict[str, Any]:
     knobs = dict(arm.knobs)
-    knobs["added"] = [redact_text(item) for item in knobs["added"]]
+    knobs["env"] = {var: _redacted_value(var, value) for var, value in knobs["env"].items()}
+    knobs["added"] = [_redacted_item(item) for item in knobs["added"]]
     knobs["warnings"] = [redact_text(item) for item in knobs["warnings"]]
     return knobs
+
+
+def _redacted_value(var: str, value: str) -> str:
+    """An env arm's value may be a token (``--arm hf:HF_TOKEN=...``): a secret-named variable's
+    whole value goes (free text would keep what follows a blank), any other's secret shapes."""
+    return REDACTED if secret_name(var) else redact_text(value)
+
+
+def _redacted_item(item: str) -> str:
+    var, eq, value = item.partition("=")
+    return f"{var}={_redacted_value(var, value)}" if eq and _ENV_NAME.fullmatch(var) else redact_text(item)
 
 
 def _run(result: RunResult, folder: Path) -> dict[str, Any]:

@@ -10,9 +10,12 @@ from topo_gate.profile import ProfileError, load_profile
 from topo_gate.profile.profile_set import choose_member, is_profile_set
 
 
-def profile_info(profile: str, fingerprint: str | None) -> dict[str, Any]:
+def profile_info(profile: str | None, fingerprint: str | None) -> dict[str, Any]:
     """``{"path", "digest", "fingerprint"}``; the digest and fingerprint are None when the profile
-    cannot be read (only an arm without the plan runs then)."""
+    cannot be read (only arms without the plan run then), all three when none was given (no plan
+    arm: the session measured the user's own env change or NCCL against the default)."""
+    if profile is None:
+        return {"path": None, "digest": None, "fingerprint": None}
     path = profile
     if is_profile_set(profile):
         chosen = choose_member(profile, fingerprint)

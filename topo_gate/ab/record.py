@@ -153,7 +153,12 @@ _RELEASE: dict[str, Check] = {
     "read": _is_str,
 }
 _METRIC: dict[str, Check] = {"name": _is_str, "direction": lambda v: v in (HIGHER, LOWER), "unit": _is_str}
-_PROFILE: dict[str, Check] = {"path": _is_str, "digest": _or_none(_is_str), "fingerprint": _or_none(_is_str)}
+#: ``path`` None: no profile was given (no plan arm: an env arm or nccl against the default).
+_PROFILE: dict[str, Check] = {
+    "path": _or_none(_is_str),
+    "digest": _or_none(_is_str),
+    "fingerprint": _or_none(_is_str),
+}
 _ARM: dict[str, Check] = {
     "args": _list_of(_is_str),
     "env": _str_map,

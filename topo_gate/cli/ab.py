@@ -20,6 +20,7 @@ from topo_gate.ab.driver import (
     arm_names,
     choose_metric,
     command_inputs,
+    env_arms,
     logs_folder,
     release_notes,
     resolve_benchmark,
@@ -59,9 +60,14 @@ Examples:
     throughput --tp 2 --dataset d.jsonl
   topo-gate ab --profile node.yaml --bench vllm-serve -- \\
     ./serve_and_bench.sh M -tp 2
+  topo-gate ab --arm trtllm:VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm -- \\
+    vllm bench latency --model M -tp 4 --batch-size 8
 
 Each arm runs what `topo-gate exec` would: default = CMD as given, plan = CMD with
-the profile's flags/env/config, nccl = CMD with NCCL forced. As exec does, the plan is
+the profile's flags/env/config, nccl = CMD with NCCL forced; an --arm NAME:VAR=VALUE
+arm = CMD with your own variables set, no plan (with --arm, --arms defaults to
+default alone, and no --profile is needed without the plan arm). Arms run and are
+listed as default, plan, your arms in order, nccl. As exec does, the plan is
 for the model CMD serves (--model/--hidden replace it; a model that cannot be told is
 a warning) and for the launcher release CMD's own interpreter has installed: one with
 no route model gives no plan (exit 1, naming both releases). The record keeps the
@@ -69,19 +75,23 @@ installed and modelled releases, and TOPO_GATE_ALLOW_RELEASE where it was used. 
 --runs rounds of every arm. The metric comes from the benchmark's own result file (ab
 appends its result flag, a fresh path per run) or --metric-regex on stdout. The ratio
 arm/default has a paired bootstrap 95% CI: win if clear of --margin in the better
-direction, regression if clear of it in the worse one, else no difference.
+direction, regression if clear of it in the worse one, else no difference; the exit
+code follows plan/default, else the first arm listed.
 Client benchmarks (vllm bench serve, sglang serving) need a script that starts the
 server with its arguments and writes the client's result to $TOPO_GATE_AB_RESULT.
 
 Exit codes: 0 win/no difference/identical (an arm that adds nothing is not run), 1
 regression, no verdict (< 3 successful runs an arm) or no plan (a --tp that disagrees with
-CMD's, a launcher release with no route model), 2 usage (a number out of range, a --metric-regex that backtracks exponentially), 3
+CMD's, a launcher release with no route model), 2 usage (a number out of range, a --metric-regex that backtracks exponentially,
+a malformed --arm, the plan arm without --profile), 3
 unreadable --from, 4 no driver, 5 NVML crashed, 8 --out not written (a folder, or one of the
 session's inputs: the profile, the capture, the benchmark script, a file CMD names), 126 CMD
 not executable, 127 CMD not found, 130 interrupted.""",
 )
 @click.option(
-    "--profile", required=True, type=click.Path(dir_okay=True), help="Gating profile (or profile set)."
+    "--profile",
+    type=click.Path(dir_okay=True),
+    help="Gating profile (or profile set): what the plan arm follows (needed only with it).",
 )
 @click.option("--tp", type=bounded("tp"), help="TP size (default: CMD's own TP flag; must agree).")
 @click.option("--gpus", callback=parse_gpus, metavar="0,1,...", help="NVML indices of the TP group.")
@@ -107,9 +117,14 @@ not executable, 127 CMD not found, 130 interrupted.""",
 @click.option(
     "--arms",
     "arm_list",
-    default="default,plan",
-    show_default=True,
-    help="Comma-separated: default,plan,nccl.",
+    help="Comma-separated: default,plan,nccl. Default: default,plan; default alone with an --arm.",
+)
+@click.option(
+    "--arm",
+    "env_arm_specs",
+    multiple=True,
+    metavar="NAME:VAR=VALUE[,VAR=VALUE...]",
+    help="An arm of your own env change: CMD with these variables set, no plan (repeatable).",
 )
 @click.option(
     "--order", type=click.Choice(ORDERS), default="alternate", show_default=True, help="Arm order per round."
@@ -147,14 +162,21 @@ not executable, 127 CMD not found, 130 interrupted.""",
 )
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 def command(**options: Any) -> None:
-    """Run CMD (a launcher's benchmark) with and without PROFILE's plan and say which wins."""
+    """Run CMD (a launcher's benchmark) with and without PROFILE's plan, or your own env change
+    (--arm), and say which wins."""
     cmd: tuple[str, ...] = options["cmd"]
     try:
         benchmark, by_flag, launcher = resolve_benchmark(cmd, options["bench"], options["launcher"])
         metric = choose_metric(
             benchmark, options["metric_name"], options["metric_regex"], options["higher_is_better"]
         )
-        names = arm_names(options["arm_list"])
+        extra = env_arms(options["env_arm_specs"])
+        names = arm_names(options["arm_list"], extra)
+        if "plan" in names and options["profile"] is None:
+            raise Refused(
+                "usage",
+                "the plan arm needs --profile (to measure only your own env change: --arm NAME:VAR=VALUE)",
+            )
         served_hidden(options["hidden"], options["model"])
         _check_runnable(cmd[0])
         tp, warning = resolve_tp(options["tp"], cmd, launcher, benchmark)
@@ -192,7 +214,9 @@ def command(**options: Any) -> None:
             click.echo(f"topo-gate: warning: {untold}", err=True)
     release = plan.release if plan is not None and plan.release is not None else resolve(launcher, installed)
     try:
-        arms = build_arms(names, cmd, os.environ, launcher=launcher, plan=plan, fingerprint=fingerprint)
+        arms = build_arms(
+            names, cmd, os.environ, launcher=launcher, plan=plan, fingerprint=fingerprint, env_arms=extra
+        )
     except (ValueError, OSError) as error:
         raise fail(ExitCode.USAGE, f"cannot merge into your command: {error}") from None
     try:

@@ -94,8 +94,17 @@ def comparison_words(comparison: Mapping[str, Any]) -> str:
     )
 
 
+def served_words(record: Mapping[str, Any]) -> str:
+    """The model the plan was made for; with no profile there was no plan to make one for."""
+    if record["model"] or record["hidden"]:
+        return record["model"] or f"hidden {record['hidden']}"
+    return "the profile's hidden size" if record["profile"]["path"] is not None else "no model (no plan arm)"
+
+
 def validated(record: Mapping[str, Any], sources: Sequence[Source]) -> str:
     """Which input is the profile the record validated, in words."""
+    if record["profile"]["path"] is None:
+        return "no profile (no plan arm)"
     digest = record["profile"]["digest"]
     matches = [s.label for s in sources if s.kind == "profile" and digest and s.profile.digest == digest]
     if matches:
@@ -130,9 +139,7 @@ def _comparison_rows(record: Mapping[str, Any]) -> list[tuple[str, str, str, str
 def _facts(source: AbSource, sources: Sequence[Source]) -> list[tuple[str, str]]:
     record = source.record
     metric = record["metric"]
-    served = record["model"] or (
-        f"hidden {record['hidden']}" if record["hidden"] else "profile's hidden size"
-    )
+    served = served_words(record)
     return [
         ("command", shlex.join(record["command"])),
         ("launcher", f"{record['launcher']} {record['launcher_version']}, TP{record['tp']}, {served}"),

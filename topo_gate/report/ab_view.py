@@ -15,6 +15,7 @@ from rich.text import Text
 
 from topo_gate.ab.schedule import Slot
 from topo_gate.ab.session import RunResult
+from topo_gate.report.ab_report import served_words
 from topo_gate.report.text import file_text
 
 _FINGERPRINT_EXPORT = "TOPO_GATE_NODE_FINGERPRINT="  # what exec exports for gate(); not a knob
@@ -65,15 +66,21 @@ def _header(record: Mapping[str, Any], path: str | None) -> Table:
         ),
     )
     grid.add_row("Metric", file_text(direction_words(record["metric"])))
-    served = record["model"] or (
-        f"hidden {record['hidden']}" if record["hidden"] else "the profile's hidden size"
-    )
-    grid.add_row("TP / model", file_text(f"TP{record['tp']}, {served}"))
+    grid.add_row("TP / model", file_text(f"TP{record['tp']}, {served_words(record)}"))
     profile = record["profile"]
-    grid.add_row("Profile", file_text(f"{profile['path']} ({profile['digest'] or 'digest unknown'})"))
-    node = record["node"]
     grid.add_row(
-        "Node", file_text(f"{node.get('fingerprint') or 'not checked'} ({node.get('checked_by', '-')})")
+        "Profile",
+        file_text(
+            "none (no plan arm)"
+            if profile["path"] is None
+            else f"{profile['path']} ({profile['digest'] or 'digest unknown'})"
+        ),
+    )
+    node = record["node"]
+    checked_by = node.get("checked_by", "-")
+    # Without a fingerprint, checked_by already says why ("not checked (no plan arm)").
+    grid.add_row(
+        "Node", file_text(f"{node['fingerprint']} ({checked_by})" if node.get("fingerprint") else checked_by)
     )
     method = record["method"]
     grid.add_row(
