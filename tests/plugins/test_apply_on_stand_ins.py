@@ -27,7 +27,7 @@ from stand_ins import (
     release,
 )
 
-from topo_gate.launchers import LaunchPlan
+from topo_gate.launchers import LaunchPlan, knobs
 from topo_gate.plugins import Outcome, apply_flags, export_env, record
 from topo_gate.plugins import vllm as vllm_plugin
 
@@ -38,7 +38,7 @@ DIGEST = "sha256:" + "ab" * 32
 
 
 def _plan(launcher: str, args: tuple[str, ...], env: dict[str, str], *, fallback: bool = False) -> LaunchPlan:
-    version = {"sglang": "0.5.23", "vllm": "0.33.0"}[launcher]
+    version = knobs.PINNED[launcher]
     reason = "NCCL because the test says so" if fallback else "following profile h200-x2 for TP 2"
     return LaunchPlan(launcher, version, args, env, notes=(), fallback=fallback, reason=reason)
 
