@@ -223,10 +223,10 @@ def choose(
         survivors = kept
     priced = []
     for candidate, routes in survivors:
-        variants = evaluate.price(routes)
-        dearer = _dearer_than_default(variants)
+        on_each = evaluate.price(routes)
+        dearer = _dearer_than_default(on_each)
         if dearer is None:
-            priced.append((candidate, variants))
+            priced.append((candidate, on_each))
         else:
             rejected.append((candidate, dearer))
     best = _best(priced)
