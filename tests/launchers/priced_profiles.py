@@ -6,7 +6,9 @@ profile's semantic checks. The latencies are the test's own, stated where each t
 reads the same number (plus a fixed 0.2% wobble, so confidence intervals are not empty), ``None``
 is "unavailable at that size"; ``context`` adds layer graphs (layer = GEMM + the call) for every
 backend priced; ``transitions`` gives a Lamport-style backend the extra microseconds of one replay
-after a larger size: ``{backend: cost_us}`` after every larger size alike.
+after a larger size: ``{backend: cost_us}`` after every larger size alike. As a probe does, every
+Lamport-style backend (``pricing.lamport_style``) is timed after every larger size: at no extra cost
+unless ``transitions`` names it (an untimed transition is never free: the planner would refuse it).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from topo_gate.evidence.check import evidence_problem
+from topo_gate.launchers.pricing import lamport_style
 from topo_gate.probe import DecideSettings, build_profile
 from topo_gate.profile import Profile, dump_profile
 
@@ -64,13 +67,13 @@ def _run(
     results, entries = [], []
     for name, medians in table.items():
         cells = [_cell(name, t, n, m, tp) for t, n, m in zip(tokens, sizes, medians, strict=True)]
-        if name in transitions:
+        if name in transitions or lamport_style(name):
             timed = [c["nbytes"] for c in cells if c["samples_us"]]
             for cell, median in zip(cells, medians, strict=True):
                 larger = [after for after in timed if after > cell["nbytes"]]
                 if median is None or not larger:
                     continue
-                after_us = [median + transitions[name] / GRAPH_CALLS] * 3
+                after_us = [median + transitions.get(name, 0.0) / GRAPH_CALLS] * 3
                 cell["after_sizes"] = [{"after_nbytes": after, "samples_us": after_us} for after in larger]
                 cell["after_larger_us"] = after_us
         results += cells

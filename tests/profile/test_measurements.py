@@ -17,7 +17,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from topo_gate.profile import Profile, ProfileInvalid, dump_profile, load_profile
-from topo_gate.profile.measurements import PRICED, STATUSES, BackendPrices, Measurement, Transition
+from topo_gate.profile.measurements import (
+    MIN_CALL_US,
+    PRICED,
+    STATUSES,
+    BackendPrices,
+    Measurement,
+    Transition,
+)
+from topo_gate.profile.semantics import GPU_CI_FACTOR as CI_FACTOR
 from topo_gate.profile.yaml_format import parse_yaml, to_yaml
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "profiles" / "examples" / "synthetic-h200x2.yaml"
@@ -121,6 +129,12 @@ def test_the_profile_finds_the_table_of_a_decision_and_refuses_two() -> None:
 # --- generated tables round-trip -------------------------------------------------------------------
 
 positive = st.floats(min_value=0.01, max_value=1e6, allow_nan=False).map(lambda v: float(f"{v:.6g}"))
+#: A per-call median within the physical bounds, and a CI's ends as shares of it within a GPU profile's
+#: CI factor
+#: (a little inside, so that rounding to 6 digits keeps them there).
+per_call = st.floats(min_value=MIN_CALL_US, max_value=1e6, allow_nan=False).map(lambda v: float(f"{v:.6g}"))
+below_share = st.floats(min_value=1.01 / CI_FACTOR, max_value=1.0)
+above_share = st.floats(min_value=1.0, max_value=CI_FACTOR * 0.99)
 
 
 @st.composite
@@ -129,7 +143,9 @@ def backend_prices(draw: st.DrawFn, sizes: tuple[int, ...]) -> BackendPrices:
     median, ci = [], []
     for state in status:
         if state in PRICED:
-            low, mid, high = sorted(draw(st.lists(positive, min_size=3, max_size=3)))
+            mid = draw(per_call)
+            low = min(mid, float(f"{mid * draw(below_share):.6g}"))
+            high = max(mid, float(f"{mid * draw(above_share):.6g}"))
             median.append(mid)
             ci.append((low, high))
         else:

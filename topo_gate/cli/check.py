@@ -49,7 +49,7 @@ def command(profile: Path, strict: bool, from_path: str | None, as_json: bool) -
     verdict = match_node(loaded, facts)
     code, reason = _outcome(verdict, strict)
     if as_json:
-        click.echo(json.dumps(_as_json(verdict, code, reason), indent=1))
+        click.echo(json.dumps(_as_json(verdict, code, reason), allow_nan=False, indent=1))
     elif code == ExitCode.OK:
         click.echo(f"ok: {shown(reason)}")
         for line in verdict.drift:

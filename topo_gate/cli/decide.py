@@ -65,7 +65,7 @@ def command(
     except ProfileError as error:  # evidence that parses but implies no valid profile
         raise fail(ExitCode.UNREADABLE, f"{evidence}: the profile it implies is invalid: {error}") from None
     if as_json:
-        click.echo(json.dumps({**result.profile.to_dict(), "notes": result.notes}, indent=1))
+        click.echo(json.dumps({**result.profile.to_dict(), "notes": result.notes}, allow_nan=False, indent=1))
         return
     written = str(result.profile_path) if out else None
     Console().print(

@@ -49,7 +49,7 @@ def command(before: Path, after: Path, as_json: bool) -> None:
             "changes": [change.to_dict() for change in changes],
             "measurement_changes": [change.to_dict() for change in prices],
         }
-        click.echo(json.dumps(document, indent=2))
+        click.echo(json.dumps(document, allow_nan=False, indent=2))
     else:
         _print_changes(changes, prices, before, after, same_node)
     if changes:

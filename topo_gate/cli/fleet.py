@@ -88,7 +88,7 @@ def merge_command(
         click.echo(f"topo-gate: note: {shown(note)}", err=True)
     if as_json:
         sealed = result.profile.with_digest()
-        click.echo(json.dumps({**sealed.to_dict(), "notes": result.notes}, indent=1))
+        click.echo(json.dumps({**sealed.to_dict(), "notes": result.notes}, allow_nan=False, indent=1))
         return
     names = ", ".join(node.name for node in nodes)
     click.echo(
@@ -128,7 +128,7 @@ def outliers_command(evidence: tuple[Path, ...], threshold: float, noise_floor: 
     for warning in report.warnings:
         click.echo(f"topo-gate: warning: {shown(warning)}", err=True)
     if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=1))
+        click.echo(json.dumps(report.to_dict(), allow_nan=False, indent=1))
     else:
         for node in report.nodes:
             click.echo(f"{shown(node.name)}: {node.verdict} ({node.scored} cells scored)")

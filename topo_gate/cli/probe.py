@@ -217,7 +217,7 @@ def command(
         result = _probe_or_fail(options, console, show_progress=not as_json)
     outlook = outlooks(result.profile, model=model, hidden=None if model else hidden)
     if as_json:
-        click.echo(json.dumps({**_as_json(result), "launchers": asdict(outlook)}, indent=1))
+        click.echo(json.dumps({**_as_json(result), "launchers": asdict(outlook)}, allow_nan=False, indent=1))
     else:
         console.print(
             summary(

@@ -225,7 +225,7 @@ def render(
         data = plan.to_dict()
         if not plan.fallback and totals:  # a fallback, or TP 1, has no price
             data |= {"price": dict(totals), "explain": [r.to_dict() for r in rows]}
-        return json.dumps(data, indent=2)
+        return json.dumps(data, allow_nan=False, indent=2)
     if plan.launcher == "trtllm":
         return trtllm_options_file(plan)
     return yaml.safe_dump(plan.to_dict(), sort_keys=False).rstrip()

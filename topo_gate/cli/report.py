@@ -120,7 +120,7 @@ def command(
             ],
             "notes": result.notes + [f"{s.label}: {note}" for s in sources for note in s.notes],
         }
-        click.echo(json.dumps(document, indent=2))
+        click.echo(json.dumps(document, allow_nan=False, indent=2))
         return
     for path in result.files:
         click.echo(f"wrote {shown(path)}")

@@ -65,7 +65,7 @@ def command(profile: Path, as_json: bool, model: str | None) -> None:
             "measurements": [table.to_dict() for table in loaded.measurements],
             "launchers": asdict(outlook),
         }
-        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(document, allow_nan=False, indent=2, ensure_ascii=False))
         return
     from rich.console import Console
 

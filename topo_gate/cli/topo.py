@@ -75,7 +75,7 @@ def command(from_path: str | None, as_json: bool, timeout_s: float) -> None:
 
     node = read_node_or_fail(from_path, timeout_s)
     if as_json:
-        click.echo(json.dumps(node_report(node, from_path), indent=1))
+        click.echo(json.dumps(node_report(node, from_path), allow_nan=False, indent=1))
         return
     from rich.console import Console
 

@@ -96,7 +96,7 @@ def _validate_set(directory: Path, as_json: bool) -> None:
     except OSError as error:
         raise fail(ExitCode.UNREADABLE, f"{directory}: cannot list: {error.strerror or error}") from None
     if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=1))
+        click.echo(json.dumps(report.to_dict(), allow_nan=False, indent=1))
     else:
         for member in report.members:
             state = (

@@ -9,6 +9,7 @@ from typing import Any
 from topo_gate.decide.criteria import DEFAULT_BOOTSTRAP, DEFAULT_CI_LEVEL
 from topo_gate.decide.ladder import rules_from_verdicts
 from topo_gate.decide.prices import price_table
+from topo_gate.decide.sample_bounds import check_sample_bounds
 from topo_gate.decide.verdicts import size_verdicts
 from topo_gate.decide.words import ignored_backend_notes, wrong_answer_notes
 from topo_gate.evidence.bar import DEFAULT_MARGIN
@@ -38,6 +39,7 @@ def decide(
     (see ARCHITECTURE.md). A failed run has a decision (``failed``) and no table: nothing was measured."""
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
+    check_sample_bounds(evidence)
     trials = evidence.get("trials", {})
     baseline = BASELINE_BACKEND[trials.get("device", "cuda")]
     notes: list[str] = []

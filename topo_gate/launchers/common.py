@@ -110,6 +110,35 @@ class ProfileFacts:
     flashinfer: str | None = None
 
 
+#: The served model's shape a plan is priced for: a count of decoder layers and a hidden size are
+#: whole numbers of at least 1, and at most these (a model wider or deeper is no model: the widest
+#: served today, Llama 3.1 405B, has hidden 16384 and 126 layers; the caps leave 64x and 32x room).
+MAX_HIDDEN = 1 << 20
+MAX_LAYERS = 1 << 12
+
+
+def shape_problem(request: PlanRequest) -> str | None:
+    """Why ``request``'s served-model shape (``tp``, ``hidden``, ``layers``) is no model's, or None.
+
+    A planner prices a step of ``2 x layers + 1`` calls of ``tokens x hidden`` elements: a shape no
+    model has (``layers=-3``, ``hidden=5120.5``, ``tp=True``) would price steps that do not exist,
+    so the plan falls back with this reason instead (the API promises a decision for every input)."""
+    for name, value, top in (
+        ("tp", request.tp, None),
+        ("hidden", request.hidden, MAX_HIDDEN),
+        ("layers", request.layers, MAX_LAYERS),
+    ):
+        if value is None and name != "tp":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if name == "tp":  # the reader's words (``reader._checked_tp``), said before a workload is sized
+                return f"tp must be a positive integer, got {value!r}"
+            return f"{name} must be a whole number of at least 1, got {value!r}: no model has that shape"
+        if top is not None and value > top:
+            return f"{name} {value} is more than any model has (at most {top} are planned for)"
+    return None
+
+
 def check_fallback_mode(fallback: str) -> None:
     if fallback not in FALLBACKS:
         raise ValueError(f"fallback must be one of {', '.join(FALLBACKS)}, not {fallback!r}")

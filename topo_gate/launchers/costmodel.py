@@ -31,7 +31,10 @@ the last message in buffer ``B`` before a step that uses ``B`` was of size ``p``
 call in ``B`` expects ``sum(w(p) / W_B x T(size | p))`` over the larger ``p``; the later calls of the
 step see its own size. Where ``T`` is known only after a larger earlier message than ``p``
 (``PriceTable.transition_bounds``), the plan pays the bound (the cost after the nearest measured
-size above) and the default the lower bound: uncertainty never makes a change look good.
+size above) and the default the lower bound: uncertainty never makes a change look good. A
+Lamport-style kernel whose transitions were never timed (``pricing.LAMPORT_PREFIXES``: its table has
+no ``transition``) has no bound: the plan is refused wherever a larger message could have gone before
+it in its buffer, as not measured, and the default is charged 0 there. It never counts as free.
 
 **The objective.** The expected all-reduce time of one step over the workload: each token count's
 step (above) weighted by its share. Sizes between rungs are interpolated linearly in log(size).

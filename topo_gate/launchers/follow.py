@@ -24,6 +24,7 @@ from topo_gate.launchers.common import (
     PlanRequest,
     ProfileFacts,
     check_fallback_mode,
+    shape_problem,
 )
 from topo_gate.launchers.costmodel import DEFAULT_LAYERS, EMBEDDING_FUSED_LAUNCHERS, Step
 from topo_gate.launchers.explain import estimate_line
@@ -262,6 +263,9 @@ def follow_profile(
         return fallback_plan(
             launcher, version, release.refusal, fallback=fallback, forced=forced, release=release
         )
+    shape = shape_problem(request)
+    if shape is not None:
+        return fallback_plan(launcher, version, shape, fallback=fallback, forced=forced, release=release)
     chosen_workload = workload if isinstance(workload, Workload) else lookup_workload(workload, tp)
     facts = read_profile(request)
     if facts.fallback_reason is not None:

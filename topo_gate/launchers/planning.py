@@ -221,7 +221,14 @@ def choose(
         if len(kept) == len(survivors):
             break
         survivors = kept
-    priced = [(candidate, evaluate.price(routes)) for candidate, routes in survivors]
+    priced = []
+    for candidate, routes in survivors:
+        on_each = evaluate.price(routes)
+        dearer = _dearer_than_default(on_each)
+        if dearer is None:
+            priced.append((candidate, on_each))
+        else:
+            rejected.append((candidate, dearer))
     best = _best(priced)
     best_us = _score(best[1])[0]
 
@@ -412,6 +419,24 @@ def _unique(candidates: Sequence[Candidate]) -> list[Candidate]:
             seen.add(key)
             out.append(candidate)
     return out
+
+
+def _dearer_than_default(variants: Sequence[Variant]) -> str | None:
+    """Why a candidate's own estimate is above the default's on a node variant, or None.
+
+    The constraint admits a plan a little slower than the default within the default's noise at
+    some sizes, and the score is the worst variant's: on a profile that leaves the node open, a
+    candidate could win on the variant that scores while its estimate on another is above that
+    variant's default. A plan is never emitted with an estimate above the default's."""
+    for variant in variants:
+        plan_us, default_us = variant.total.plan_us, variant.total.default_us
+        if plan_us is not None and default_us is not None and plan_us > default_us:
+            return (
+                f"its estimate is above the default's on {variant.ctx.group_class} SM "
+                f"{variant.ctx.capability[0]}.{variant.ctx.capability[1]}: {plan_us:.1f} against "
+                f"{default_us:.1f} us per step"
+            )
+    return None
 
 
 def _score(variants: Sequence[Variant]) -> tuple[float, float]:

@@ -36,6 +36,18 @@ ISOLATED = "isolated"
 IN_CONTEXT = "in context"
 #: Statuses whose median is a measurement (an early-stopped loser ran fewer rounds, but ran).
 MEASURED_STATUSES = frozenset({"ok", "stopped"})
+#: The kernels that pay a size transition whether or not the profile timed one: TensorRT-LLM's
+#: Lamport one- and two-shot kernels, fused or not, in every launcher's call sequence, and SGLang's
+#: custom all-reduce v2 (the trials' backends with ``lamport = True``: ``trials/backends/trtllm.py``
+#: ``_TrtllmBackend``, ``custom_v2.py`` ``CustomV2Sglang``; a ``+rmsnorm`` composite is its plain
+#: kernel's, ``composite.py``). A table without their ``transition`` (evidence without after-size
+#: replays, or a block removed and resealed) has not measured it: never free.
+LAMPORT_PREFIXES = ("trtllm_", "custom_v2_")
+
+
+def lamport_style(name: str) -> bool:
+    """Whether ``name`` (a table name) is a Lamport-style kernel (``LAMPORT_PREFIXES``)."""
+    return name.removesuffix(COMPOSITE_SUFFIX).startswith(LAMPORT_PREFIXES)
 
 
 @dataclass(frozen=True)
@@ -134,8 +146,10 @@ class PriceTable:
         return Latency(median, interval[0], interval[1])
 
     def lamport(self, name: str) -> bool:
+        """Whether ``name`` pays size transitions: timed ones (its ``transition``), or untimed ones
+        (a Lamport-style kernel without them, ``LAMPORT_PREFIXES``)."""
         prices = self._backends.get(name)
-        return prices is not None and prices.transition is not None
+        return prices is not None and (prices.transition is not None or lamport_style(name))
 
     def transition_bounds(self, name: str, rung: int, after: int | None) -> tuple[float, float | None]:
         """Bounds ``(low, high)`` on the extra microseconds of one call of ``name`` at ``rung`` right
@@ -145,12 +159,15 @@ class PriceTable:
         was), ``high`` the cost measured after the *smallest* larger-or-equal message (None when none
         was: no bound). A transition is not linear in the earlier message's size (ANCHORS.md: ~630 us
         after 4096 tokens against ~930 after 8192 on 2x H200), so no measurement is scaled: the
-        nearest one above is the bound. Nothing larger than the rung went before: no transition.
+        nearest one above is the bound. Nothing larger than the rung went before: no transition. A
+        Lamport-style kernel whose transitions were never timed has no bound: ``(0.0, None)``.
         """
         prices = self._backends.get(name)
         size = self.sizes[rung]
-        if prices is None or prices.transition is None or (after is not None and after <= size):
+        if prices is None or not self.lamport(name) or (after is not None and after <= size):
             return (0.0, 0.0)
+        if prices.transition is None:
+            return (0.0, None)
         low, high, nearest = 0.0, None, None
         for prior, row in zip(prices.transition.after_bytes, prices.transition.cost_us, strict=True):
             cost = row[rung]
@@ -166,8 +183,10 @@ class PriceTable:
         """Whether ``name``'s transition at ``rung`` was timed right after a message of exactly
         ``after`` bytes (otherwise ``transition_bounds`` only bounds it)."""
         prices = self._backends.get(name)
-        if prices is None or prices.transition is None or after <= self.sizes[rung]:
+        if prices is None or not self.lamport(name) or after <= self.sizes[rung]:
             return True  # no transition to know
+        if prices.transition is None:
+            return False
         return any(
             prior == after and row[rung] is not None
             for prior, row in zip(prices.transition.after_bytes, prices.transition.cost_us, strict=True)

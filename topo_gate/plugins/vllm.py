@@ -183,14 +183,16 @@ def _user_pass_config(engine_args: Any) -> dict[str, Any]:
 
 def _model_shape(engine_args: Any) -> tuple[int | None, int | None, str | None]:
     """The served model's hidden size, layer count and architecture as vLLM reads them (its
-    ModelConfig); None where they cannot be read (the planner then says what it assumed)."""
+    ModelConfig); None where they cannot be read (the planner then says what it assumed). Passed on
+    as read, not made whole: a ``config.json`` with ``num_hidden_layers: -3`` or ``2.5`` is no model,
+    and the planner falls back saying so (``common.shape_problem``)."""
     try:
         config = engine_args.create_model_config()
-        hidden = int(config.get_hidden_size())
+        hidden = config.get_hidden_size()
     except Exception:  # noqa: BLE001 -- the planner then uses the profile's, with a warning
         return None, None, None
     try:
-        layers = int(config.hf_text_config.num_hidden_layers)
+        layers = config.hf_text_config.num_hidden_layers
     except Exception:  # noqa: BLE001 -- a model without the field: the planner assumes a depth and says so
         layers = None
     architectures = getattr(config, "architectures", None) or [None]

@@ -59,6 +59,10 @@ BACKENDS: tuple[str, ...] = (
 )
 #: ``allreduce``: the bare collective. ``allreduce_rmsnorm``: all-reduce + residual add + RMSNorm.
 PATTERNS: tuple[str, ...] = ("allreduce", "allreduce_rmsnorm")
+#: The activation dtypes a probe times in (``topo-gate probe --dtype``: ``cli/probe.py`` ``DTYPES``, the
+#: worker's ``trials/plan.py`` ``DTYPE_BYTES``); a profile naming another was not written by a probe,
+#: and its message sizes (``tokens x hidden x itemsize``) could not be converted.
+DTYPES: tuple[str, ...] = ("bfloat16", "float16", "float32")
 #: A plain backend followed by the norm kernel (fusion off): ``trtllm_oneshot+rmsnorm``. Measured in
 #: the ``allreduce_rmsnorm`` runs as the launcher's unfused path; priced in ``measurements``, never
 #: named by a rule.

@@ -16,7 +16,8 @@ import json
 import sys
 from typing import Any
 
-from topo_gate.profile.measurements import STATUSES
+from topo_gate.profile.fields import DTYPES
+from topo_gate.profile.measurements import MAX_CALL_US, MIN_CALL_US, STATUSES
 from topo_gate.profile.schema import BACKENDS, COMPOSITE_SUFFIX, NCCL, PATTERNS
 
 _DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
@@ -95,7 +96,9 @@ def _per_size(item: dict[str, Any]) -> dict[str, Any]:
     return {"type": "array", "items": {"oneOf": [{"type": "null"}, item]}}
 
 
-_NONNEGATIVE = {"type": "number", "minimum": 0}
+#: A price in microseconds within the physical bounds (``measurements.MIN_CALL_US`` / ``MAX_CALL_US``).
+_NONNEGATIVE = {"type": "number", "minimum": 0, "maximum": MAX_CALL_US}
+_PER_CALL = {"type": "number", "minimum": MIN_CALL_US, "maximum": MAX_CALL_US}
 _INTERVAL = {"type": "array", "items": _NONNEGATIVE, "minItems": 2, "maxItems": 2}
 
 
@@ -105,8 +108,8 @@ def _measurement() -> dict[str, Any]:
         ["status", "median_us", "ci_us"],
         {
             "status": {"type": "array", "minItems": 1, "items": {"enum": list(STATUSES)}},
-            "median_us": _per_size(_POSITIVE),
-            "ci_us": _per_size({**_INTERVAL, "items": _POSITIVE}),
+            "median_us": _per_size(_PER_CALL),
+            "ci_us": _per_size({**_INTERVAL, "items": {**_NONNEGATIVE, "exclusiveMinimum": 0}}),
             "in_context_us": {"oneOf": [{"type": "null"}, _per_size(_NONNEGATIVE)]},
             "in_context_ci_us": {"oneOf": [{"type": "null"}, _per_size(_INTERVAL)]},
             "transition": {
@@ -140,7 +143,7 @@ def _measurement() -> dict[str, Any]:
             "group_class": {"type": "string", "minLength": 1},
             "pattern": {"enum": list(PATTERNS)},
             "hidden": {"type": "integer", "minimum": 1},
-            "dtype": {"type": "string", "minLength": 1},
+            "dtype": {"enum": list(DTYPES)},
             "sizes": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}},
             "backends": {
                 "type": "object",
@@ -218,7 +221,7 @@ def profile_json_schema() -> dict[str, Any]:
             "trials": _object(
                 ["dtype", "hidden", "tp", "patterns"],
                 {
-                    "dtype": {"type": "string", "minLength": 1},
+                    "dtype": {"enum": list(DTYPES)},
                     "hidden": {"type": "integer", "minimum": 1},
                     "tp": {"type": "array", "items": {"type": "integer", "minimum": 1}},
                     "patterns": {"type": "array", "items": {"enum": list(PATTERNS)}},

@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping
 
 from topo_gate.profile.errors import ProfileInvalid
-from topo_gate.profile.fields import BACKENDS, COMPOSITE_SUFFIX, PATTERNS, gpu_group, of_type, sub
+from topo_gate.profile.fields import BACKENDS, COMPOSITE_SUFFIX, DTYPES, PATTERNS, gpu_group, of_type, sub
 from topo_gate.profile.validate import (
     describe,
     expect_choice,
@@ -46,6 +46,16 @@ PRICED: tuple[str, ...] = ("ok", "stopped")
 
 CI = tuple[float, float]
 
+#: Physical bounds on a per-call price (docs/profile.md, "Bounds on the numbers"): a profile holding a number outside
+#: them was not measured by a probe, whatever its seal says. ``MIN_CALL_US``: no GPU all-reduce
+#: completes in less; the fastest kernel that exists, TensorRT-LLM's Lamport one-shot between two
+#: NVLink-connected H200s, is 2.6 us a call (``profiles/h200-x2``), and a kernel's launch inside a CUDA
+#: graph alone is of that order. ``MAX_CALL_US``: the probe's watchdog kills a rank that spends longer
+#: than the step timeout (``probe/options.py`` ``DEFAULT_STEP_TIMEOUT_S``, 60 s) on one sample (one
+#: graph replay), so no sample, and no transition of one replay, can be longer.
+MIN_CALL_US = 0.5
+MAX_CALL_US = 60e6
+
 
 def is_priced_backend(name: str) -> bool:
     """A name the table may price: a schema backend, or a composite ``<backend>+rmsnorm``."""
@@ -57,32 +67,44 @@ def _ascending(values: tuple[int, ...]) -> bool:
     return all(values[i] < values[i + 1] for i in range(len(values) - 1))
 
 
-def _number(value: object, field: str, *, positive: bool) -> float:
+def _number(value: object, field: str, *, floor: float) -> float:
+    """``value`` as a per-call price in ``[floor, MAX_CALL_US]``: ``floor`` is ``MIN_CALL_US`` for a
+    measured median, 0 for a difference (in context, a transition), which noise may leave at 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ProfileInvalid(f"must be a finite number, found {describe(value)}", field)
-    if value < 0 or (positive and value == 0):
-        raise ProfileInvalid(f"must be {'> 0' if positive else '>= 0'}, found {value!r}", field)
+    if value < 0 or (floor and value == 0):
+        raise ProfileInvalid(f"must be {'> 0' if floor else '>= 0'}, found {value!r}", field)
+    if value < floor:
+        raise ProfileInvalid(
+            f"{value!r} us is faster than any all-reduce kernel (at least {MIN_CALL_US} us a call)", field
+        )
+    if value > MAX_CALL_US:
+        raise ProfileInvalid(
+            f"{value!r} us is longer than a probe can time (at most {MAX_CALL_US:.0f} us: the step timeout)",
+            field,
+        )
     return float(value)
 
 
-def _optional_numbers(values: object, field: str, *, length: int, positive: bool) -> tuple[float | None, ...]:
+def _optional_numbers(values: object, field: str, *, length: int, floor: float) -> tuple[float | None, ...]:
     items = expect_list(values, field)
     if len(items) != length:
         raise ProfileInvalid(f"must have one entry per size ({length}), found {len(items)}", field)
     numbers: list[float | None] = []
     for i, value in enumerate(items):
-        # The common case inline (a float, finite, in range): a table holds thousands of them.
-        if value is None or (type(value) is float and 0 <= value < math.inf and (value or not positive)):
+        # The common case inline (a float in range): a table holds thousands of them.
+        if value is None or (type(value) is float and floor <= value <= MAX_CALL_US):
             numbers.append(value)
         else:
-            numbers.append(_number(value, f"{field}[{i}]", positive=positive))
+            numbers.append(_number(value, f"{field}[{i}]", floor=floor))
     return tuple(numbers)
 
 
 def _intervals(
     values: object, field: str, around: tuple[float | None, ...], *, positive: bool
 ) -> tuple[CI | None, ...]:
-    """One ``[low, high]`` per value of ``around`` (null exactly where it is null), containing it."""
+    """One ``[low, high]`` per value of ``around`` (null exactly where it is null), containing it.
+    How far it may reach from its value is the profile's semantics (``semantics.CI_FACTOR``)."""
     items = expect_list(values, field)
     if len(items) != len(around):
         raise ProfileInvalid(f"must have one entry per size ({len(around)}), found {len(items)}", field)
@@ -96,7 +118,7 @@ def _intervals(
                 type(low) is float
                 and type(high) is float
                 and (0 < low if positive else 0 <= low)
-                and low <= centre <= high < math.inf
+                and low <= centre <= high <= MAX_CALL_US
             ):
                 intervals.append((low, high))
                 continue
@@ -109,8 +131,10 @@ def _intervals(
         bounds = expect_list(item, where)
         if len(bounds) != 2:
             raise ProfileInvalid(f"must be [low, high], found {len(bounds)} numbers", where)
-        low = _number(bounds[0], f"{where}[0]", positive=positive)
-        high = _number(bounds[1], f"{where}[1]", positive=positive)
+        low = _number(bounds[0], f"{where}[0]", floor=0.0)
+        high = _number(bounds[1], f"{where}[1]", floor=0.0)
+        if positive and low == 0:
+            raise ProfileInvalid(f"must be > 0, found {low!r}", f"{where}[0]")
         if not low <= centre <= high:
             raise ProfileInvalid(f"[{low}, {high}] does not contain its value {centre}", where)
         intervals.append((low, high))
@@ -144,8 +168,7 @@ class Transition:
             )
         width = len(expect_list(rows[0], "cost_us[0]"))
         cost = tuple(
-            _optional_numbers(row, f"cost_us[{r}]", length=width, positive=False)
-            for r, row in enumerate(rows)
+            _optional_numbers(row, f"cost_us[{r}]", length=width, floor=0.0) for r, row in enumerate(rows)
         )
         object.__setattr__(self, "after_bytes", after)
         object.__setattr__(self, "cost_us", cost)
@@ -206,7 +229,7 @@ class BackendPrices:
         )
         if not status:
             raise ProfileInvalid("must have one entry per size, found none", "status")
-        median = _optional_numbers(self.median_us, "median_us", length=len(status), positive=True)
+        median = _optional_numbers(self.median_us, "median_us", length=len(status), floor=MIN_CALL_US)
         for i, (state, value) in enumerate(zip(status, median, strict=True)):
             if (value is not None) != (state in PRICED):
                 has = "has no" if value is None else "has a"
@@ -227,7 +250,7 @@ class BackendPrices:
             if self.in_context_ci_us is not None:
                 raise ProfileInvalid("a CI without in_context_us", "in_context_ci_us")
             return
-        values = _optional_numbers(self.in_context_us, "in_context_us", length=len(median), positive=False)
+        values = _optional_numbers(self.in_context_us, "in_context_us", length=len(median), floor=0.0)
         for i, (value, isolated) in enumerate(zip(values, median, strict=True)):
             if value is not None and isolated is None:
                 raise ProfileInvalid(
@@ -295,7 +318,7 @@ class Measurement:
         expect_str(self.group_class, "group_class")
         expect_choice(self.pattern, "pattern", PATTERNS, "pattern")
         expect_int(self.hidden, "hidden", minimum=1)
-        expect_str(self.dtype, "dtype")
+        expect_choice(self.dtype, "dtype", DTYPES, "dtype")
         sizes = tuple(
             expect_int(n, f"sizes[{i}]", minimum=1) for i, n in enumerate(expect_list(self.sizes, "sizes"))
         )

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.fields import (
+    DTYPES,
     PATTERNS,
     each,
     gpu_group,
@@ -143,7 +144,7 @@ class Trials:
     method: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        expect_str(self.dtype, "dtype")
+        expect_choice(self.dtype, "dtype", DTYPES, "dtype")
         expect_int(self.hidden, "hidden", minimum=1)
         tps = tuple(expect_int(tp, f"tp[{i}]", minimum=1) for i, tp in enumerate(expect_list(self.tp, "tp")))
         patterns = tuple(

@@ -270,16 +270,21 @@ def _checked_gpus(gpus: Sequence[int], tp: int) -> list[int]:
 def _admitted_profile(source: ProfileSource, path: str | None) -> Profile:
     if path is None:
         assert isinstance(source, Profile)
-        if source.digest != compute_digest(source.to_dict()):
+        data = source.to_dict()
+        if source.digest != compute_digest(data):
             raise _Fallback(
                 "profile object: digest: missing or does not match its content "
                 "(seal it with Profile.with_digest(), or pass the file's path)"
             )
         try:
-            check_semantics(source)
+            # Built again from its own content: the parts a Profile holds as plain data
+            # (``node.hardware``) can change after it was built, and a sealed object is checked as
+            # strictly as the file it could have been (a GPU list of 7 broke the planners).
+            admitted = Profile.from_dict(data)
+            check_semantics(admitted)
         except ProfileError as error:
             raise _Fallback(f"profile object unusable: {error}") from None
-        return source
+        return admitted
     try:
         return _CACHE.load(path)
     except ProfileError as error:

@@ -10,7 +10,8 @@ refuses, naming the field, every claim no measurement can make:
   class (the reader looks decisions up by the class the node gives a group), a TP size both skipped
   and decided, a profile that decides nothing;
 - the price table (v1.3): a table without its decision or with another group, hidden or dtype, a
-  size that is no ``tokens x hidden`` message, no baseline, and a rule the table contradicts (a rung
+  size that is no ``tokens x hidden`` message, no baseline, a CI reaching further from its median
+  than a probe's rounds can (``GPU_CI_FACTOR``), and a rule the table contradicts (a rung
   named where the table has no price for it, a speed-up above what the table's medians give, an
   in-context speed-up the table's layer graphs do not give, a rung ending at a size not measured).
 
@@ -41,6 +42,15 @@ CPU_BASELINE = "gloo"
 #: significant digits.
 _ABSOLUTE_SLACK = 1e-3
 _RELATIVE_SLACK = 1e-4
+#: How far a median's 95% CI may reach from it (``high <= median x factor``, and for an isolated
+#: median ``low >= median / factor``; an in-context price, a difference noise may leave near 0, is
+#: scaled by the larger of it and the isolated median). A probe's CI is the order statistics
+#: ``(x_(4), x_(12))`` of at least 15 rounds, so a wider one says a quarter of the rounds ran that
+#: much slower or faster than the middle one: not the noise of one measurement. GPU runs: the widest
+#: recorded is 1.09x (``profiles/h200-x2``); the CPU harness on a loaded 2-core VM: 10.9x
+#: (``tests/probe/data/cpu-gloo-tp2-tp4.evidence.json``, gloo at 2 tokens).
+GPU_CI_FACTOR = 10.0
+CPU_CI_FACTOR = 100.0
 #: ``decide.in_context_speedups``'s floor on a backend's in-context cost (us), so a ratio stays finite.
 _IN_CONTEXT_FLOOR_US = 0.01
 
@@ -192,10 +202,31 @@ def _check_table(table: Measurement, profile: Profile, *, cpu: bool) -> None:
     baseline = CPU_BASELINE if cpu else NCCL
     if baseline not in table.backends:
         raise ProfileInvalid(f"the baseline {baseline} is not priced: nothing to compare against", "backends")
-    for name in table.backends:
+    for name, prices in table.backends.items():
         plain = name[: -len(COMPOSITE_SUFFIX)] if name.endswith(COMPOSITE_SUFFIX) else name
         if plain != baseline:
             _check_backend_kind(plain, f"backends.{name}", cpu=cpu)
+        with located(f"backends.{name}"):
+            _check_widths(prices, CPU_CI_FACTOR if cpu else GPU_CI_FACTOR)
+
+
+def _check_widths(prices: Any, factor: float) -> None:
+    """Every CI of a backend within ``factor`` of its median (``GPU_CI_FACTOR`` says why)."""
+    isolated = prices.median_us
+    kinds = [("ci_us", isolated, prices.ci_us, True)]
+    if prices.in_context_us is not None:
+        kinds.append(("in_context_ci_us", prices.in_context_us, prices.in_context_ci_us, False))
+    for field, values, intervals, below in kinds:
+        for index, (value, interval, alone) in enumerate(zip(values, intervals, isolated, strict=True)):
+            if value is None or interval is None or alone is None:
+                continue
+            scale, (low, high) = max(value, alone), interval
+            if high > scale * factor or (below and low * factor < scale):
+                raise ProfileInvalid(
+                    f"[{low}, {high}] reaches more than {factor:g}x from the median {scale}: "
+                    "no probe's 95% CI is that wide",
+                    f"{field}[{index}]",
+                )
 
 
 def _check_rules_against(entry: DecisionEntry, table: Measurement, baseline: str) -> None:

@@ -1,0 +1,146 @@
+"""A size transition never timed is never free: a Lamport-style kernel whose table has no
+``transition`` (evidence without after-size replays, or the block removed and resealed) pays a
+transition it has no bound for, so the plan is refused wherever a larger message went before it in
+its buffer. On the synthetic PCIe profile, removing every such block must never give a plan that
+sends larger messages through a Lamport kernel than measured 3000 us transitions do."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from price_tables import FUSED, ROW, SIZES, table
+
+from topo_gate.cli import main
+from topo_gate.launchers.common import PlanRequest
+from topo_gate.launchers.costmodel import Pricing, Side, Step, price_at
+from topo_gate.launchers.pricing import PriceTable, lamport_style
+from topo_gate.launchers.sglang import sglang_plan
+from topo_gate.launchers.vllm import vllm_plan
+from topo_gate.launchers.workload import Workload
+from topo_gate.profile.yaml_format import parse_yaml, to_yaml
+
+PCIE = Path(__file__).resolve().parents[2] / "profiles" / "examples" / "synthetic-rtxpro6000-pcie-x4.yaml"
+FINGERPRINT = "sha256:" + "5c" * 32
+MEASURED_US = 3000.0
+
+
+def _resealed(tmp_path: Path, name: str, transition_us: float | None) -> Path:
+    """The PCIe profile with every transition cost at ``transition_us``, or (None) every
+    ``transition`` block removed, resealed by ``topo-gate validate --reseal``."""
+    data = parse_yaml(PCIE.read_text(encoding="utf-8"))
+    for measurement in data["measurements"]:
+        for prices in measurement["backends"].values():
+            transition = prices.get("transition")
+            if transition is None:
+                continue
+            if transition_us is None:
+                del prices["transition"]
+            else:
+                transition["cost_us"] = [
+                    [None if cost is None else transition_us for cost in row] for row in transition["cost_us"]
+                ]
+    path = tmp_path / name
+    path.write_text(to_yaml(data), encoding="utf-8")  # the old digest: a hand edit
+    assert main(["validate", "--reseal", str(path)]) == 0
+    return path
+
+
+def _largest_lamport_bytes(plan: Any) -> int:
+    """The largest message the plan's routes send to a Lamport-style kernel (0: none)."""
+    largest = 0
+    for route in plan.choice.routes.values():
+        low = 0
+        for high, backend in route:
+            if backend is not None and lamport_style(backend):
+                largest = max(largest, high - 1 if high is not None else 2**62)
+            low = high if high is not None else low
+    return largest
+
+
+@pytest.mark.parametrize("planner", [vllm_plan, sglang_plan], ids=lambda planner: planner.__name__)
+@pytest.mark.parametrize("tp", [2, 4])
+def test_removing_the_transitions_never_gives_a_larger_plan_than_measured_ones(
+    tmp_path: Path, planner: Callable[..., Any], tp: int
+) -> None:
+    plans = {}
+    for name, cost in (("untimed", None), ("measured", MEASURED_US)):
+        request = PlanRequest(_resealed(tmp_path, f"{name}.yaml", cost), tp=tp, model="qwen3-32b")
+        plans[name] = planner(PlanRequest(**{**request.__dict__, "fingerprint": FINGERPRINT}))
+        assert not plans[name].fallback, plans[name].reason
+    assert _largest_lamport_bytes(plans["untimed"]) <= _largest_lamport_bytes(plans["measured"])
+
+
+def test_the_issue_s_case_vllm_tp2_fuses_no_more_without_transitions_than_with_3000_us(
+    tmp_path: Path,
+) -> None:
+    """The issue's numbers: with its transitions removed, vLLM at TP 2 fused up to 16 tokens (0.15625
+    MB), where measured 3000 us transitions fuse one token (10 KiB) only."""
+    configs = []
+    for name, cost in (("untimed", None), ("measured", MEASURED_US)):
+        plan = vllm_plan(
+            PlanRequest(
+                _resealed(tmp_path, f"{name}.yaml", cost), tp=2, model="qwen3-32b", fingerprint=FINGERPRINT
+            )
+        )
+        configs.append(plan.args)
+    untimed, measured = configs
+    assert untimed == measured
+    assert '"fi_allreduce_fusion_max_size_mb":0.009765625' in measured[-1]
+
+
+# -- at the unit ---------------------------------------------------------------------------------------
+
+ONESHOT = "trtllm_fused_oneshot"
+SMALL, LARGE = SIZES[0], SIZES[3]
+
+
+def _table(transition: dict[int, list[float]] | None) -> PriceTable:
+    spec: dict[str, Any] = {"median": [5.0] * len(SIZES)}
+    if transition is not None:
+        spec["transition"] = transition
+    return table(FUSED, {"nccl": {"median": [10.0] * len(SIZES)}, ONESHOT: spec, "vllm_custom+rmsnorm": spec})
+
+
+def test_a_lamport_kernel_without_a_transition_block_has_no_bound_after_a_larger_message() -> None:
+    untimed = _table(None)
+    assert untimed.lamport(ONESHOT)
+    assert untimed.transition_bounds(ONESHOT, 0, LARGE) == (0.0, None)
+    assert untimed.transition_bounds(ONESHOT, 0, None) == (0.0, None)
+    assert not untimed.transition_measured(ONESHOT, 0, LARGE)
+    # Nothing larger went before: no transition to pay, timed or not.
+    assert untimed.transition_bounds(ONESHOT, 3, LARGE) == (0.0, 0.0)
+    assert untimed.transition_measured(ONESHOT, 3, LARGE)
+
+
+def test_a_kernel_that_is_not_lamport_style_pays_no_transition() -> None:
+    untimed = _table(None)
+    assert not untimed.lamport("vllm_custom+rmsnorm")
+    assert untimed.transition_bounds("vllm_custom+rmsnorm", 0, LARGE) == (0.0, 0.0)
+
+
+def test_a_timed_transition_is_still_bounded_by_its_measurement() -> None:
+    timed = _table({LARGE: [MEASURED_US] * len(SIZES)})
+    assert timed.transition_bounds(ONESHOT, 0, LARGE) == (MEASURED_US, MEASURED_US)
+    assert timed.transition_measured(ONESHOT, 0, LARGE)
+
+
+@pytest.mark.parametrize(("pessimistic", "expected"), [(True, "not measured"), (False, 0.0)])
+def test_the_plan_is_refused_and_the_default_charged_its_lower_bound(
+    pessimistic: bool, expected: Any
+) -> None:
+    """A plan's untimed transition refuses it ("not measured"); the default's is charged at its lower
+    bound, 0: uncertainty never makes a change look good."""
+    tables = {FUSED: _table(None)}
+    workload = Workload.from_weights("mixed", {1: 0.5, 8: 0.5})
+    step = Step(layers=10, layers_known=True)
+    side = Side.of({FUSED: ((None, ONESHOT),)}, "nccl", ROW, workload, step)
+    price = price_at(FUSED, ONESHOT, SMALL, side, Pricing(tables, step, ROW), pessimistic=pessimistic)
+    if pessimistic:
+        assert isinstance(price, str) and price.endswith(
+            f"its size transition after {8 * ROW}-byte messages was not measured"
+        )
+    else:
+        assert not isinstance(price, str) and price.transition == expected
