@@ -126,7 +126,7 @@ class TestMalformed:
         plan = json.loads(out)
         assert plan["fallback"] is True and fragment in plan["reason"]
         assert plan["args"] == [] and plan["env"] == {}
-        assert err.startswith("topo-gate: vllm ") and "FALLBACK (launcher-default)" in err
+        assert err.startswith("topo-gate: vLLM ") and "FALLBACK (launcher-default)" in err
 
     def test_recommend_forces_nccl_when_asked(self, case_path, exit_code, error_type, fragment, capsys):
         argv = ["recommend", str(case_path), "--tp", "2", "--launcher", "vllm", "--format", "json"]
