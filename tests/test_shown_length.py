@@ -50,6 +50,6 @@ def test_show_cuts_a_huge_skipped_reason_and_json_keeps_it(tmp_path: Path, capsy
     out = capsys.readouterr().out
     # The cut reason twice (the decisions table, the launchers' outlook), and a few words of ours.
     assert 2 * MAX_SHOWN_CHARACTERS <= out.count("y") < 2 * MAX_SHOWN_CHARACTERS + 100
-    assert "196000" in out  # ... (196000 more characters not shown)
+    assert "more characters not shown)" in " ".join(out.split())
     assert main(["show", str(path), "--json"]) == 0
     assert reason in capsys.readouterr().out
