@@ -36,6 +36,16 @@ def test_two_spellings_of_one_token_count_are_refused_naming_both(
     assert f"is written twice ({first} and {second})" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("steps", "key"), [("{1: 1, 1.0: 5}", "1.0"), ("{1: 1, true: 5}", "True"), ("{2.5: 1}", "2.5")]
+)
+def test_a_key_that_is_no_integer_is_refused_by_name_not_taken_for_an_equal_one(
+    tmp_path: Path, steps: str, key: str
+) -> None:
+    with pytest.raises(WorkloadError, match=f"token count {key} is not an integer in 1.."):
+        _load(tmp_path, f"steps: {steps}\n")
+
+
 def test_the_same_spelling_twice_is_still_refused_by_the_loader(tmp_path: Path) -> None:
     with pytest.raises(WorkloadError, match="duplicate key '1'"):
         _load(tmp_path, "steps: {1: 1, 1: 5}\n")

@@ -212,9 +212,17 @@ def _weights_by_count(
 
 
 def _count_of(name: str, key: object) -> int:
-    if not isinstance(key, str):
-        return key  # type: ignore[return-value]  # from_weights refuses what is no integer in range
-    if _DECIMAL_KEY.fullmatch(key) and len(key) <= len(str(MAX_TOKENS)) and int(key) <= MAX_TOKENS:
+    """The token count a key stands for (``from_weights`` checks its range): an integer (not a bool:
+    ``1.0`` and ``true`` equal 1 as keys, so they would pass for a second spelling of it), or a string
+    of the count's canonical decimal."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return key
+    if (
+        isinstance(key, str)
+        and _DECIMAL_KEY.fullmatch(key)
+        and len(key) <= len(str(MAX_TOKENS))
+        and int(key) <= MAX_TOKENS
+    ):
         return int(key)
     raise WorkloadError(f"workload {name!r}: token count {key!r} is not an integer in 1..{MAX_TOKENS}")
 
