@@ -69,9 +69,14 @@ def test_camel_case_options_and_json_keys_are_hidden(argv: list[str], expected: 
         ("?token=abc&page=2", f"?token={R}&page=2"),
         ("?page=2?token=abc", f"?page=2?token={R}"),
         ("?pages=2", "?pages=2"),
+        # An option followed by blanks, then the next option or nothing: no value to hide.
+        ("--api-key   --x", "--api-key   --x"),
+        ("--api-key   ", "--api-key   "),
+        ("--api-key   S  T --x", f"--api-key   {R}  {R} --x"),
+        ("HF_TOKEN =   S", f"HF_TOKEN =   {R}"),
     ],
 )
-def test_urls_and_query_values(text: str, expected: str) -> None:
+def test_urls_query_values_and_options_in_free_text(text: str, expected: str) -> None:
     assert redact_text(text) == expected
 
 

@@ -87,7 +87,7 @@ _NAMED = re.compile(
     rf"""(?<![\w./-])(?P<name>[A-Za-z_][\w.-]*)["']?\s*(?:=|:)\s*(?P<scheme>{_SCHEME})""", re.IGNORECASE
 )
 # An option and the separator before its value inside a text: "--api-key S", "--hf-tok=S".
-_OPTION = re.compile(r"""(?<![\w-])(?P<name>--?[A-Za-z][\w.-]*)(?P<sep>=|\s+)(?!--)""")
+_OPTION = re.compile(r"""(?<![\w-])(?P<name>--?[A-Za-z][\w.-]*)(?P<sep>=|\s+)(?=\S)(?!--)""")
 
 
 def secret_name(name: str) -> bool:
