@@ -2,7 +2,7 @@
 it, so the growth shows: linear doubles, quadratic quadruples):
 
 - ``plan``: one launcher plan over a workload file of ``workload.MAX_STEPS`` (4,096) token counts, 1
-  to 4,096 tokens, on the synthetic PCIe profile at TP 2 (transitions timed after a few sizes: the
+  to 4,096 tokens (at half the cap, every other one of them), on the synthetic PCIe profile at TP 2 (transitions timed after a few sizes: the
   planner prices each step's expected size transition over every earlier size) and on the bundled
   2x H200 profile. ``exec`` and the plugins pay it at the launcher's start.
 - ``redact``: ``redact_text`` on one blank-free word of 60 KB (a failing benchmark's last line, kept
@@ -60,8 +60,13 @@ def _cpu(work: Callable[[], object]) -> float:
 
 
 def _workload(folder: Path, counts: int) -> Path:
+    """``counts`` token counts spread evenly over 1 .. MAX_STEPS tokens: every one at the cap, every
+    other one at half of it (the same sizes, so only their number changes: a step's cost depends on
+    the rungs around its size)."""
     path = folder / f"w{counts}.yaml"
-    path.write_text("steps: {" + ", ".join(f"{t}: {1 + t % 7}" for t in range(1, counts + 1)) + "}\n")
+    stride = MAX_STEPS // counts
+    tokens = range(stride, MAX_STEPS + 1, stride)
+    path.write_text("steps: {" + ", ".join(f"{t}: {1 + t % 7}" for t in tokens) + "}\n")
     return path
 
 
