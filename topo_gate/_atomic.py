@@ -105,8 +105,11 @@ def _identity(path: str | os.PathLike[str]) -> tuple[int, int, str] | None:
     return folder.st_dev, folder.st_ino, target.name
 
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
+def write_atomic(path: str | os.PathLike[str], data: str | bytes, *, mode: int | None = None) -> Path:
     """Write ``data`` to ``path`` through a temp file in the same folder and an atomic rename.
+
+    The file gets ``mode`` (a file rewritten in place keeps its own: ``validate --reseal``), by default
+    the mode an ordinary ``open()`` gives (0666 minus the umask), whatever a replaced file had.
 
     The temp file lives beside the target so the rename never crosses a filesystem; it is fsynced
     before the rename so a crash leaves either the old file or the new one, never a torn one.
@@ -122,7 +125,7 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> Path:
     try:
         # mkstemp creates 0600; a profile is meant to be committed and read by a launcher running as
         # another user, so give it the mode an ordinary open() would have (0666 minus the umask).
-        os.fchmod(fd, 0o666 & ~_current_umask())
+        os.fchmod(fd, 0o666 & ~_current_umask() if mode is None else mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             handle.flush()

@@ -17,10 +17,21 @@ import re
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
+#: The most characters of one value shown: no reason, name or path a person reads is longer (a path
+#: is at most 4096 bytes, PATH_MAX), and past it a value only fills screens -- and costs the terminal
+#: renderer (rich re-splits a wrapped text once per line) time growing with the square of its length:
+#: a 12 MB skipped reason took ``show`` minutes. The rest is counted, not shown (``--json`` has it all).
+MAX_SHOWN_CHARACTERS = 4096
+
+
 def shown(value: object) -> str:
     """``value`` as one line of text with every control character written as a visible escape
-    (``\\x1b``, ``\\n``-as-``\\x0a``, ``\\u202e``)."""
-    return _CONTROL.sub(_visible, str(value))
+    (``\\x1b``, ``\\n``-as-``\\x0a``, ``\\u202e``); past ``MAX_SHOWN_CHARACTERS``, cut and the rest counted."""
+    text = str(value)
+    cut = len(text) - MAX_SHOWN_CHARACTERS
+    if cut > 0:
+        return f"{_CONTROL.sub(_visible, text[:MAX_SHOWN_CHARACTERS])}... ({cut} more characters not shown)"
+    return _CONTROL.sub(_visible, text)
 
 
 def shown_lines(text: str) -> str:

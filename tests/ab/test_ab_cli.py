@@ -333,6 +333,26 @@ def test_secrets_in_the_command_stay_out_of_the_record(bench, capsys, tmp_path, 
     assert load_record(out)["command"][-2:] == ["--api-key", "<redacted>"]
 
 
+def test_camel_case_and_json_embedded_secrets_stay_out_of_the_record_and_the_terminal(
+    bench, capsys, tmp_path, sglang_node
+) -> None:
+    cmd = sglang_scenario(bench, sglang_node, values={"default": STEADY, "plan": faster(1.1)})
+    out = tmp_path / "ab.json"
+    secrets = ["--authToken", "S1secret", "--accessToken=S2secret"]
+    config = ["--server-config", '{"hfToken": "S3secret", "apiKey": "S4secret", "maxTokens": 512}']
+    code, shown_out, err = ab(capsys, *sglang_node.args(), "--out", str(out), "--", *cmd, *secrets, *config)
+    assert code == 0, err
+    for secret in ("S1secret", "S2secret", "S3secret", "S4secret"):
+        assert secret not in out.read_text() and secret not in shown_out + err
+    assert load_record(out)["command"][-5:] == [
+        "--authToken",
+        "<redacted>",
+        "--accessToken=<redacted>",
+        "--server-config",
+        '{"hfToken": <redacted>, "apiKey": <redacted>, "maxTokens": 512}',
+    ]
+
+
 @pytest.mark.parametrize(
     "argv, code, message",
     [

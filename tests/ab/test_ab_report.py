@@ -77,6 +77,22 @@ def test_report_draws_the_arms_reproducibly(record_path, capsys, tmp_path) -> No
     capsys.readouterr()
 
 
+def test_two_records_whose_names_differ_only_in_spelling_get_a_figure_each(
+    record_path, capsys, tmp_path
+) -> None:
+    pytest.importorskip("matplotlib")
+    spaced, dashed = tmp_path / "AB x.json", tmp_path / "ab-x.json"
+    for path in (spaced, dashed):
+        path.write_bytes(record_path.read_bytes())
+    out = tmp_path / "r"
+    assert main(["report", str(spaced), str(dashed), "--out", str(out), "--format", "png,md"]) == 0
+    links = re.findall(r"\[samples per arm\]\((figures/[^)]+)\)", (out / "summary.md").read_text())
+    assert len(links) == len(set(links)) == 2
+    assert all((out / link).is_file() for link in links)
+    assert "figures/ab-ab-x.png" in links  # a name already a clean file stem keeps it
+    capsys.readouterr()
+
+
 def test_text_from_a_record_stays_inert(record_path, capsys, tmp_path) -> None:
     record = load_record(record_path)
     record["command"] = [*record["command"], *HOSTILE]

@@ -17,6 +17,7 @@ import topo_gate
 from topo_gate.profile import NCCL, Profile, dump_profile, load_profile
 from topo_gate.profile.digest import canonical_json, compute_digest
 from topo_gate.profile.errors import ProfileInvalid, ProfileSchemaTooNew
+from topo_gate.profile.given_fingerprint import difference
 from topo_gate.profile.validate import (
     MAX_DEPTH,
     describe,
@@ -103,7 +104,7 @@ def test_any_other_fingerprint_is_nccl_and_named(example_path, fingerprint: str,
     assert (decision.backend, decision.fallback) == (NCCL, True)
     assert decision.reason == (
         f"this node (fingerprint {other[:19]}...) is not the kind the profile was measured on "
-        f"({fingerprint[:19]}...)"
+        f"({fingerprint[:19]}...): {difference(other, fingerprint)}"
     )
 
 

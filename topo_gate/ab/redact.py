@@ -3,22 +3,24 @@ or printed on a terminal. Pure; the launchers' option tables are its only data.
 
 The rule (docs/ab.md "Redaction"):
 
-1. An option that names a secret, read as the launcher's parser reads it: its name (split at ``-``,
-   ``_`` and ``.``) has a word among ``SECRET_WORDS`` (``--api-key``, ``--hf_token``,
-   ``--password``; not ``--max-tokens`` or ``--tokenizer``), or it is an abbreviation argparse takes
-   for such an option of a launcher's parser (``--api-ke``, ``--hf-tok``: the same option tables
-   ``exec`` reads CMD with, ``launchers.cmdline_table``). Its values, given as ``--opt=VALUE`` or as
-   the tokens it takes (all of ``--api-key A B`` where the parser takes several), become
+1. An option that names a secret, read as the launcher's parser reads it: its name (split at
+   ``-``, ``_``, ``.`` and camelCase humps: ``--authToken``) has a word among ``SECRET_WORDS``
+   (``--api-key``, ``--hf_token``, ``--password``; not ``--max-tokens`` or ``--tokenizer``), or it is
+   an abbreviation argparse takes for such an option of a launcher's parser (``--api-ke``,
+   ``--hf-tok``: the same option tables ``exec`` reads CMD with, ``launchers.cmdline_table``). Its
+   values, given as ``--opt=VALUE`` or as the tokens it takes (all of ``--api-key A B`` where the
+   parser takes several), become ``<redacted>``.
+2. ``NAME=VALUE`` and ``NAME: VALUE`` where NAME is such a name (``HF_TOKEN=...``, a JSON key
+   ``"hfToken": "..."``, a header ``Authorization: token ...``, ``X-Api-Key: ...``,
+   ``--header=Authorization:...``): VALUE (after an authorization scheme word, which is kept) becomes
    ``<redacted>``.
-2. ``NAME=VALUE`` and ``NAME: VALUE`` where NAME is such a name (``HF_TOKEN=...``, a header
-   ``Authorization: token ...``, ``X-Api-Key: ...``, ``--header=Authorization:...``): VALUE (after an
-   authorization scheme word, which is kept) becomes ``<redacted>``.
 3. One argument holding several (``bash -c "vllm serve --api-key S"``, a wrapper's ``--args '--hf-token
    S'``): rules 1 and 2 apply inside it as in free text.
 4. Anywhere in any token or text: URL userinfo whatever it holds (``https://u:p/@ss@host`` ->
-   ``https://<redacted>@host``), secret-named query values (``?token=...``), ``Bearer``/``Basic``
-   credentials, and tokens of well-known shapes (Hugging Face ``hf_...``, OpenAI ``sk-...``, GitHub
-   ``ghp_...``, AWS ``AKIA...``, Slack ``xox.-...``).
+   ``https://<redacted>@host``; ``https:/u:p@host`` too, as ``pathlib`` writes a URL given as a
+   path), secret-named query values (``?token=...``), ``Bearer``/``Basic`` credentials, and tokens of
+   well-known shapes (Hugging Face ``hf_...``, OpenAI ``sk-...``, GitHub ``ghp_...``, AWS
+   ``AKIA...``, Slack ``xox.-...``).
 
 ``redact_text`` applies 1, 2 and 4 to free text: an output tail, a reason, an error line.
 Over-redaction is the safe side: a value that only looks like a secret is hidden too.
@@ -27,7 +29,7 @@ Over-redaction is the safe side: a value that only looks like a secret is hidden
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 
 REDACTED = "<redacted>"
@@ -49,14 +51,20 @@ SECRET_WORDS = frozenset(
 #: The launchers whose parsers are argparse (abbreviations): their option tables name the secrets.
 _ARGPARSE_LAUNCHERS = ("vllm", "sglang")
 _WORD_SPLIT = re.compile(r"[-_.]+")
+# camelCase words ("authToken", "hfToken", "apiKey"): a lower-case letter or digit before an upper-case
+# one, or an upper-case run before a capitalised word ("HFToken" -> "HF Token").
+_CAMEL_WORDS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _ENV_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
-# Userinfo is everything between "scheme://" and the last "@" of the run of non-blank characters:
-# a password may hold "/", "@" or ":" (typed unencoded), so no character class can end it earlier.
-_URL_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)\S*@")
-_QUERY_SECRET = re.compile(
-    r"([?&](?:[A-Za-z0-9_-]*(?:token|key|secret|password|signature|sig)[A-Za-z0-9_-]*)=)[^&#\s]+",
-    re.IGNORECASE,
-)
+# A URL's scheme and the slashes after it; "https:/" too, as a path library normalises "https://".
+# Its userinfo is everything up to the last "@" of the run of non-blank characters (``_urls``): a
+# password may hold "/", "@" or ":" (typed unencoded), so no character class can end it earlier.
+_SCHEME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_BLANK_FREE = re.compile(r"\S+")
+# A query parameter's name and "=" ("?token=", "&X-Amz-Signature="): secret when the name holds a word
+# of _QUERY_WORDS; its value runs to the next "&", "#" or blank.
+_QUERY_NAME = re.compile(r"[?&](?P<name>[A-Za-z0-9_-]*)=")
+_QUERY_WORDS = re.compile(r"token|key|secret|password|signature|sig", re.IGNORECASE)
+_QUERY_VALUE = re.compile(r"[^&#\s]+")
 _AUTH_SCHEME = re.compile(r"\b(Bearer|Basic)(\s+)[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
 _SHAPES = re.compile(
     r"\bhf_[A-Za-z0-9]{20,}|\bsk-[A-Za-z0-9_-]{16,}|\bgh[pousr]_[A-Za-z0-9]{20,}"
@@ -64,27 +72,28 @@ _SHAPES = re.compile(
 )
 # A value: quoted, or every non-blank character (a secret may hold any of ",;&}/@:").
 _VALUE = r"""(?:"[^"]*"?|'[^']*'?|[^\s"']\S*)"""
+_VALUE_AT = re.compile(_VALUE)
+# A value and the words after it that are no option: what an option taking every word up to the next
+# option holds.
+_VALUES_AT = re.compile(rf"""{_VALUE}(?P<more>(?:\s+(?![-\s]){_VALUE})*)""")
 # The words of an Authorization header's value that name its scheme, kept: the credential follows.
 _SCHEME = r"(?:(?:Bearer|Basic|Token|Digest|Bot|ApiKey|Key|Negotiate|AWS4-HMAC-SHA256)\s+)?"
 #: What a usage line writes for a value ("expected KEY=VALUE"): no secret to hide.
-_PLACEHOLDERS = frozenset({"VALUE", "V", "...", "VALUE..."})
+_PLACEHOLDERS = ("VALUE...", "VALUE", "...", "V")
 _HEADER_NAME = re.compile(r"[A-Za-z0-9_-]+:")
-# NAME=VALUE / NAME: VALUE anywhere in a text (a header, a JSON or YAML key, an assignment); not a
-# file's name in a path ("/etc/app/api-key.yaml: line 3" is where an error is, not a secret).
-_NAMED_VALUE = re.compile(
-    rf"""(?<![\w./-])(?P<name>[A-Za-z_][\w.-]*)(?P<sep>["']?\s*(?:=|:)\s*)(?P<scheme>{_SCHEME})(?P<value>{_VALUE})""",
-    re.IGNORECASE,
+# NAME= / NAME: anywhere in a text (a header, a JSON or YAML key, an assignment), the value following;
+# not a file's name in a path ("/etc/app/api-key.yaml: line 3" is where an error is, not a secret).
+_NAMED = re.compile(
+    rf"""(?<![\w./-])(?P<name>[A-Za-z_][\w.-]*)["']?\s*(?:=|:)\s*(?P<scheme>{_SCHEME})""", re.IGNORECASE
 )
-# An option and its value inside a text: "--api-key S", "--hf-tok=S", "-H Authorization: ...".
-_OPTION_VALUE = re.compile(
-    rf"""(?<![\w-])(?P<name>--?[A-Za-z][\w.-]*)(?P<sep>=|\s+)(?!--)(?P<value>{_VALUE})(?P<more>(?:\s+(?![-\s]){_VALUE})*)"""
-)
+# An option and the separator before its value inside a text: "--api-key S", "--hf-tok=S".
+_OPTION = re.compile(r"""(?<![\w-])(?P<name>--?[A-Za-z][\w.-]*)(?P<sep>=|\s+)(?=\S)(?!--)""")
 
 
 def secret_name(name: str) -> bool:
     """Whether an option, variable or header name (``--api-key``, ``HF_TOKEN``, ``X-Api-Key``) names a
     secret by its words."""
-    words = {word for word in _WORD_SPLIT.split(name.lstrip("-").lower()) if word}
+    words = {word.lower() for word in _WORD_SPLIT.split(_CAMEL_WORDS.sub("_", name.lstrip("-"))) if word}
     return bool(words & SECRET_WORDS)
 
 
@@ -183,45 +192,94 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
 
 
 def redact_text(text: str) -> str:
-    """Secrets out of free text (a token, an output line, an error message): rules 1, 2 and 4."""
-    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
-    text = _QUERY_SECRET.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
+    """Secrets out of free text (a token, an output line, an error message): rules 1, 2 and 4.
+
+    Every pass reads the text once from left to right (linear in its length: a 120 KB blank-free
+    word is read in milliseconds): a name that holds no secret is passed over and the scan goes on
+    after it, inside its value, where the value may itself hold a command line or a header."""
+    text = _BLANK_FREE.sub(lambda run: _urls(run.group()), text) if ":/" in text else text
+    text = _scan(_QUERY_NAME, text, _query_value)
     text = _AUTH_SCHEME.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
-    text = _OPTION_VALUE.sub(_option_value, text)
-    text = _NAMED_VALUE.sub(_named_value, text)
+    text = _scan(_OPTION, text, _option_value)
+    text = _scan(_NAMED, text, _named_value)
     return _SHAPES.sub(REDACTED, text)
 
 
-def _option_value(match: re.Match[str]) -> str:
+#: What a scan does at a name: None, hide nothing (the scan goes on after the name); else the text
+#: that replaces the match and its value, and where that value ends.
+_Hidden = tuple[str, int] | None
+
+
+def _scan(pattern: re.Pattern[str], text: str, hide: Callable[[re.Match[str], str], _Hidden]) -> str:
+    out: list[str] = []
+    copied = position = 0
+    while (match := pattern.search(text, position)) is not None:
+        hidden = hide(match, text)
+        if hidden is None:
+            position = match.end()
+            continue
+        out += [text[copied : match.start()], hidden[0]]
+        copied = position = hidden[1]
+    return "".join(out) + text[copied:]
+
+
+def _urls(run: str) -> str:
+    """A run of non-blank characters with a URL's userinfo (``scheme://USER:PASS@``) redacted: from the
+    first scheme (the first letter of a run of scheme characters before ``:/``) to the run's last
+    "@", read once whatever the run holds."""
+    at = run.rfind("@")
+    colon = run.find(":/")
+    while 0 <= colon < at:
+        begin = colon
+        while begin > 0 and run[begin - 1] in _SCHEME_CHARACTERS:
+            begin -= 1
+        letter = next((i for i in range(begin, colon) if run[i].isascii() and run[i].isalpha()), None)
+        slashes = colon + 1
+        while slashes < len(run) and run[slashes] == "/":
+            slashes += 1
+        if letter is not None:
+            return run[:slashes] + REDACTED + run[at:] if slashes <= at else run
+        colon = run.find(":/", slashes)
+    return run
+
+
+def _query_value(match: re.Match[str], text: str) -> _Hidden:
+    if not _QUERY_WORDS.search(match.group("name")):
+        return None
+    value = _QUERY_VALUE.match(text, match.end())
+    return None if value is None else (match.group() + REDACTED, value.end())
+
+
+def _option_value(match: re.Match[str], text: str) -> _Hidden:
     count = secret_values(match.group("name"))
-    if (
-        not count
-        or match.group("value").startswith(REDACTED)
-        or (
-            match.group("sep") != "=" and match.group("value").startswith("-")  # the next option, not a value
-        )
-    ):
-        return _inside(match, "value", "more")
-    more = match.group("more")
+    start = match.end()
+    if not count or text.startswith(REDACTED, start):
+        return None
+    if match.group("sep") != "=" and text.startswith("-", start):  # the next option, not a value
+        return None
     if count < 0 and match.group("sep") != "=":  # it takes every word up to the next option
-        more = re.sub(r"\S+", REDACTED, more)
-    else:
-        more = redact_text(more)
-    return f"{match.group('name')}{match.group('sep')}{REDACTED}{more}"
+        values = _VALUES_AT.match(text, start)
+        assert values is not None, "the option pattern matched only where a value follows"
+        more = re.sub(r"\S+", REDACTED, values.group("more"))
+        return f"{match.group()}{REDACTED}{more}", values.end()
+    value = _VALUE_AT.match(text, start)
+    assert value is not None, "the option pattern matched only where a value follows"
+    return f"{match.group()}{REDACTED}", value.end()
 
 
-def _named_value(match: re.Match[str]) -> str:
-    value = match.group("value")
-    if not secret_name(match.group("name")) or value.startswith(REDACTED) or value in _PLACEHOLDERS:
-        return _inside(match, "value")
-    return f"{match.group('name')}{match.group('sep')}{match.group('scheme')}{REDACTED}"
+def _named_value(match: re.Match[str], text: str) -> _Hidden:
+    start = match.end()
+    if not secret_name(match.group("name")) or text.startswith(REDACTED, start) or _placeholder(text, start):
+        return None
+    value = _VALUE_AT.match(text, start)
+    return None if value is None else (f"{match.group()}{REDACTED}", value.end())
 
 
-def _inside(match: re.Match[str], first: str, last: str | None = None) -> str:
-    """A match that hides nothing itself, with its values (groups ``first`` to ``last``) redacted as a
-    text of their own: a quoted value may hold a whole command line (``--launcher-args '--api-key S'``),
-    an unquoted one a header (``--header=Authorization: token S``)."""
-    begin, end = match.start(first), match.end(last or first)
-    start = match.start()
-    text = match.group()
-    return text[: begin - start] + redact_text(text[begin - start : end - start]) + text[end - start :]
+def _placeholder(text: str, start: int) -> bool:
+    """Whether the value at ``start`` is a usage line's placeholder (``KEY=VALUE``), read without
+    reading the value (which may run to the end of a long word)."""
+    for word in _PLACEHOLDERS:
+        end = start + len(word)
+        if text.startswith(word, start) and (end == len(text) or text[end].isspace()):
+            return True
+    return False

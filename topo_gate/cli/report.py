@@ -49,9 +49,7 @@ input.""",
 @click.argument(
     "inputs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="EVIDENCE_PROFILE_OR_AB..."
 )
-@click.option(
-    "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder to write into."
-)
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="Folder to write into.")
 @click.option(
     "--format",
     "formats",
@@ -91,6 +89,11 @@ def command(
     An A/B record (topo-gate ab --out) adds its arms' samples, ratios and verdict, next to the
     profile it validated when that profile is an input too.
     """
+    if out.exists() and not out.is_dir():  # checked here, not by click: an output not written is exit 8
+        raise fail(
+            ExitCode.UNWRITABLE,
+            f"{out}: refusing to write: it is not a folder (--out names the folder to write into)",
+        )
     if needs_matplotlib(formats):
         from topo_gate.report.render import MissingExtra, require_matplotlib
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import click
@@ -11,6 +13,7 @@ from topo_gate._terminal import shown
 from topo_gate.cli._errors import CliError, ExitCode, error_line, fail
 from topo_gate.cli._profile import load_or_fail
 from topo_gate.profile import ProfileError, dump_profile, load_profile
+from topo_gate.profile.io import RESEAL_HINT
 from topo_gate.profile.set_check import SetReport, check_set
 
 
@@ -66,7 +69,7 @@ def command(profiles: tuple[Path, ...], reseal: bool, as_json: bool) -> None:
 
 def _validate(profile: Path, reseal: bool, as_json: bool) -> None:
     if profile.is_dir():
-        _validate_set(profile, as_json)
+        _validate_set(profile, as_json, reseal)
         return
     if reseal:
         _reseal(profile)
@@ -79,6 +82,11 @@ def _validate(profile: Path, reseal: bool, as_json: bool) -> None:
 
 
 def _reseal(path: Path) -> None:
+    """Rewrite a hand-edited profile with a fresh digest: the file itself, with its own permissions.
+
+    Through a symbolic link (``current.yaml`` -> ``node-v3.yaml``) that is the file the link names: a
+    writer's output replaces a link (``_atomic``), which would leave the link a new file and the
+    profile it named still unsealed."""
     try:
         profile = load_profile(path, verify_digest=False)
     except ProfileError:
@@ -86,11 +94,19 @@ def _reseal(path: Path) -> None:
     try:
         load_profile(path)
     except ProfileError:  # the digest is missing or stale
-        dump_profile(profile, path)
-        click.echo(f"resealed {shown(path)}", err=True)
+        target = Path(os.path.realpath(path))
+        dump_profile(profile, target, mode=stat.S_IMODE(os.stat(target).st_mode) & _PERMISSIONS)
+        click.echo(
+            f"resealed {shown(path)}" + ("" if target == path.absolute() else f" ({shown(target)})"), err=True
+        )
 
 
-def _validate_set(directory: Path, as_json: bool) -> None:
+#: The permission bits a resealed file keeps (read, write, execute for owner, group, others): never
+#: setuid, setgid or sticky, which no profile needs.
+_PERMISSIONS = 0o777
+
+
+def _validate_set(directory: Path, as_json: bool, reseal: bool = False) -> None:
     try:
         report = check_set(directory)
     except OSError as error:
@@ -106,10 +122,22 @@ def _validate_set(directory: Path, as_json: bool) -> None:
             )
             click.echo(f"  {shown(member.name)}: {state}")
     if not report.ok:
-        problems = "; ".join(report.problems)
+        problems = "; ".join(_member_problem(directory, problem, reseal) for problem in report.problems)
         raise fail(ExitCode.NOT_OK, f"{directory}: {problems}{_flat_set_hint(directory, report)}")
     if not as_json:
         click.echo(f"OK {shown(directory)}: profile set of {len(report.members)}, one per fingerprint")
+
+
+def _member_problem(directory: Path, problem: str, reseal: bool) -> str:
+    """A set's problem as said to the user: under ``--reseal DIR`` a member's advice to reseal names
+    the member's file, since ``--reseal`` reseals the files it is given and never a set's members."""
+    name, colon, _ = problem.partition(": invalid: ")
+    if not reseal or not colon or RESEAL_HINT not in problem:
+        return problem
+    member = shown(str(directory / name))
+    return problem.replace(
+        RESEAL_HINT, f"--reseal reseals files, not a set's members: `topo-gate validate --reseal {member}`"
+    )
 
 
 #: Sub-folders named in the hint, at most.

@@ -55,6 +55,7 @@ from topo_gate.launchers.pricing import (
     table_name,
 )
 from topo_gate.launchers.routes.base import Route, at, breakpoints
+from topo_gate.launchers.transition_sums import expected_transition
 from topo_gate.launchers.workload import Workload
 
 PLAIN, FUSED = "allreduce", "allreduce_rmsnorm"
@@ -226,21 +227,12 @@ def _rung_price(
     latency = table.latency(name, rung, pricing.source(table.pattern, rung))
     if latency is None:
         return f"{name} {table.status(name, rung)} at {table.sizes[rung]} bytes"
-    expected = 0.0
-    if table.lamport(name):
-        for prior, chance in before:
-            if prior <= nbytes:
-                continue
-            low, high = table.transition_bounds(name, rung, prior)
-            if not pessimistic:
-                expected += chance * low
-                continue
-            if high is None:
-                return f"{name}: its size transition after {prior}-byte messages was not measured"
-            if not table.transition_measured(name, rung, prior):
-                high = low + pricing.bounded_share * (high - low)
-            expected += chance * high
-    return Price(latency.median, latency.high, expected)
+    if not table.lamport(name):
+        return Price(latency.median, latency.high, 0.0)
+    expected = expected_transition(
+        table, name, rung, nbytes, before, pessimistic=pessimistic, bounded_share=pricing.bounded_share
+    )
+    return expected if isinstance(expected, str) else Price(latency.median, latency.high, expected)
 
 
 def price_at(

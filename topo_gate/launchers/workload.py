@@ -11,6 +11,9 @@ name: chat-a100-rps   # optional
 steps: {1: 10, 8: 30, 64: 40, 8192: 5}
 ```
 
+or the same as JSON, ``{"steps": {"1": 10, "8": 30, "64": 40, "8192": 5}}``: a string key is read when it
+is a canonical decimal. Two keys YAML reads as one count (``16`` and ``0x10``) are refused, naming both.
+
 Why these presets, number by number (the split between decode and prefill steps is an
 *assumption*, not a measurement: a server's real mix is its own, which ``--workload FILE`` gives):
 
@@ -34,8 +37,10 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 #: Workload files are small: a few hundred token counts at most.
 MAX_WORKLOAD_BYTES = 64 * 1024
@@ -156,7 +161,8 @@ def load_workload(path: str | os.PathLike[str]) -> Workload:
 
     where = os.fspath(path)
     try:
-        data = parse_yaml(read_text(path, limit=MAX_WORKLOAD_BYTES, what="a workload file"))
+        text = read_text(path, limit=MAX_WORKLOAD_BYTES, what="a workload file")
+        data = parse_yaml(text)
     except InputError as error:
         raise WorkloadError(f"{where}: {error}") from None
     except Exception as error:  # noqa: BLE001 -- the YAML layer's own errors: garbled input
@@ -172,6 +178,73 @@ def load_workload(path: str | os.PathLike[str]) -> Workload:
     if not isinstance(name, str):
         raise WorkloadError(f"{where}: name must be text")
     try:
-        return Workload.from_weights(name, dict(data["steps"]), str(data.get("description", "")))
+        weights = _weights_by_count(name, _step_keys(text), data["steps"])
+        return Workload.from_weights(name, weights, str(data.get("description", "")))
     except WorkloadError as error:
         raise WorkloadError(f"{where}: {error}") from None
+
+
+#: A token count as JSON writes it (keys are strings there): a canonical decimal, as ``str(int)`` spells it.
+_DECIMAL_KEY = re.compile(r"[1-9][0-9]*")
+
+
+def _weights_by_count(
+    name: str, keys: list[tuple[object, str]], steps: Mapping[object, Any]
+) -> dict[int, float]:
+    """``steps`` keyed by token count, ``keys`` being its keys as read and as written, in file order.
+
+    YAML reads ``16``, ``0x10``, ``+16`` and ``1_6`` as one integer and keeps the last of them silently
+    (``{16: 1, 0x10: 100}`` is one step of weight 100), so two keys that are one count are refused
+    naming both spellings; a string key (JSON has no other) counts when it is the count's canonical
+    decimal, and is refused by name otherwise."""
+    weights: dict[int, float] = {}
+    spelled: dict[int, str] = {}
+    for key, spelling in keys:
+        count = _count_of(name, key)
+        if count in spelled:
+            raise WorkloadError(
+                f"workload {name!r}: token count {count} is written twice ({spelled[count]} and "
+                f"{spelling}): give each count once"
+            )
+        weights[count] = steps[key]
+        spelled[count] = spelling
+    return weights
+
+
+def _count_of(name: str, key: object) -> int:
+    """The token count a key stands for (``from_weights`` checks its range): an integer (not a bool:
+    ``1.0`` and ``true`` equal 1 as keys, so they would pass for a second spelling of it), or a string
+    of the count's canonical decimal."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return key
+    if (
+        isinstance(key, str)
+        and _DECIMAL_KEY.fullmatch(key)
+        and len(key) <= len(str(MAX_TOKENS))
+        and int(key) <= MAX_TOKENS
+    ):
+        return int(key)
+    raise WorkloadError(f"workload {name!r}: token count {key!r} is not an integer in 1..{MAX_TOKENS}")
+
+
+def _step_keys(text: str) -> list[tuple[object, str]]:
+    """The keys of the ``steps`` mapping in ``text``, in file order: each as the loader reads it and as
+    it is written (``0x10``; a string quoted: ``'8'``)."""
+    import yaml
+
+    from topo_gate.profile.yaml_format import ProfileLoader
+
+    loader = ProfileLoader(text)  # type: ignore[call-arg]  # the parser mixed in takes the text
+    try:
+        root = loader.get_single_node()
+    finally:
+        loader.dispose()  # type: ignore[attr-defined]
+    constructor = yaml.constructor.SafeConstructor()
+    found: list[tuple[object, str]] = []
+    for key_node, value_node in root.value if isinstance(root, yaml.MappingNode) else ():
+        if key_node.value != "steps" or not isinstance(value_node, yaml.MappingNode):
+            continue
+        for step_node, _ in value_node.value:
+            key = constructor.construct_object(step_node)
+            found.append((key, repr(key) if isinstance(key, str) else step_node.value))
+    return found

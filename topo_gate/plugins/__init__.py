@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from topo_gate._terminal import shown
 from topo_gate.launchers import PLANNERS, LaunchPlan, PlanRequest, nccl_plan
 from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS
-from topo_gate.profile.reader import FINGERPRINT_ENV
+from topo_gate.profile.given_fingerprint import FINGERPRINT_ENV, env_fingerprint
 
 PROFILE_ENV = "TOPO_GATE_PROFILE"
 APPLIED_ENV = "TOPO_GATE_PLUGIN_APPLIED"
@@ -143,11 +143,13 @@ def profile_digest(path: str, fingerprint: str | None = None) -> str:
 
 def verified_fingerprint(environ: Mapping[str, str] = os.environ) -> tuple[str | None, str]:
     """(fingerprint, how it was obtained). A fingerprint already verified by ``topo-gate exec`` or by the
-    launching process is trusted, as the reader trusts it; otherwise NVML is read (in a child process)."""
+    launching process is trusted, as the reader trusts it (blanks around it dropped, a blank one unset:
+    ``profile.given_fingerprint``); otherwise NVML is read (in a child process)."""
     from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
 
-    if environ.get(FINGERPRINT_ENV):
-        return environ[FINGERPRINT_ENV], f"{FINGERPRINT_ENV} (verified before this process)"
+    given = env_fingerprint(environ)
+    if given is not None:
+        return given, f"{FINGERPRINT_ENV} (verified before this process)"
     try:
         return current_fingerprint(), "NVML"
     except NodeCheckError as error:

@@ -73,6 +73,11 @@ def profile_from_text(text: str, *, verify_digest: bool = True) -> Profile:
     return profile
 
 
+#: What a digest mismatch advises; ``validate`` names the file in it where the command it names would
+#: not reseal that file (a set's member).
+RESEAL_HINT = "re-seal a deliberate edit with `topo-gate validate --reseal`"
+
+
 def _verify_digest(data: dict[str, Any]) -> None:
     recorded = data.get(DIGEST_KEY)
     if recorded is None:
@@ -81,7 +86,7 @@ def _verify_digest(data: dict[str, Any]) -> None:
     if actual != recorded:
         raise ProfileDigestMismatch(
             f"the content hashes to {actual[:19]}..., not the recorded {recorded[:19]}...: "
-            "edited by hand or corrupted (re-seal a deliberate edit with `topo-gate validate --reseal`)",
+            f"edited by hand or corrupted ({RESEAL_HINT})",
             DIGEST_KEY,
         )
 
@@ -104,8 +109,9 @@ def profile_to_yaml(profile: Profile) -> str:
     return to_yaml(profile.to_dict())
 
 
-def dump_profile(profile: Profile, path: str | os.PathLike[str]) -> Path:
-    """Seal ``profile`` with its digest and write it atomically (a reader never sees half a file).
+def dump_profile(profile: Profile, path: str | os.PathLike[str], *, mode: int | None = None) -> Path:
+    """Seal ``profile`` with its digest and write it atomically (a reader never sees half a file);
+    ``mode``: the file's permissions (default: what ``open()`` gives, ``write_atomic``).
 
     A profile the loader would refuse (``check_semantics``) is never written: ``ProfileInvalid``.
     """
@@ -113,4 +119,4 @@ def dump_profile(profile: Profile, path: str | os.PathLike[str]) -> Path:
 
     check_semantics(profile)
 
-    return write_atomic(path, profile_to_yaml(profile.with_digest()))
+    return write_atomic(path, profile_to_yaml(profile.with_digest()), mode=mode)

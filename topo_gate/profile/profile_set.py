@@ -25,6 +25,7 @@ import os
 import stat
 
 from topo_gate.profile.errors import ProfileError
+from topo_gate.profile.given_fingerprint import given_text
 from topo_gate.profile.io import ProfileFile
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
@@ -63,10 +64,11 @@ def member_names(directory: str) -> list[str]:
 
 
 def choose_member(directory: str | os.PathLike[str], fingerprint: str | None) -> SetChoice:
-    """The one member of the set at ``directory`` made for the node ``fingerprint`` (None: unknown).
+    """The one member of the set at ``directory`` made for the node ``fingerprint`` (None or blank:
+    unknown; blanks around it are dropped, ``given_fingerprint``).
     Never raises: every problem is a ``SetChoice`` without a path, and its ``reason`` says what."""
     try:
-        return _INDEX.choose(os.fsdecode(directory), fingerprint)
+        return _INDEX.choose(os.fsdecode(directory), given_text(fingerprint))
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as error:  # noqa: BLE001 -- a launcher must never crash on our account

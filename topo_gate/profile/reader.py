@@ -21,6 +21,7 @@ from topo_gate.profile.digest import compute_digest
 from topo_gate.profile.drift import software_drift
 from topo_gate.profile.errors import ProfileError
 from topo_gate.profile.figures import speedup_ci_text
+from topo_gate.profile.given_fingerprint import FINGERPRINT_ENV, difference, env_fingerprint, given_text
 from topo_gate.profile.io import ProfileFile, profile_from_text
 from topo_gate.profile.profile_set import choose_member, is_profile_set
 from topo_gate.profile.schema import NCCL, PATTERNS, Profile, Rule
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 else:  # the same class, made without importing dataclasses at a launcher's start (frozen.py)
     from topo_gate.profile.frozen import dataclass
 
-FINGERPRINT_ENV = "TOPO_GATE_NODE_FINGERPRINT"
 _UNVERIFIED = (
     "node not verified against the profile's fingerprint (use `topo-gate exec`, pass fingerprint= or "
     f"set {FINGERPRINT_ENV}; a caller planning for the profile's node class passes "
@@ -294,9 +294,7 @@ def _admitted_profile(source: ProfileSource, path: str | None) -> Profile:
 def _set_member(directory: str, fingerprint: str | None) -> str:
     """The set's one member for this node (``Decision.profile_path`` names it); loading verifies it
     in full and ``_check_node`` its fingerprint again, so the set's index is only ever a pointer."""
-    chosen = choose_member(
-        directory, fingerprint if fingerprint is not None else os.environ.get(FINGERPRINT_ENV)
-    )
+    chosen = choose_member(directory, _given(fingerprint))
     if chosen.path is None:
         raise _Fallback(chosen.reason)
     return chosen.path
@@ -305,7 +303,7 @@ def _set_member(directory: str, fingerprint: str | None) -> str:
 def _check_node(
     profile: Profile, strict: bool, fingerprint: str | None, trusted: bool, warnings: list[str]
 ) -> None:
-    here = fingerprint if fingerprint is not None else os.environ.get(FINGERPRINT_ENV)
+    here = _given(fingerprint)
     if here is None:
         if not trusted:
             raise _Fallback(_UNVERIFIED)
@@ -315,7 +313,7 @@ def _check_node(
     elif here != profile.node.fingerprint:
         raise _Fallback(
             f"this node (fingerprint {here[:19]}...) is not the kind the profile was measured on "
-            f"({profile.node.fingerprint[:19]}...)"
+            f"({profile.node.fingerprint[:19]}...): {difference(here, profile.node.fingerprint)}"
         )
     drift = software_drift(profile.node.software)
     if drift:
@@ -323,6 +321,11 @@ def _check_node(
         warnings.append(message)
         if strict:
             raise _Fallback(f"strict: {message}")
+
+
+def _given(fingerprint: str | None) -> str | None:
+    """The caller's fingerprint, else the env's; blanks around it dropped, an empty one unset."""
+    return given_text(fingerprint) or env_fingerprint()
 
 
 def _group_class(profile: Profile, tp: int, group: list[int]) -> str:

@@ -6,7 +6,6 @@ stays inert. A record is shown next to the profile it validated when that profil
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from topo_gate.ab.record_check import arm_values
+from topo_gate.report.figures import file_stem
 from topo_gate.report.inert import cell, html_text
 from topo_gate.report.sources import Source
 
@@ -74,7 +74,7 @@ def ab_figure_spec(source: AbSource) -> AbFigureSpec:
         )
     unit = f" ({metric['unit']})" if metric["unit"] else ""
     return AbFigureSpec(
-        name="ab-" + re.sub(r"[^a-z0-9_.-]+", "-", source.label.lower()),
+        name=file_stem(f"ab-{source.label}", source.label),
         title=f"{source.label}: {metric['name']} per run, TP{record['tp']} {record['launcher']}",
         ylabel=f"{metric['name']}{unit}, {metric['direction']} is better",
         arms=tuple(arms),

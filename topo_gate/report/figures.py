@@ -335,11 +335,17 @@ def _title(key: Key, members: Sequence[_Member]) -> str:
 
 
 def _name(kind: str, key: Key) -> str:
-    """A file stem safe on any file system. Where the slug loses something of the group class (case,
-    spaces, slashes: ``NVSwitch`` and ``nvswitch`` would share ``nvswitch``), a digest of the class as
-    written keeps two classes' figures apart (a case-insensitive file system included)."""
+    """A figure's file stem: kind, TP size, group class and pattern (``file_stem``)."""
     tp, group_class, pattern = key
-    slug = re.sub(r"[^a-z0-9_.-]+", "-", f"{kind}-tp{tp}-{group_class}-{pattern}".lower())
-    if re.fullmatch(r"[a-z0-9_.-]+", group_class):
+    return file_stem(f"{kind}-tp{tp}-{group_class}-{pattern}", group_class)
+
+
+def file_stem(words: str, written: str) -> str:
+    """``words`` as a file stem safe on any file system. Where the slug loses something of ``written``
+    (the part of ``words`` read from a file: case, spaces, slashes make ``NVSwitch`` and ``nvswitch``,
+    or the records ``AB x.json`` and ``ab-x.json``, share one slug), a digest of ``written`` as given
+    keeps two figures apart (a case-insensitive file system included)."""
+    slug = re.sub(r"[^a-z0-9_.-]+", "-", words.lower())
+    if re.fullmatch(r"[a-z0-9_.-]+", written):
         return slug
-    return f"{slug}-{hashlib.sha256(group_class.encode('utf-8')).hexdigest()[:8]}"
+    return f"{slug}-{hashlib.sha256(written.encode('utf-8')).hexdigest()[:8]}"

@@ -7,7 +7,8 @@ exactly one of these functions (the terminal's is ``topo_gate._terminal.shown``)
 - ``markdown_text``: GitHub-flavoured Markdown (``summary.md``). A code span: the one construct in
   which neither CommonMark (links, images, emphasis, raw HTML, entities) nor GitHub's own passes
   over the rendered text (@-mentions, #issue references, emoji codes, bare URLs) act; ``cell``: the
-  same in a table cell.
+  same in a table cell; ``markdown_prose``: a sentence of our own words quoting a file (a reason, a
+  note, a label), readable as prose, each word GitHub would act on a code span of its own.
 - ``html_text``: HTML (``report.html``): entities for ``& < > " '``.
 - ``figure_text``: matplotlib (the PNGs): ``$`` escaped, so no text is parsed as mathtext (which
   would render ``$x^2$`` as a formula, and fail on ``$\\foo$``).
@@ -52,3 +53,20 @@ def html_text(value: object) -> str:
 def figure_text(value: object) -> str:
     """``value`` as matplotlib text shown literally (no mathtext)."""
     return shown(value).replace("$", r"\$")
+
+
+# Markdown's own specials outside a code span, escaped with a backslash.
+_MARKDOWN_SPECIALS = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>#!|~&"})
+# A word GitHub acts on after Markdown (a backslash escape does not stop it): an @-mention or e-mail
+# address, a #reference, an emoji code (``:shipit:``), a bare URL (``https://``, ``www.``).
+_ACTIVE_WORD = re.compile(r"[@#]|:[A-Za-z0-9_+-]+:|://|\bwww\.", re.IGNORECASE)
+
+
+def markdown_prose(value: object) -> str:
+    """``value`` as Markdown prose: Markdown's specials escaped, and every word GitHub would still act
+    on (``@everyone``, ``#1``, ``:shipit:``, ``https://...``) an inert code span (``markdown_text``)."""
+    words = shown(str(value)).split(" ")
+    return " ".join(
+        markdown_text(word) if _ACTIVE_WORD.search(word) else word.translate(_MARKDOWN_SPECIALS)
+        for word in words
+    )

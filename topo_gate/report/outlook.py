@@ -16,11 +16,10 @@ from rich.text import Text
 
 from topo_gate._terminal import shown
 from topo_gate.launchers.outlook import Outlook, Outlooks
-from topo_gate.report.inert import html_text, markdown_text
+from topo_gate.report.inert import html_text, markdown_prose, markdown_text
 
 STYLES = ("text", "markdown", "html")
 TITLE = "What your launchers will do"
-_MARKDOWN_SPECIALS = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>#!|~&"})
 
 
 @dataclass(frozen=True)
@@ -154,18 +153,14 @@ def _markdown(block: Block) -> str:
     words = "".join(
         markdown_text(s.text)
         if s.code
-        else f"**{_markdown_plain(s.text)}**"
+        else f"**{markdown_prose(s.text)}**"
         if s.strong
-        else _markdown_plain(s.text)
+        else markdown_prose(s.text)
         for s in block.segments
     )
     if block.kind in (TITLE_KIND, HEADING):
         return f"\n{'##' if block.kind == TITLE_KIND else '###'} {words}\n"
     return {PARAGRAPH: f"{words}\n", LAUNCHER: f"- {words}", DETAIL: f"  - {words}"}[block.kind]
-
-
-def _markdown_plain(text: str) -> str:
-    return shown(text).translate(_MARKDOWN_SPECIALS)
 
 
 def _html(blocks: Sequence[Block]) -> str:
