@@ -172,3 +172,45 @@ def _end(pid: int) -> None:
             os.kill(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+#: Fixtures shared by many tests that take tens of seconds to build on a loaded 2-core machine: the
+#: report of both bundled H200 runs (every figure rendered), both runs loaded (each load re-decides;
+#: their figure specs, a bootstrap per speed-up, are built on them), and step_rule's two profiles
+#: decided from the bundled evidence. Under ``-n 2`` each xdist worker builds its own copy of a
+#: module- or session-scoped fixture, so each was built twice.
+SHARED_ONCE = ("both_runs_report", "both_runs", "h200")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put the tests that use one of SHARED_ONCE in one xdist group (named after the fixture), so
+    under --dist loadgroup one worker runs them and builds the fixture once. A test already in a
+    group (the "processes" group) stays in it. Then name each test's group in its node id, which is
+    how --dist loadgroup finds it."""
+    for item in items:
+        definitions = getattr(item, "_fixtureinfo", None)
+        if definitions is None or item.get_closest_marker("xdist_group") is not None:
+            continue  # not a function (no fixtures to share), or already grouped
+        for name in SHARED_ONCE:
+            if name in definitions.name2fixturedefs:
+                item.add_marker(pytest.mark.xdist_group(f"built-once-{name}"))
+                break
+    if getattr(config.option, "loadgroup", False):
+        _group_in_node_ids(items)
+
+
+def _group_in_node_ids(items: list[pytest.Item]) -> None:
+    """pytest-xdist 3.8.0 appends ``@group`` to a grouped test's node id by setting ``item._nodeid``,
+    which pytest 9.2 no longer has (the id is the structured ``item._id``): there every group was
+    silently ignored, the "processes" group too, and its tests ran on both workers at once. Append it
+    where pytest keeps the id now; where ``_nodeid`` still exists, xdist's own hook does it."""
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        if hasattr(item, "_nodeid") or not hasattr(item, "_id"):
+            continue
+        groups = {str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                  for mark in item.iter_markers("xdist_group")}  # fmt: skip
+        if groups:
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(sorted(groups))}")

@@ -10,7 +10,7 @@ import pytest
 
 from topo_gate.cli import main
 from topo_gate.cli._hints import REAL_CAPTURE, REAL_EVIDENCE
-from topo_gate.probe import preview
+from topo_gate.probe.replay import replayed_node
 from topo_gate.topology.capture import load_capture
 from topo_gate.topology.fingerprint import node_fingerprint
 from topo_gate.topology.model import build_node
@@ -46,11 +46,12 @@ def test_the_hinted_files_are_the_real_h200_recordings() -> None:
     evidence = REPO / REAL_EVIDENCE
     capture = load_capture(REPO / REAL_CAPTURE)
     assert not capture.synthetic and "examples" not in REAL_EVIDENCE
-    # The capture is the node the evidence was recorded on: the same class as its profile.
-    profile = preview(evidence).profile
-    assert node_fingerprint(build_node(capture)) == profile.node.fingerprint
-    recorded = json.loads(evidence.read_text())["node"]["capture"]
-    assert [g["uuid"] for g in recorded["gpus"]] == [g.uuid for g in capture.gpus]
+    # The capture is the node the evidence was recorded on: the same class as its profile. The
+    # profile's node is the one replay rebuilds from the evidence (replayed_node), without deciding.
+    recorded = json.loads(evidence.read_text())["node"]
+    node_block, _ = replayed_node(recorded)
+    assert node_fingerprint(build_node(capture)) == node_block["fingerprint"]
+    assert [g["uuid"] for g in recorded["capture"]["gpus"]] == [g.uuid for g in capture.gpus]
 
 
 def test_probe_without_a_gpu_names_the_real_evidence(capsys, monkeypatch, tmp_path) -> None:

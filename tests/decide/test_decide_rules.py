@@ -304,19 +304,24 @@ def test_speedups_and_intervals_are_rounded_to_three_places() -> None:
 
 
 @pytest.mark.slow
-def test_the_cli_and_the_library_decide_alike_by_default(capsys) -> None:
+def test_the_cli_the_library_and_the_bundled_profile_decide_alike_by_default(capsys) -> None:
     # `topo-gate decide` (re-deriving) and `probe` (which calls decide() with its defaults) must agree
-    # on the same evidence, down to the bootstrap's intervals.
+    # on the same evidence, down to the bootstrap's intervals; and deterministic by default (seed 0),
+    # re-deriving a committed profile gives the same rules. One library decide serves both checks
+    # (each decide of the bundled run is seconds of bootstrap).
     import json
     from pathlib import Path
 
     from topo_gate.cli import main
+    from topo_gate.profile import load_profile
 
-    path = Path(__file__).resolve().parents[2] / "profiles" / "h200-x2" / "h7168-run1.evidence.json"
+    folder = Path(__file__).resolve().parents[2] / "profiles" / "h200-x2"
+    path = folder / "h7168-run1.evidence.json"
     assert main(["decide", str(path), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)["decisions"]
     library = [entry.to_dict() for entry in decide(json.loads(path.read_text(encoding="utf-8"))).decisions]
     assert printed == library
+    assert library == [entry.to_dict() for entry in load_profile(folder / "h7168-run1.yaml").decisions]
 
 
 @pytest.mark.parametrize("status", ["wrong", "failed"])
@@ -410,20 +415,6 @@ def test_a_decision_result_cannot_be_changed_after_the_fact() -> None:
     result = decide(evidence(table({1: {"pcie_ipc": 5.0}})))
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.decisions = []  # type: ignore[misc]
-
-
-@pytest.mark.slow
-def test_the_bundled_profile_is_exactly_what_decide_derives_from_its_evidence() -> None:
-    # Deterministic by default (seed 0): re-deriving a committed profile gives the same rules.
-    import json
-    from pathlib import Path
-
-    from topo_gate.profile import load_profile
-
-    folder = Path(__file__).resolve().parents[2] / "profiles" / "h200-x2"
-    evidence_data = json.loads((folder / "h7168-run1.evidence.json").read_text(encoding="utf-8"))
-    derived = [entry.to_dict() for entry in decide(evidence_data).decisions]
-    assert derived == [entry.to_dict() for entry in load_profile(folder / "h7168-run1.yaml").decisions]
 
 
 def test_any_known_backend_may_win_whatever_its_name() -> None:
