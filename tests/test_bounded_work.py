@@ -17,7 +17,6 @@ from topo_gate.cli import main
 from topo_gate.evidence import limits
 from topo_gate.evidence.limits import MAX_ENTRIES, MAX_SERIES, MAX_SIZES, work_problem
 from topo_gate.probe import CPU_HARNESS_RANKS, ProbeOptions, cpu_node, plan_trials
-from topo_gate.profile import load_profile
 
 REPO = Path(__file__).resolve().parents[1]
 CPU_EVIDENCE = REPO / "tests" / "probe" / "data" / "cpu-gloo-tp2-tp4.evidence.json"
@@ -99,8 +98,9 @@ def test_a_cpu_tp_larger_than_the_harness_node_is_skipped_with_why(tmp_path) -> 
 
 
 def test_probe_tp_1000_on_cpu_starts_no_worker(tmp_path, capsys) -> None:
+    # No size fits: refused in one line before any worker starts, and nothing is written.
     out = tmp_path / "p.yaml"
-    assert main(["probe", "--device", "cpu", "--tp", "1000", "--hidden", "64", "--out", str(out)]) == 0
-    profile = load_profile(out)
-    assert profile.decisions == () or not profile.decisions
-    assert [(entry.tp, "CPU harness node" in entry.reason) for entry in profile.skipped] == [(1000, True)]
+    assert main(["probe", "--device", "cpu", "--tp", "1000", "--hidden", "64", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("topo-gate: error: nothing to probe: TP 1000: the CPU harness node has ")
+    assert list(tmp_path.iterdir()) == []
