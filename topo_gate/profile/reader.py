@@ -21,7 +21,10 @@ from topo_gate.profile.digest import compute_digest
 from topo_gate.profile.drift import software_drift
 from topo_gate.profile.errors import ProfileError
 from topo_gate.profile.figures import speedup_ci_text
-from topo_gate.profile.given_fingerprint import FINGERPRINT_ENV, difference, env_fingerprint, given_text
+from topo_gate.profile.given_fingerprint import (
+    FINGERPRINT_ENV as FINGERPRINT_ENV,
+)  # re-exported: callers read it here
+from topo_gate.profile.given_fingerprint import difference, env_fingerprint, given_text
 from topo_gate.profile.io import ProfileFile, profile_from_text
 from topo_gate.profile.profile_set import choose_member, is_profile_set
 from topo_gate.profile.schema import NCCL, PATTERNS, Profile, Rule
