@@ -27,6 +27,7 @@ from topo_gate.launchers.releases import ALLOW_ENV, Installed
 from topo_gate.launchers.workload import DEFAULT_WORKLOAD, Workload, WorkloadError, lookup_workload
 from topo_gate.launchers.workload import PRESETS as WORKLOADS
 from topo_gate.models import UnknownModel, lookup_model
+from topo_gate.profile.reader import SYNTHETIC_PROFILE
 
 FORMATS = ("args", "env", "json", "yaml")
 
@@ -409,6 +410,8 @@ def command(
         click.echo(f"topo-gate: warning: {NO_MODEL_WARNING}", err=True)
     status = f"FALLBACK ({fallback}): {plan.reason}" if plan.fallback else plan.reason
     click.echo(f"topo-gate: {inert(plan.release_name())}: {inert(status)}", err=True)
+    if SYNTHETIC_PROFILE in plan.notes:
+        click.echo(f"topo-gate: warning: {SYNTHETIC_PROFILE}", err=True)
     if plan.estimate:
         click.echo(f"topo-gate: {shown(plan.estimate)}", err=True)
     if fmt == "args" and plan.config:

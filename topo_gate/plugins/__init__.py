@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from topo_gate._terminal import shown
 from topo_gate.launchers import PLANNERS, LaunchPlan, PlanRequest, nccl_plan
 from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS
-from topo_gate.profile.reader import FINGERPRINT_ENV
+from topo_gate.profile.reader import FINGERPRINT_ENV, SYNTHETIC_PROFILE
 
 PROFILE_ENV = "TOPO_GATE_PROFILE"
 APPLIED_ENV = "TOPO_GATE_PLUGIN_APPLIED"
@@ -60,6 +60,8 @@ class Outcome:
         ]
         applied = [*args, *(f"{name}={value}" for name, value in plan.env.items() if name not in yours)]
         parts = [f"topo-gate: {self.plugin} plugin: {plan.release_name()}: profile {self.digest}: {what}"]
+        if SYNTHETIC_PROFILE in plan.notes:
+            parts.append(SYNTHETIC_PROFILE)
         if applied:
             parts.append("applied " + " ".join(applied))
         if plan.estimate:
