@@ -47,7 +47,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import torch  # noqa: E402 -- after the repository is on the path, as the admission rules below need
+import torch  # noqa: E402, TID251 -- the trial backends' admission rules below take a torch dtype
 
 from topo_gate.trials.backends import load_backend  # noqa: E402
 from topo_gate.trials.backends.base import PATTERN_ALLREDUCE_RMSNORM  # noqa: E402
@@ -287,7 +287,9 @@ def _size_refusal(run: Run, name: str, sm: int, tokens: int) -> str | None:
     )  # fmt: skip
 
 
-def _results(run: Run, key: str, sm: int) -> tuple[list[dict[str, Any]], dict[str, float], dict[str, dict[str, Any]]]:
+def _results(
+    run: Run, key: str, sm: int
+) -> tuple[list[dict[str, Any]], dict[str, float], dict[str, dict[str, Any]]]:
     sizes = [t * run.hidden * 2 for t in run.tokens]
     results, medians, outcomes = [], {}, {"nccl": {"status": "ok", "reason": None}}
     for index, (tokens, nbytes) in enumerate(zip(run.tokens, sizes, strict=True)):
@@ -301,8 +303,10 @@ def _results(run: Run, key: str, sm: int) -> tuple[list[dict[str, Any]], dict[st
             speedup = speedups[index]
             why = _size_refusal(run, name, sm, tokens)
             if (why is None) != (speedup is not None):
-                raise ValueError(f"{key} TP {run.tp} {name} at {tokens} tokens: the latency model and "
-                                 f"the trials' admission disagree ({why or 'admitted'})")
+                raise ValueError(
+                    f"{key} TP {run.tp} {name} at {tokens} tokens: the latency model and "
+                    f"the trials' admission disagree ({why or 'admitted'})"
+                )
             if why is not None:
                 results.append(
                     _cell(run, key, name, tokens, nbytes, None, 0, status="unavailable", reason=why)
