@@ -46,6 +46,7 @@ class Outcome:
     args_applied: bool = True  # False: only the env could be set (the notes say why)
 
     def line(self) -> str:
+        from topo_gate.launchers.explain import plan_line
         from topo_gate.launchers.merge import split_flags
         from topo_gate.plugins.fields import FLAG_FIELDS
 
@@ -64,8 +65,9 @@ class Outcome:
             parts.append(SYNTHETIC_PROFILE)
         if applied:
             parts.append("applied " + " ".join(applied))
-        if plan.estimate:
-            parts.append(plan.estimate)
+        line = plan_line(plan)
+        if line:
+            parts.append(line)
         parts.extend(self.notes)
         if self.kept:
             parts.append(f"yours kept: {', '.join(self.kept)}")
