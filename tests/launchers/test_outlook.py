@@ -87,7 +87,8 @@ def test_a_plan_with_knobs_carries_its_estimated_saving_per_step() -> None:
     case = BY_NAME["sglang-custom-off"]
     sglang = _entry(outlooks(case.profile(), model=case.model), "sglang")
     assert sglang.outcome.knobs == "--disable-custom-all-reduce"
-    assert sglang.outcome.estimate.startswith("est. -")
+    assert sglang.outcome.estimate.startswith("plan: --disable-custom-all-reduce: ")
+    assert ": est. -" in sglang.outcome.estimate
     assert (
         "all-reduce time vs default" in sglang.outcome.estimate and "us per step" in sglang.outcome.estimate
     )

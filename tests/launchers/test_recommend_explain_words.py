@@ -107,9 +107,13 @@ def test_the_json_rows_carry_bytes_beside_tokens(capsys) -> None:
 def test_per_step_figures_say_which_steps_they_cover(capsys) -> None:
     argv = (str(H200), "--launcher", "vllm", "--tp", "2", "--model", "deepseek-v3")
     _, _, err = run(capsys, *argv)
-    assert "per 8192-token step only: the 5% of steps that could be priced" in err
+    # The one line on stderr: the covered share first, and no per-step figure below half the steps.
+    assert "only 5% of the workload 'serving' steps could be priced: no per-step figure" in err
     _, _, err = run(capsys, str(PCIE), "--launcher", "vllm", "--tp", "2", "--model", "qwen3-32b")
-    assert "per step without the 2048- and 8192-token steps (10% of steps), which could not be priced" in err
+    assert (
+        "on the 90% of the workload 'serving' steps that could be priced: 4563.3 us of all-reduce per step"
+        in err
+    )
 
 
 @pytest.mark.parametrize("fmt", ["args", "env", "json", "yaml"])
