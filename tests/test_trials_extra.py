@@ -3,8 +3,9 @@ newest: a probe on a newer FlashInfer times kernels whose one-/two-shot rule no 
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from topo_gate.launchers.knobs import LIBRARIES, LIBRARY_RELEASES
 
