@@ -1198,3 +1198,20 @@ def test_a_table_pads_each_column_to_its_widest_cell() -> None:
         "ccc  d",
         "     e   f",
     ]
+
+
+def _step(tokens: int, default_us: float | None, weight: float = 0.1) -> dict:
+    plan_us = default_us
+    return {
+        "tokens": tokens, "size": f"{tokens * 16} KiB", "weight": weight, "default_us_per_step": default_us,
+        "plan_us_per_step": plan_us, "saving_us_per_step": None if default_us is None else 0.0,
+        "changed": [], "why": None,
+    }  # fmt: skip
+
+
+def test_runs_of_unpriced_step_rows_fold_into_one() -> None:
+    steps = [_step(1, None), _step(2, None), _step(4, None), _step(8, 5.0), _step(16, None), _step(32, None)]
+    lines = explain._step_lines({"sites_per_step": {PLAIN: 1}, "steps": steps, "binding": None})
+    rows = [line.split() for line in lines[2:]]
+    assert [row[:2] for row in rows] == [["1-4", "up"], ["8", "128"], ["16-32", "up"]]
+    assert rows[0][5:7] == ["30.0%", "n/a"] and rows[2][5] == "20.0%"

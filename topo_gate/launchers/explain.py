@@ -655,16 +655,17 @@ def _step_lines(data: dict[str, Any]) -> list[str]:
     sites = data.get("sites_per_step") or {}
     what = " + ".join(f"{count} {pattern}" for pattern, count in sites.items() if count)
     lines = [("tokens", "size", "weight", "default us/step", "plan us/step", "saving/step", "note")]
-    for row in data.get("steps") or []:
+    for run in _unpriced_runs(data.get("steps") or []):
+        first, last = run[0], run[-1]
         lines.append(
             (
-                f"{row['tokens']:g}",
-                row["size"],
-                f"{row['weight']:.1%}",
-                _us(row["default_us_per_step"]),
-                _us(row["plan_us_per_step"]),
-                _us(row["saving_us_per_step"], signed=True),
-                row["why"] or ("same paths" if not row["changed"] else ""),
+                f"{first['tokens']:g}" + ("" if len(run) == 1 else f"-{last['tokens']:g}"),
+                first["size"] if len(run) == 1 else f"up to {last['size']}",
+                f"{sum(row['weight'] or 0.0 for row in run):.1%}",
+                _us(first["default_us_per_step"]),
+                _us(first["plan_us_per_step"]),
+                _us(first["saving_us_per_step"], signed=True),
+                first["why"] or ("same paths" if not first["changed"] else ""),
             )
         )
     out = [f"per step (a step: {what} all-reduces, plus each buffer's transition once):", *_table(lines)]
@@ -677,6 +678,26 @@ def _step_lines(data: dict[str, Any]) -> list[str]:
             + (f"; {found['why']}" if found["why"] else "")
         )
     return out
+
+
+def _unpriced_runs(rows: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The step rows in order, each run of neighbours that no side could price (every figure n/a,
+    the same note) folded into one: ten rows of n/a say less than one row of their token range."""
+    runs: list[list[dict[str, Any]]] = []
+    for row in rows:
+        unpriced = row["default_us_per_step"] is None and row["plan_us_per_step"] is None
+        previous = runs[-1][-1] if runs else None
+        if (
+            unpriced
+            and previous is not None
+            and previous["default_us_per_step"] is None
+            and previous["plan_us_per_step"] is None
+            and (previous["why"], previous["changed"]) == (row["why"], row["changed"])
+        ):
+            runs[-1].append(row)
+        else:
+            runs.append([row])
+    return runs
 
 
 def _us(value: float | None, *, signed: bool = False) -> str:
