@@ -39,7 +39,13 @@ record; 3 unreadable.""",
     help="The served model (a probe preset, e.g. llama-3-70b) for what each launcher will do. Default: "
     "each preset of the profile's hidden size.",
 )
-def command(profile: Path, as_json: bool, model: str | None) -> None:
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Each range's whole reason and the other backends faster than NCCL there (default: the "
+    "reason's first clause).",
+)
+def command(profile: Path, as_json: bool, model: str | None, verbose: bool) -> None:
     """Render PROFILE: node, software, and per TP size and pattern which backend covers which sizes
     vs NCCL (and, under each, a line on its price table: the sizes and backends measured); then what
     each launcher will do with it on a node like the profiled one: its default path per size range,
@@ -73,6 +79,6 @@ def command(profile: Path, as_json: bool, model: str | None) -> None:
     from topo_gate.report.tables import profile_view
 
     console = Console()
-    console.print(profile_view(loaded, path=str(profile), digest_problem=digest_problem))
+    console.print(profile_view(loaded, path=str(profile), digest_problem=digest_problem, verbose=verbose))
     console.print()
     console.print(terminal(outlook, console.width))

@@ -57,8 +57,12 @@ def profile_header(profile: Profile, *, path: str, digest_problem: str | None = 
     return grid
 
 
-def decision_table(entry: DecisionEntry, *, cpu: bool = False) -> Table:
-    """One (tp, pattern, group class): size range | speedup (CI), in context | backend and its reason."""
+def decision_table(entry: DecisionEntry, *, cpu: bool = False, verbose: bool = False) -> Table:
+    """One (tp, pattern, group class): size range | speedup (CI), in context | backend and its reason.
+
+    A reason runs to 40 lines at 80 columns: without ``verbose`` a cell holds its first clause (what
+    decided the range), and the other backends faster than the baseline and the rest of the reason
+    (weakest size, transitions, in context) are ``show --verbose``'s."""
     baseline = "gloo" if cpu else "NCCL"
     title = file_text(
         f"TP {entry.tp} / {entry.pattern} / {entry.group_class} (measured on GPUs {list(entry.group)}), "
@@ -80,14 +84,19 @@ def decision_table(entry: DecisionEntry, *, cpu: bool = False) -> Table:
     for rule in entry.rules:
         fast = is_fast_path(rule.backend)
         cell = Text(backend_words(rule.backend, cpu=cpu), style="bold green" if fast else "dim")
-        if rule.alternatives:
+        if rule.alternatives and verbose:
             cell.append(f"\n{alternatives_words(rule)}", style="green")
         if rule.reason:
-            cell.append(f"\n{shown(rule.reason)}", style="default")
+            cell.append(f"\n{shown(rule.reason if verbose else first_clause(rule.reason))}", style="default")
         speedup = _speedup_words(rule) if shows_speedup(rule, cpu=cpu) else ""
         table.add_row(size_range(lower, rule.max_bytes), speedup, cell)
         lower = rule.max_bytes or lower
     return table
+
+
+def first_clause(reason: str) -> str:
+    """A rule's reason up to its first ``; ``: the clause that says what decided the range."""
+    return reason.partition("; ")[0]
 
 
 def alternatives_words(rule: Rule) -> str:
@@ -105,17 +114,32 @@ def _speedup_words(rule: Rule) -> str:
     return f"{isolated}\nin context {speedup_text(rule.in_context)}"
 
 
-def profile_view(profile: Profile, *, path: str, digest_problem: str | None = None) -> RenderableType:
-    """The header followed by one table per decision, in profile order."""
+def profile_view(
+    profile: Profile, *, path: str, digest_problem: str | None = None, verbose: bool = False
+) -> RenderableType:
+    """The header followed by one table per decision, in profile order (``verbose``: whole reasons)."""
     parts: list[RenderableType] = [profile_header(profile, path=path, digest_problem=digest_problem)]
     if not profile.decisions:
         parts.append(Text("\nNo decisions: NCCL for every TP size and message size.", style="yellow"))
     for entry in profile.decisions:
-        parts.append(decision_table(entry, cpu=profile.cpu_harness))
+        parts.append(decision_table(entry, cpu=profile.cpu_harness, verbose=verbose))
         table = profile.measurement(entry.tp, entry.group_class, entry.pattern)
         if table is not None:
             parts.append(Text(price_line(table), style="dim"))
+    cut = any(
+        "; " in (rule.reason or "") or rule.alternatives
+        for entry in profile.decisions
+        for rule in entry.rules
+    )
+    if cut and not verbose:
+        parts.append(Text(CUT_NOTE, style="dim"))
     return Group(*parts)
+
+
+#: Said once under the tables whose reasons were cut to their first clause.
+CUT_NOTE = (
+    "Each reason above is its first clause: show --verbose prints it whole, with the other fast backends."
+)
 
 
 def price_line(table: Measurement) -> str:

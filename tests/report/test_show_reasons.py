@@ -1,0 +1,30 @@
+"""``show`` at 80 columns: each range's why-cell is the first clause of its reason, said once to be
+cut; ``--verbose`` prints the whole reason and the other backends faster than NCCL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from topo_gate.cli import main
+from topo_gate.profile.io import load_profile
+from topo_gate.report.tables import CUT_NOTE
+
+H200 = Path(__file__).resolve().parents[2] / "profiles/h200-x2/h7168-run1.yaml"
+
+
+def _show(capsys, monkeypatch, *extra: str) -> str:
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["show", str(H200), *extra]) == 0
+    return capsys.readouterr().out
+
+
+def test_the_why_cells_hold_the_first_clause_and_verbose_the_rest(capsys, monkeypatch) -> None:
+    short, whole = _show(capsys, monkeypatch), _show(capsys, monkeypatch, "--verbose")
+    reason = load_profile(H200).decisions[0].rules[1].reason
+    detail = reason.split("; ")[1].split()[0]  # the first word after the first clause ("weakest")
+    assert "size transition after" not in short and "also faster than" not in short
+    assert "size transition after" in whole and "also faster than" in whole
+    note = " ".join(CUT_NOTE.split())
+    assert note in " ".join(short.split()) and note not in " ".join(whole.split())
+    assert detail in whole
+    assert len(short.splitlines()) < len(whole.splitlines()) - 40
