@@ -28,3 +28,12 @@ def test_the_why_cells_hold_the_first_clause_and_verbose_the_rest(capsys, monkey
     assert note in " ".join(short.split()) and note not in " ".join(whole.split())
     assert detail in whole
     assert len(short.splitlines()) < len(whole.splitlines()) - 40
+
+
+def test_a_cpu_profiles_headings_say_gloo_and_ranks(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    cpu = Path(__file__).resolve().parents[2] / "tests/fixtures/profiles/cpu-harness-tp2.yaml"
+    assert main(["show", str(cpu)]) == 0
+    out = capsys.readouterr().out
+    assert "(measured on gloo ranks [0, 1]), each backend vs gloo" in out
+    assert "vs NCCL" not in out and "on GPUs" not in out

@@ -64,8 +64,9 @@ def decision_table(entry: DecisionEntry, *, cpu: bool = False, verbose: bool = F
     decided the range), and the other backends faster than the baseline and the rest of the reason
     (weakest size, transitions, in context) are ``show --verbose``'s."""
     baseline = "gloo" if cpu else "NCCL"
+    ranks = "gloo ranks" if cpu else "GPUs"  # the CPU harness runs processes, no GPU
     title = file_text(
-        f"TP {entry.tp} / {entry.pattern} / {entry.group_class} (measured on GPUs {list(entry.group)}), "
+        f"TP {entry.tp} / {entry.pattern} / {entry.group_class} (measured on {ranks} {list(entry.group)}), "
         f"each backend vs {baseline}"
     )
     if entry.failed is not None:
