@@ -37,3 +37,16 @@ def test_a_cpu_profiles_headings_say_gloo_and_ranks(capsys, monkeypatch) -> None
     out = capsys.readouterr().out
     assert "(measured on gloo ranks [0, 1]), each backend vs gloo" in out
     assert "vs NCCL" not in out and "on GPUs" not in out
+
+
+def test_a_replayed_profile_is_dated_by_its_measurement(capsys, monkeypatch, tmp_path) -> None:
+    """The bundled profile was written by a replay a day after its trials: show dates it by the
+    evidence's ``created``; a copy without its evidence beside it is dated by its own."""
+    out = _show(capsys, monkeypatch)
+    assert "Measured     2026-11-30T13:42:44Z (its evidence)" in out
+    assert "Written      2026-12-01T22:15:21Z by topo-gate" in out
+    alone = tmp_path / "alone.yaml"
+    alone.write_bytes(H200.read_bytes())
+    assert main(["show", str(alone)]) == 0
+    text = capsys.readouterr().out
+    assert "Created      2026-12-01T22:15:21Z" in text and "Measured" not in text

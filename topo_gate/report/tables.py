@@ -30,7 +30,9 @@ def size_range(min_bytes: int, max_bytes: int | None) -> str:
     return f"> {human_bytes(min_bytes)}, <= {human_bytes(max_bytes)}"
 
 
-def profile_header(profile: Profile, *, path: str, digest_problem: str | None = None) -> Table:
+def profile_header(
+    profile: Profile, *, path: str, digest_problem: str | None = None, measured: str | None = None
+) -> Table:
     """Where the profile comes from: node class, GPUs, software, creation; loud when not usable."""
     node = profile.node
     grid = Table.grid(padding=(0, 2))
@@ -48,7 +50,13 @@ def profile_header(profile: Profile, *, path: str, digest_problem: str | None = 
     grid.add_row("Fingerprint", Text(node.fingerprint, overflow="fold"))
     grid.add_row("Software", file_text(_software_words(node.software)))
     created = f"{profile.created} by {profile.tool.name} {profile.tool.version}"
-    grid.add_row("Created", file_text(created))
+    if measured is not None and measured != profile.created:
+        # A replay (probe --replay, decide) writes the profile long after the trials: the date that
+        # matters is the measurement's.
+        grid.add_row("Measured", file_text(f"{measured} (its evidence)"))
+        grid.add_row("Written", file_text(created))
+    else:
+        grid.add_row("Created", file_text(created))
     trials = profile.trials
     trials_words = f"{trials.dtype}, hidden {trials.hidden}, TP {', '.join(map(str, trials.tp))}"
     grid.add_row("Trials", file_text(trials_words))
@@ -116,10 +124,18 @@ def _speedup_words(rule: Rule) -> str:
 
 
 def profile_view(
-    profile: Profile, *, path: str, digest_problem: str | None = None, verbose: bool = False
+    profile: Profile,
+    *,
+    path: str,
+    digest_problem: str | None = None,
+    verbose: bool = False,
+    measured: str | None = None,
 ) -> RenderableType:
-    """The header followed by one table per decision, in profile order (``verbose``: whole reasons)."""
-    parts: list[RenderableType] = [profile_header(profile, path=path, digest_problem=digest_problem)]
+    """The header followed by one table per decision, in profile order (``verbose``: whole reasons;
+    ``measured``: when its evidence was measured, where known)."""
+    parts: list[RenderableType] = [
+        profile_header(profile, path=path, digest_problem=digest_problem, measured=measured)
+    ]
     if not profile.decisions:
         parts.append(Text("\nNo decisions: NCCL for every TP size and message size.", style="yellow"))
     for entry in profile.decisions:
