@@ -307,7 +307,7 @@ def _results(
                     f"{key} TP {run.tp} {name} at {tokens} tokens: the latency model and "
                     f"the trials' admission disagree ({why or 'admitted'})"
                 )
-            if why is not None:
+            if speedup is None:  # refused at this size: ``why`` says why
                 results.append(
                     _cell(run, key, name, tokens, nbytes, None, 0, status="unavailable", reason=why)
                 )
