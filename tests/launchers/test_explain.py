@@ -1213,5 +1213,6 @@ def test_runs_of_unpriced_step_rows_fold_into_one() -> None:
     steps = [_step(1, None), _step(2, None), _step(4, None), _step(8, 5.0), _step(16, None), _step(32, None)]
     lines = explain._step_lines({"sites_per_step": {PLAIN: 1}, "steps": steps, "binding": None})
     rows = [line.split() for line in lines[2:]]
-    assert [row[:2] for row in rows] == [["1-4", "up"], ["8", "128"], ["16-32", "up"]]
-    assert rows[0][5:7] == ["30.0%", "n/a"] and rows[2][5] == "20.0%"
+    # Three unpriced neighbours fold (sized by their largest message); two stay rows of their own.
+    assert [row[:2] for row in rows] == [["1-4", "64"], ["8", "128"], ["16", "256"], ["32", "512"]]
+    assert rows[0][3:5] == ["30.0%", "n/a"] and rows[2][3] == "10.0%"

@@ -18,11 +18,12 @@ from topo_gate.launchers import LAUNCHERS, PINNED, PLANNERS, LaunchPlan, PlanReq
 from topo_gate.launchers.cmdline import CmdlineError, tp_disagreement
 from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS, PATTERNS
 from topo_gate.launchers.detect import tp_from_command
-from topo_gate.launchers.explain import Row, plan_line
+from topo_gate.launchers.explain import Row
 from topo_gate.launchers.explain import render as render_explain
 from topo_gate.launchers.explain import rows as explain_rows
 from topo_gate.launchers.explain import totals as explain_totals
 from topo_gate.launchers.outlook import CPU_HARNESS, NO_TP_ALL_REDUCE
+from topo_gate.launchers.plan_line import plan_line
 from topo_gate.launchers.releases import ALLOW_ENV, Installed
 from topo_gate.launchers.workload import DEFAULT_WORKLOAD, Workload, WorkloadError, lookup_workload
 from topo_gate.launchers.workload import PRESETS as WORKLOADS

@@ -17,7 +17,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from topo_gate._units import human_bytes
 from topo_gate.launchers.costmodel import Piece, Problem, StepCheck, binding, pieces, step_check, step_checks
@@ -26,9 +26,6 @@ from topo_gate.launchers.pricing import PriceTable, bracket
 from topo_gate.launchers.routes import Knobs
 from topo_gate.launchers.unmeasured import cause, setting_words, unmeasured_words
 from topo_gate.launchers.workload import Workload
-
-if TYPE_CHECKING:
-    from topo_gate.launchers.follow import LaunchPlan
 
 
 @dataclass(frozen=True)
@@ -479,14 +476,6 @@ def estimate_line(choice: Choice, workload: Workload, launcher: str = "") -> str
     return f"no knobs: nothing measured beats the launcher's default by more than noise; {price}"
 
 
-def plan_line(plan: LaunchPlan) -> str:
-    """``plan``'s one line (``estimate_line``) with its own launcher's causes and fixes; a plan with no
-    price (a fallback, TP 1) keeps the line it carries."""
-    if plan.choice is None or not isinstance(plan.workload, Workload):
-        return plan.estimate
-    return estimate_line(plan.choice, plan.workload, plan.launcher)
-
-
 def _step_price(data: dict[str, Any], workload: str) -> str:
     """The per-step price over the workload, the share of its steps it covers first; no per-step
     figure below ``MIN_PRICED_SHARE``."""
@@ -660,7 +649,7 @@ def _step_lines(data: dict[str, Any]) -> list[str]:
         lines.append(
             (
                 f"{first['tokens']:g}" + ("" if len(run) == 1 else f"-{last['tokens']:g}"),
-                first["size"] if len(run) == 1 else f"up to {last['size']}",
+                last["size"],  # the largest message of the run, as a range row's size is
                 f"{sum(row['weight'] or 0.0 for row in run):.1%}",
                 _us(first["default_us_per_step"]),
                 _us(first["plan_us_per_step"]),
@@ -680,9 +669,15 @@ def _step_lines(data: dict[str, Any]) -> list[str]:
     return out
 
 
+#: Fewer unpriced neighbours than this stay rows of their own: a folded row's token range is wider
+#: than one count, and two rows are read at a glance.
+MIN_FOLDED_ROWS = 3
+
+
 def _unpriced_runs(rows: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """The step rows in order, each run of neighbours that no side could price (every figure n/a,
-    the same note) folded into one: ten rows of n/a say less than one row of their token range."""
+    """The step rows in order, each run of ``MIN_FOLDED_ROWS`` or more neighbours that no side could
+    price (every figure n/a, the same note) folded into one: ten rows of n/a say less than one row of
+    their token range."""
     runs: list[list[dict[str, Any]]] = []
     for row in rows:
         unpriced = row["default_us_per_step"] is None and row["plan_us_per_step"] is None
@@ -697,7 +692,9 @@ def _unpriced_runs(rows: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]
             runs[-1].append(row)
         else:
             runs.append([row])
-    return runs
+    return [
+        piece for run in runs for piece in ([run] if len(run) >= MIN_FOLDED_ROWS else [[row] for row in run])
+    ]
 
 
 def _us(value: float | None, *, signed: bool = False) -> str:

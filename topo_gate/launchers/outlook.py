@@ -26,13 +26,13 @@ from topo_gate.launchers.common import PlanRequest
 from topo_gate.launchers.explain import (
     headline,
     knob_words,
-    plan_line,
     rows,
     token_span,
     unlock_data,
     unmeasured,
 )
 from topo_gate.launchers.follow import LaunchPlan
+from topo_gate.launchers.plan_line import plan_line
 from topo_gate.launchers.routes import Knobs
 from topo_gate.launchers.sglang import sglang_plan
 from topo_gate.launchers.trtllm import trtllm_plan

@@ -46,8 +46,8 @@ class Outcome:
     args_applied: bool = True  # False: only the env could be set (the notes say why)
 
     def line(self) -> str:
-        from topo_gate.launchers.explain import plan_line
         from topo_gate.launchers.merge import split_flags
+        from topo_gate.launchers.plan_line import plan_line
         from topo_gate.plugins.fields import FLAG_FIELDS
 
         plan = self.plan
