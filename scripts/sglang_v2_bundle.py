@@ -29,7 +29,10 @@ Layout of the bundle (default ``build/sglang-v2``, ignored by git):
 - ``bundle.json``: what went in, with the wheels' sha256, and why each stand-in exists.
 
 ``--python-version`` / ``--platform`` choose the wheels of tvm-ffi and msgspec (compiled code); the
-defaults match the GPU machines (CPython 3.12, manylinux x86_64). The SGLang files are pure Python.
+defaults are this interpreter's CPython and manylinux x86_64, so run ``build`` with the Python that
+will run the probe (a bundle built with 3.12's wheels does not import on 3.11). ``bundle.json``
+records each compiled wheel's ABI tag, and the probe refuses a bundle of another CPython before any
+trial (``custom_v2_bundle.kernels_missing``). The SGLang files are pure Python.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ SGLANG = "0.5.23"
 TVM_FFI = "0.1.11"
 #: SGLang 0.5.23 requires msgspec unpinned; the release this bundle was built and run with.
 MSGSPEC = "0.23.0"
+#: The CPython whose wheels ``build`` takes by default: the one running it.
+RUNNING_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 FORMAT = "topo-gate/sglang-v2-bundle/v1"
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "build" / "sglang-v2"
@@ -102,6 +107,11 @@ def download(dest: Path, python_version: str, platforms: list[str]) -> None:
     target += [flag for platform in platforms for flag in ("--platform", platform)]
     for requirement in (f"sglang=={SGLANG}", f"apache-tvm-ffi=={TVM_FFI}", f"msgspec=={MSGSPEC}"):
         subprocess.run([*base, *target, requirement], check=True)
+
+
+def abi_tag(wheel: Path) -> str:
+    """A wheel's ABI tag, from its file name (``name-version-python-abi-platform.whl``)."""
+    return wheel.name.removesuffix(".whl").split("-")[-2]
 
 
 def find_wheel(folder: Path, distribution: str, version: str) -> Path:
@@ -176,6 +186,8 @@ def build(wheels: Path, out: Path) -> dict:
         "tvm_ffi": TVM_FFI,
         "msgspec": MSGSPEC,
         "wheels": {w.name: sha256(w) for w in (sglang_wheel, tvm_wheel, msgspec_wheel)},
+        # The ABI tag of each compiled wheel (cp312, abi3, ...): which CPython the bundle imports on.
+        "abi": {"tvm_ffi": abi_tag(tvm_wheel), "msgspec": abi_tag(msgspec_wheel)},
         "taken": list(TAKEN),
         "stand_ins": {
             name: " ".join(why.replace(" (lines {lines})", "").split()) for name, why in STAND_INS.items()
@@ -192,7 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     build_cmd = commands.add_parser("build", help="the bundle folder from the pinned wheels (no GPU)")
     build_cmd.add_argument("--out", type=Path, default=DEFAULT_OUT, help="bundle folder (replaced)")
     build_cmd.add_argument("--wheels", type=Path, help="folder holding the wheels already (no download)")
-    build_cmd.add_argument("--python-version", default="3.12", help="CPython of the GPU machine")
+    build_cmd.add_argument(
+        "--python-version",
+        default=RUNNING_PYTHON,
+        help=f"CPython the probe runs with (default: this interpreter's, {RUNNING_PYTHON})",
+    )
     build_cmd.add_argument(
         "--platform",
         action="append",

@@ -22,6 +22,14 @@ MiB)`` us on the first replay after a larger size ``L``; in a layer graph the GE
 then linear in tokens) comes first and the all-reduce runs a little slower beside it. Samples scatter
 around the model by a seeded 0.02 us + 0.05% (per name and size), so the files are the same on every machine.
 Backends not faster than NCCL stop after 5 rounds, as the worker stops them.
+
+Which backend runs where is not made up: every name passes the trial backends' own admission
+(``topo_gate.trials.backends``: the whole-run rules of the TRT-LLM kernels, vLLM's custom
+all-reduce and FlashInfer's PCIe IPC, and the TRT-LLM per-size rules, the launchers' one/two-shot
+choice among them), imported, not copied, so an example profile holds only what a real probe of
+that node could write. On SM 12.0 that refuses the fused all-reduce + RMSNorm kernels, as a real
+trial does; the per-size rules of PCIe IPC and vLLM's custom all-reduce read FlashInfer's launch
+policy or a live context and pass every size here.
 """
 
 from __future__ import annotations
@@ -37,11 +45,28 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402, TID251 -- the trial backends' admission rules below take a torch dtype
+
+from topo_gate.trials.backends import load_backend  # noqa: E402
+from topo_gate.trials.backends.base import PATTERN_ALLREDUCE_RMSNORM  # noqa: E402
+from topo_gate.trials.backends.launch_styles import STYLES  # noqa: E402
+from topo_gate.trials.backends.names import is_composite, plain_of  # noqa: E402
+from topo_gate.trials.backends.pcie_ipc import pcie_ipc_unavailable  # noqa: E402
+from topo_gate.trials.backends.trtllm import (  # noqa: E402
+    launcher_picks_oneshot,
+    trtllm_size_unavailable,
+    trtllm_unavailable,
+)
+from topo_gate.trials.backends.vllm_custom import vllm_custom_unavailable  # noqa: E402
+
 EXAMPLES = REPO / "profiles" / "examples"
 ROUNDS, EARLY_ROUNDS, GRAPH_CALLS, TRANSITION_REPS, MARGIN = 15, 5, 32, 3, 0.05
 NOISE, NOISE_US = 0.0005, 0.02
 LAMPORT = ("trtllm_",)  # the FlashInfer TRT-LLM kernels (plain, fused, every launcher's variant)
 NORM = "+rmsnorm"
+DTYPE = torch.bfloat16  # the trials' dtype (evidence "dtype")
 
 
 @dataclass(frozen=True)
@@ -56,7 +81,8 @@ class Run:
     tokens: tuple[int, ...]
     nccl_us: Callable[[int], float]  # bytes -> NCCL's (or NCCL + norm's) us per call
     speedups: Mapping[str, Sequence[float | None]]  # over NCCL per size; None: unavailable there
-    unavailable: Mapping[str, str] = field(default_factory=dict)  # backends refused outright, why
+    # Backends refused outright: why, or None where the trial backends' own admission says why.
+    unavailable: Mapping[str, str | None] = field(default_factory=dict)
     gemm_us: Callable[[int], float] = lambda tokens: 6.0 + 0.05 * tokens
     context_backends: tuple[str, ...] = ()
     session: str | None = None
@@ -143,14 +169,15 @@ def rtxpro6000_pcie_x4() -> tuple[dict[str, Any], list[Run]]:
     tp4 = {
         "trtllm_oneshot": [0.85, 0.85, 0.8, 0.78, 0.72, 0.65, 0.58, 0.5, 0.45, 0.42, 0.4],
         "trtllm_twoshot": [None, None, None, 0.7, 0.7, 0.68, 0.62, 0.58, 0.52, 0.48, 0.45],
-        "trtllm_oneshot_vllm": [0.84, 0.84, 0.79, 0.77, 0.71, 0.64, 0.57, 0.5, 0.45, 0.42, 0.4],
-        "trtllm_oneshot_sglang": [0.85, 0.85, 0.8, 0.78, 0.72, 0.65, 0.58, 0.5, 0.45, 0.42, 0.4],
+        # FlashInfer's rule (both launchers') runs two-shot at 1024 tokens on TP 4.
+        "trtllm_oneshot_vllm": [0.84, 0.84, 0.79, 0.77, 0.71, 0.64, 0.57, 0.5, 0.45, 0.42, None],
+        "trtllm_oneshot_sglang": [0.85, 0.85, 0.8, 0.78, 0.72, 0.65, 0.58, 0.5, 0.45, 0.42, None],
         "pcie_ipc": [0.9, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6, 0.5, 0.45, 0.4, 0.4],
     }
     refused = {
         "symm_mem_twoshot_vllm": "SYNTHETIC: torch symmetric memory needs peer access this model node lacks",
     }
-    tp4_refused = {**refused, "vllm_custom": "vLLM custom all-reduce above TP2 needs every pair on NVLink"}
+    tp4_refused = {**refused, "vllm_custom": None}
 
     def fused_of(plain: Mapping[str, Sequence[float | None]], nccl: Callable[[int], float]) -> dict[str, Any]:
         names = ("trtllm_oneshot", "trtllm_twoshot", "trtllm_oneshot_vllm", "trtllm_oneshot_sglang")
@@ -227,7 +254,42 @@ def _transition_us(after: int) -> float:
     return 2.0 + 4.0 * math.sqrt(after / (1 << 20))
 
 
-def _results(run: Run, key: str) -> tuple[list[dict[str, Any]], dict[str, float], dict[str, dict[str, Any]]]:
+def _run_refusal(run: Run, name: str, sm: int) -> str | None:
+    """Why the trial worker would refuse backend ``name`` for the whole run, by its own rules."""
+    plain = plain_of(name) if is_composite(name) else name
+    if plain in STYLES:
+        # A composite runs its plain kernel in the allreduce pattern: only a fused name is fused.
+        fused = not is_composite(name) and run.pattern == PATTERN_ALLREDUCE_RMSNORM
+        return trtllm_unavailable(sm=sm, world_size=run.tp, hidden=run.hidden, dtype=DTYPE, fused=fused)
+    if plain == "vllm_custom":
+        return vllm_custom_unavailable(world_size=run.tp, group_class=run.group_class, dtype=DTYPE)
+    if plain == "pcie_ipc":
+        return pcie_ipc_unavailable(world_size=run.tp, dtype=DTYPE)
+    return None
+
+
+def _size_refusal(run: Run, name: str, sm: int, tokens: int) -> str | None:
+    """Why the worker would skip ``name`` at ``tokens``: a TRT-LLM kernel's own preconditions and
+    the launcher's one/two-shot rule, which admits each variant only where the launcher runs it."""
+    plain = plain_of(name) if is_composite(name) else name
+    if plain not in STYLES:
+        return None
+    oneshot = load_backend(plain).oneshot  # type: ignore[attr-defined]
+    picks = launcher_picks_oneshot(
+        STYLES[plain].rule, tokens=tokens, hidden=run.hidden, itemsize=DTYPE.itemsize,
+        world_size=run.tp, sm=sm,
+    )  # fmt: skip
+    if picks is not None and picks != oneshot:
+        return f"the launcher's {STYLES[plain].rule} rule runs {'one-shot' if picks else 'two-shot'} at this size"
+    return trtllm_size_unavailable(
+        tokens=tokens, world_size=run.tp, hidden=run.hidden, dtype=DTYPE, max_tokens=max(run.tokens),
+        oneshot=oneshot,
+    )  # fmt: skip
+
+
+def _results(
+    run: Run, key: str, sm: int
+) -> tuple[list[dict[str, Any]], dict[str, float], dict[str, dict[str, Any]]]:
     sizes = [t * run.hidden * 2 for t in run.tokens]
     results, medians, outcomes = [], {}, {"nccl": {"status": "ok", "reason": None}}
     for index, (tokens, nbytes) in enumerate(zip(run.tokens, sizes, strict=True)):
@@ -235,10 +297,17 @@ def _results(run: Run, key: str) -> tuple[list[dict[str, Any]], dict[str, float]
         results.append(_cell(run, key, "nccl", tokens, nbytes, base, ROUNDS))
         medians[("nccl", nbytes)] = base
         for name, speedups in run.speedups.items():
+            if _run_refusal(run, name, sm) is not None:
+                continue
             outcomes[name] = {"status": "ok", "reason": None}
             speedup = speedups[index]
-            if speedup is None:
-                why = f"two-shot needs tokens > TP (tokens {tokens}, TP {run.tp})"
+            why = _size_refusal(run, name, sm, tokens)
+            if (why is None) != (speedup is not None):
+                raise ValueError(
+                    f"{key} TP {run.tp} {name} at {tokens} tokens: the latency model and "
+                    f"the trials' admission disagree ({why or 'admitted'})"
+                )
+            if speedup is None:  # refused at this size: ``why`` says why
                 results.append(
                     _cell(run, key, name, tokens, nbytes, None, 0, status="unavailable", reason=why)
                 )
@@ -247,8 +316,12 @@ def _results(run: Run, key: str) -> tuple[list[dict[str, Any]], dict[str, float]
             rounds = ROUNDS if median < base else EARLY_ROUNDS  # a loser stops after the early rounds
             results.append(_cell(run, key, name, tokens, nbytes, median, rounds, stopped=rounds < ROUNDS))
             medians[(name, nbytes)] = median
-    for name, reason in run.unavailable.items():
-        outcomes[name] = {"status": "unavailable", "reason": reason}
+    for name in run.speedups:
+        reason = _run_refusal(run, name, sm)
+        if reason is not None:
+            outcomes[name] = {"status": "unavailable", "reason": reason}
+    for name, given in run.unavailable.items():
+        outcomes[name] = {"status": "unavailable", "reason": given or _run_refusal(run, name, sm)}
     _add_transitions(run, key, results, sizes)
     return results, medians, outcomes
 
@@ -307,6 +380,8 @@ def _context(run: Run, key: str, medians: Mapping[tuple[str, int], float]) -> li
         chosen = ["nccl", *run.context_backends]
         for name in run.speedups:
             median = medians.get((name, nbytes))
+            if median is None:
+                continue  # refused at this size, or for the whole run
             charge = _transition_us(max(n for (b, n) in medians if b == name)) / 64 if _lamport(name) else 0.0
             if median is not None and base / (median + charge) >= 1 + MARGIN and name not in chosen:
                 chosen.append(name)
@@ -330,9 +405,11 @@ def _context(run: Run, key: str, medians: Mapping[tuple[str, int], float]) -> li
 def evidence(name: str) -> dict[str, Any]:
     """The synthetic evidence document of example ``name`` (``synthetic-h200x2``, ...)."""
     node, runs = EXAMPLES_BY_NAME[name]()
+    major, minor = node["hardware"]["gpus"][0]["sm"].split(".")
+    sm = int(major) * 10 + int(minor)
     documents = []
     for run in runs:
-        results, medians, outcomes = _results(run, name)
+        results, medians, outcomes = _results(run, name, sm)
         document = {
             "tp": run.tp,
             "group": list(run.group),
@@ -378,7 +455,6 @@ EXAMPLES_BY_NAME: dict[str, Callable[[], tuple[dict[str, Any], list[Run]]]] = {
 
 
 def main() -> None:
-    sys.path.insert(0, str(REPO))
     from dataclasses import replace
 
     from topo_gate.evidence.document import load_evidence

@@ -111,3 +111,37 @@ def test_the_pcie_example_wins_at_tp2_and_loses_at_tp4() -> None:
     assert profile.measurement(4, "pcie-hostbridge", "allreduce").backends["vllm_custom"].status == (
         ("unavailable",) * 11
     )
+
+
+def test_the_sm120_example_holds_only_what_its_trials_would_admit() -> None:
+    """The fused all-reduce + RMSNorm kernels are refused on SM 12.0 by the trial backend's own rule
+    (``trtllm_unavailable``), and each launcher variant of the one-shot kernel runs only where that
+    launcher's rule picks one-shot: no example decision rests on a path no probe could time."""
+    sys.path.insert(0, str(PROFILES.parent / "scripts"))
+    import synthetic_evidence
+
+    document = synthetic_evidence.evidence("synthetic-rtxpro6000-pcie-x4")
+    fused = [
+        (run["tp"], name, outcome)
+        for run in document["runs"]
+        for name, outcome in run["backends"].items()
+        if name.startswith("trtllm_fused_")
+    ]
+    assert fused and all(
+        outcome == {"status": "unavailable", "reason": "fused all-reduce + RMSNorm is enabled by launchers "
+                    "on SM90/SM10x only, found SM120"}
+        for _, _, outcome in fused
+    )  # fmt: skip
+    (tp4,) = [run for run in document["runs"] if run["tp"] == 4 and run["pattern"] == "allreduce"]
+    (largest,) = [
+        cell
+        for cell in tp4["results"]
+        if cell["backend"] == "trtllm_oneshot_sglang" and cell["tokens"] == 1024
+    ]
+    assert (largest["status"], largest["reason"]) == (
+        "unavailable",
+        "the launcher's flashinfer rule runs two-shot at this size",
+    )
+    profile = load_profile(PROFILES / "examples" / "synthetic-rtxpro6000-pcie-x4.yaml")
+    backends = {rule.backend for entry in profile.decisions for rule in entry.rules}
+    assert not any(name.startswith("trtllm_fused_") for name in backends)

@@ -493,6 +493,8 @@ def test_an_unmeasured_default_path_is_named_once_with_its_token_counts() -> Non
             "runs": "the default runs pcie_ipc",
             "why": "the profile has no price for it",
             "action": "re-probe this node",
+            "setting": "",
+            "share": 0.5,
         }
     ]
 
@@ -511,7 +513,11 @@ def test_a_default_path_with_a_known_cause_says_what_the_launcher_runs_and_the_f
             "beyond": False,
             "runs": f"vLLM {PINNED['vllm']} runs nccl_nvls here by default",
             "why": "NCCL with NVLink SHARP (multicast, TP > 2 on NVSwitch); the trials time NCCL with NVLS off",
-            "action": "NCCL_NVLS_ENABLE=0 in the launcher's env: its NCCL is then the one timed",
+            "action": "NCCL_NVLS_ENABLE=0 in the launcher's env: its NCCL is then the one timed. This change is "
+            "itself not measured against the default it replaces (no trial times that default): `topo-gate ab "
+            "--profile P --arm fix:NCCL_NVLS_ENABLE=0 -- CMD` measures both end to end",
+            "setting": "NCCL_NVLS_ENABLE=0",
+            "share": 1.0,
         }
     ]
 
@@ -528,6 +534,8 @@ def test_a_step_beyond_the_table_is_unmeasured_beyond() -> None:
             "runs": "the default runs nccl",
             "why": "beyond the largest measured size",
             "action": "re-probe this node with sizes that cover the workload",
+            "setting": "",
+            "share": 0.5,
         }
     ]
 
@@ -779,10 +787,10 @@ def test_an_unmeasured_default_binds_first_with_its_fix() -> None:
     two = data(knobs="", unmeasured=[entry(4, 4), other])
     assert explain.summary_line(two) == (
         "no knobs, because the default runs mystery at 4 tokens of the workload, which is not "
-        "measured: no price (and 1 more below). Fix: re-probe."
+        "measured: no price (and 1 more cause below). Fix: re-probe."
     )
     three = data(knobs="", unmeasured=[entry(4, 4), entry(8, 8), entry(9, 9)])
-    assert "(and 2 more below)" in explain.summary_line(three)
+    assert "(and 2 more causes below)" in explain.summary_line(three)
 
 
 def test_steps_beyond_the_table_are_named_after_the_cause() -> None:
@@ -1031,14 +1039,15 @@ def test_the_total_of_an_unmeasured_default() -> None:
 
 def test_the_estimate_of_a_plan() -> None:
     assert explain.estimate_line(PLANNED, TWO_STEPS) == (
-        "est. -1.0% all-reduce time vs default over the workload 'two' (208.0 -> 206.0 us per step, 10 layers)"
+        "plan: --fast: over the workload 'two': est. -1.0% all-reduce time vs default (208.0 -> 206.0 us "
+        "per step, 10 layers)"
     )
 
 
 @pytest.mark.parametrize("knobs", [Knobs(args=("--fast",)), Knobs(env={"A": "1"}), Knobs(config={"k": 1})])
 def test_any_one_kind_of_knob_is_a_plan(knobs: Knobs) -> None:
     found = explain.estimate_line(choice(upto(2, "vllm_custom"), FAST, candidate=Candidate(knobs)), TWO_STEPS)
-    assert found.startswith("est. -1.0% all-reduce time vs default")
+    assert found.startswith("plan: ") and ": est. -1.0% all-reduce time vs default" in found
 
 
 def test_the_estimate_of_no_knobs_with_assumed_layers_and_part_of_the_steps() -> None:
@@ -1047,17 +1056,41 @@ def test_the_estimate_of_no_knobs_with_assumed_layers_and_part_of_the_steps() ->
     found = explain.estimate_line(
         choice(NCCL_ONLY, FAST, candidate=NOTHING, workload=workload, step=assumed), workload
     )
+    # The covered share comes before the figure it qualifies.
     assert found == (
-        "no knobs: nothing measured beats the launcher's default by more than noise over the workload 'w' "
-        "(208.0 us of all-reduce per step, 10 layers assumed, per 1-token step only: the 50% of steps that "
-        "could be priced)"
+        "no knobs: nothing measured beats the launcher's default by more than noise; on the 50% of the "
+        "workload 'w' steps that could be priced: 208.0 us of all-reduce per step (10 layers assumed)"
     )
+
+
+def test_the_estimate_gives_no_per_step_figure_below_half_the_steps_priced() -> None:
+    workload = Workload.from_weights("w", {1: 0.4, 16: 0.6})
+    found = explain.estimate_line(choice(NCCL_ONLY, FAST, candidate=NOTHING, workload=workload), workload)
+    assert found.endswith(
+        "only 40% of the workload 'w' steps could be priced: no per-step figure (recommend --explain shows "
+        "each step)"
+    )
+    assert "us of all-reduce per step" not in found
+
+
+def test_the_estimate_of_an_unmeasured_default_names_it_and_the_fix() -> None:
+    workload = Workload.from_weights("w", {3: 0.5, 4: 0.5})
+    found = explain.estimate_line(
+        choice(NCCL_ONLY, FAST, default_plain=upto(8, "nccl_nvls"), workload=workload, candidate=NOTHING),
+        workload,
+        "vllm",
+    )
+    assert found.startswith(
+        "no knobs: vLLM 0.33.0 runs nccl_nvls here by default at 3-4 tokens (100% of the workload's steps), "
+        "which is not measured. Fix: NCCL_NVLS_ENABLE=0"
+    )
+    assert "nothing changed" not in found and "beats" not in found
 
 
 def test_the_estimate_of_a_workload_priced_nowhere() -> None:
     workload = Workload.from_weights("far", {16: 1.0})
     assert explain.estimate_line(planned_for(workload), workload) == (
-        "nothing measured at the workload 'far' sizes for the launcher's default paths: nothing changed"
+        "plan: --fast: the default's paths were not measured at any of the workload 'far' sizes"
     )
 
 
@@ -1166,3 +1199,21 @@ def test_a_table_pads_each_column_to_its_widest_cell() -> None:
         "ccc  d",
         "     e   f",
     ]
+
+
+def _step(tokens: int, default_us: float | None, weight: float = 0.1) -> dict:
+    plan_us = default_us
+    return {
+        "tokens": tokens, "size": f"{tokens * 16} KiB", "weight": weight, "default_us_per_step": default_us,
+        "plan_us_per_step": plan_us, "saving_us_per_step": None if default_us is None else 0.0,
+        "changed": [], "why": None,
+    }  # fmt: skip
+
+
+def test_runs_of_unpriced_step_rows_fold_into_one() -> None:
+    steps = [_step(1, None), _step(2, None), _step(4, None), _step(8, 5.0), _step(16, None), _step(32, None)]
+    lines = explain._step_lines({"sites_per_step": {PLAIN: 1}, "steps": steps, "binding": None})
+    rows = [line.split() for line in lines[2:]]
+    # Three unpriced neighbours fold (sized by their largest message); two stay rows of their own.
+    assert [row[:2] for row in rows] == [["1-4", "64"], ["8", "128"], ["16", "256"], ["32", "512"]]
+    assert rows[0][3:5] == ["30.0%", "n/a"] and rows[2][3] == "10.0%"

@@ -115,7 +115,7 @@ def test_the_same_profile_is_followed_on_its_node(launcher, tmp_path) -> None:
     plan = case.plan(str(case.write(tmp_path / "profile.yaml")))
     assert not plan.fallback and plan.reason == "following the profile"
     assert (plan.args, dict(plan.env), dict(plan.config)) == (case.args, dict(case.env), dict(case.config))
-    assert plan.estimate.startswith("est. -")
+    assert plan.estimate.startswith("plan: ") and ": est. -" in plan.estimate
 
 
 @pytest.mark.parametrize("launcher", sorted(PLANNERS))

@@ -216,7 +216,7 @@ def test_a_knob_set_slower_than_the_default_is_not_the_plan() -> None:
 def test_a_knob_set_that_saves_is_the_plan_with_its_notes() -> None:
     plan = _trtllm(2.0)
     assert (plan.args, dict(plan.env), dict(plan.config)) == ((), {}, {"allreduce_strategy": "NCCL"})
-    assert plan.notes[-1] == "nccl" and plan.estimate.startswith("est. -")
+    assert plan.notes[-1] == "nccl" and plan.estimate.startswith("plan: ") and ": est. -" in plan.estimate
 
 
 def test_a_bad_fallback_mode_is_refused_before_anything_is_read() -> None:

@@ -83,5 +83,5 @@ def test_execs_estimate_line_shows_the_workload_files_name_inert(tmp_path) -> No
     )  # fmt: skip
     assert child.returncode == 0, child.stderr
     assert "\x1b" not in child.stderr and child.stdout == "started\n"
-    estimate = next(line for line in child.stderr.splitlines() if line.startswith("topo-gate: est."))
+    estimate = next(line for line in child.stderr.splitlines() if line.startswith("topo-gate: plan: "))
     assert "'w\\x1b]0;owned\\x07\\x1b[2J.yaml'" in estimate

@@ -1,6 +1,8 @@
 """What each launcher will do with a profile (``launchers.outlook``), on the bundled evidence: the real
 2x H200 profile, whose launcher defaults are mostly untimed there, and the synthetic PCIe profile,
-where vLLM's fusion is planned. Each outlook must say what ``recommend`` says for the same request."""
+where no launcher has a measured path faster than its default (the fused kernels are refused on
+SM 12.0, as a real trial refuses them); a plan with knobs comes from a knob case's node. Each outlook
+must say what ``recommend`` says for the same request."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from knob_cases import BY_NAME
 
 from topo_gate.launchers import PLANNERS, PlanRequest
 from topo_gate.launchers.knobs import PINNED
@@ -82,11 +85,21 @@ def test_trtllms_autotuned_default_is_one_cause_for_both_patterns() -> None:
 
 
 def test_a_plan_with_knobs_carries_its_estimated_saving_per_step() -> None:
-    vllm = _entry(outlooks(PCIE, model="qwen3-32b"), "vllm")
-    assert vllm.outcome.knobs.startswith("--compilation-config {")
-    assert vllm.outcome.estimate.startswith("est. -6.7% all-reduce time vs default")
-    assert "us per step" in vllm.outcome.estimate
-    assert _entry(outlooks(PCIE, model="qwen3-32b"), "vllm", tp=4).outcome.knobs == ""
+    case = BY_NAME["sglang-custom-off"]
+    sglang = _entry(outlooks(case.profile(), model=case.model), "sglang")
+    assert sglang.outcome.knobs == "--disable-custom-all-reduce"
+    assert sglang.outcome.estimate.startswith("plan: --disable-custom-all-reduce: ")
+    assert ": est. -" in sglang.outcome.estimate
+    assert (
+        "all-reduce time vs default" in sglang.outcome.estimate and "us per step" in sglang.outcome.estimate
+    )
+
+
+def test_the_sm120_example_plans_no_fusion_its_trials_would_refuse() -> None:
+    for tp in (2, 4):
+        vllm = _entry(outlooks(PCIE, model="qwen3-32b"), "vllm", tp=tp)
+        assert vllm.outcome.knobs == ""
+        assert vllm.outcome.estimate.startswith("no knobs")
 
 
 def test_default_spans_fold_the_same_path_and_status_and_say_tokens_with_bytes() -> None:

@@ -66,7 +66,7 @@ def test_args_format_is_one_shell_line(capsys, tmp_path) -> None:
         "fi_allreduce_fusion_max_size_mb": 0.21875,
     }
     assert f"topo-gate: vLLM {PINNED['vllm']}: following the profile" in err
-    assert "est. -" in err and "all-reduce time vs default over the workload 'serving'" in err
+    assert ": est. -" in err and "the workload 'serving'" in err and "all-reduce time vs default" in err
 
 
 def test_env_format_is_key_value_lines(capsys, tmp_path) -> None:
@@ -122,7 +122,8 @@ def test_the_users_flashinfer_backend_makes_vllms_default_measurable(capsys, mon
     code, out, err = run(capsys, *base)
     unmeasured = json.loads(out)
     assert code == 0 and unmeasured["price"]["default_us_per_step"] is None
-    assert "nothing measured at the workload 'serving' sizes for the launcher's default paths" in err
+    assert "the default's paths were not measured at any of the workload 'serving' sizes" in err
+    assert "nothing changed" not in err
     # vLLM's fusion pass fuses the embedding's all-reduce with the first norm: every site of its
     # step is a norm site, so the rows are the fused pattern's.
     assert {row["default"] for row in unmeasured["explain"] if row["tokens"][0] == 1} == {"mnnvl_fused_vllm"}
@@ -176,7 +177,7 @@ def test_each_preset_workload_prices_the_plan(capsys, tmp_path, workload: str) -
     )
     price = json.loads(out)["price"]
     assert code == 0 and price["workload"] == workload
-    assert f"over the workload '{workload}'" in err
+    assert f"the workload '{workload}'" in err
 
 
 def test_a_workload_file_weights_the_steps(capsys, tmp_path) -> None:
@@ -392,3 +393,17 @@ def test_unknown_pattern_in_the_api_changes_nothing(tmp_path) -> None:
     case = BY_NAME["vllm-custom-off"]
     plan = case.plan(str(case.write(tmp_path / "p.yaml")), patterns=("allgather",))
     assert plan.fallback and "unknown pattern" in plan.reason and plan.args == ()
+
+
+def test_env_format_of_a_plan_with_flags_names_them_and_exits_9(tmp_path, capsys) -> None:
+    """An env file cannot carry flags: the env lines are printed, stderr names the flags left out,
+    and the exit code is not 0, so ``--format env > x.env`` is not taken for the whole plan."""
+    case = BY_NAME["sglang-custom-off"]
+    profile = case.write(tmp_path / "node.yaml")
+    argv = ["recommend", str(profile), "--tp", "2", "--launcher", "sglang", "--model", case.model]
+    code = main([*argv, "--format", "env"])
+    out, err = capsys.readouterr()
+    assert code == 9
+    assert "--format env cannot carry the plan's flags --disable-custom-all-reduce" in err
+    assert "--disable-custom-all-reduce" not in out
+    assert main([*argv, "--format", "args"]) == 0

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from knob_cases import BY_NAME
 
 from topo_gate.cli import main
 from topo_gate.launchers.knobs import PINNED
@@ -63,17 +64,16 @@ def test_the_first_line_names_a_saving_refused_for_want_of_one_measurement(capsy
     )
 
 
-def test_the_first_line_of_a_plan_names_it_its_saving_and_where_it_binds(capsys) -> None:
+def test_the_first_line_of_a_plan_names_it_its_saving_and_where_it_binds(capsys, tmp_path) -> None:
+    case = BY_NAME["sglang-custom-off"]
+    profile = case.write(tmp_path / "node.yaml")
     code, out, _ = run(
-        capsys, str(PCIE), "--launcher", "vllm", "--tp", "2", "--model", "qwen3-32b", "--explain"
+        capsys, str(profile), "--launcher", "sglang", "--tp", "2", "--model", case.model, "--explain"
     )
     assert code == 0
     first = _explain_lines(out)[1]  # after the knobs themselves on stdout
-    assert first.startswith('plan: --compilation-config {"pass_config":{"fuse_allreduce_rms":true')
-    assert (
-        "(est. -6.7% all-reduce time per step); it comes closest to the default's limit at 1 token (10 KiB)"
-        in first
-    )
+    assert first.startswith("plan: --disable-custom-all-reduce (est. -")
+    assert "all-reduce time per step); it comes closest to the default's limit at " in first
 
 
 def test_no_faster_knob_set_says_so_first(capsys) -> None:
@@ -108,9 +108,13 @@ def test_the_json_rows_carry_bytes_beside_tokens(capsys) -> None:
 def test_per_step_figures_say_which_steps_they_cover(capsys) -> None:
     argv = (str(H200), "--launcher", "vllm", "--tp", "2", "--model", "deepseek-v3")
     _, _, err = run(capsys, *argv)
-    assert "per 8192-token step only: the 5% of steps that could be priced" in err
+    # The one line on stderr: the covered share first, and no per-step figure below half the steps.
+    assert "only 5% of the workload 'serving' steps could be priced: no per-step figure" in err
     _, _, err = run(capsys, str(PCIE), "--launcher", "vllm", "--tp", "2", "--model", "qwen3-32b")
-    assert "per step without the 2048- and 8192-token steps (10% of steps), which could not be priced" in err
+    assert (
+        "on the 90% of the workload 'serving' steps that could be priced: 4563.3 us of all-reduce per step"
+        in err
+    )
 
 
 @pytest.mark.parametrize("fmt", ["args", "env", "json", "yaml"])

@@ -215,7 +215,10 @@ def test_a_transition_measured_after_2048_tokens_plans_sglangs_fusion_backend(h2
     2048 tokens: the fusion backend wins over the legacy custom all-reduce, and no step is slower."""
     plan = sglang_legacy(h200["after_2048"], "llama-3-405b")
     assert plan.args == FUSION and not plan.env
-    assert plan.estimate.startswith("est. -8.")
+    assert (
+        plan.estimate.startswith("plan: --flashinfer-allreduce-fusion-backend trtllm: ")
+        and ": est. -8." in plan.estimate
+    )
     data = totals(plan.choice, plan.workload, "sglang")
     assert all(
         row["plan_us_per_step"] <= row["limit_us_per_step"]

@@ -54,11 +54,14 @@ def test_numbers_are_whole_and_stay_in_place_between_frames(width: int) -> None:
         assert re.match(
             r"^ +50%  0:01:01 elapsed  0:00:30 left|^ +50%  0:02:02 elapsed  0:06:15 left", overall
         ), overall
-        assert [PHASE_NUMBERS.match(line).group(1) for line in lines[2:]] == ["import", "measure"]
+        # Where the session does not fit beside the numbers it takes a line of its own.
+        phases = [line for line in lines if PHASE_NUMBERS.match(line)]
+        assert [PHASE_NUMBERS.match(line).group(1) for line in phases] == ["import", "measure"]
+        assert any("session 1/2: TP2 nvswitch" in line for line in lines[:2])
     # The phases' numbers end at the same column in every frame, whatever their values.
-    ends = {line.index(" s est.") for lines in frames for line in lines[2:]}
+    ends = {line.index(" s est.") for lines in frames for line in lines if PHASE_NUMBERS.match(line)}
     assert len(ends) == 1
-    bars = [line for lines in frames for line in lines[2:] if "━" in line]
+    bars = [line for lines in frames for line in lines if PHASE_NUMBERS.match(line) and "━" in line]
     assert (len(bars) == 4) == (width >= BARS_FROM)
 
 
@@ -176,3 +179,14 @@ def test_a_probe_whose_phases_ran_long_says_so_in_its_notes(tmp_path) -> None:
     result = probe(options, on_progress=lambda event: None, clock=lambda: next(ticks))
     (note,) = [note for note in result.notes if note.startswith("past 2x the planner's estimate: ")]
     assert "measure " in note and "(estimate " in note
+
+
+def test_a_session_label_too_long_for_the_line_gets_its_own_line_whole() -> None:
+    from topo_gate.report.progress import overall_line
+
+    label = "TP2 cpu-gloo (gloo ranks 0, 1: two processes on this machine)"
+    event = ProbeProgress(1, 1, label, 10.0, 60.0, "measure", "measure")
+    text = overall_line(event, 12.0, 80).plain
+    assert text.splitlines()[1] == f"  session 1/1: {label}"
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert len(overall_line(event, 12.0, 200).plain.splitlines()) == 1

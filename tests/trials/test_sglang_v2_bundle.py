@@ -23,6 +23,8 @@ from topo_gate.trials.backends import custom_v2_bundle
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "sglang_v2_bundle.py"
 CONFIG = "sglang/srt/distributed/device_communicators/configs/custom_all_reduce_v2.py"
+#: The CPython tag of the interpreter running the tests: the fake compiled wheels are built for it.
+RUNNING = f"cp{sys.version_info.major}{sys.version_info.minor}"
 COMMON = """import heavy_server_dependency
 
 
@@ -70,12 +72,12 @@ def wheel(folder: Path, name: str, files: dict[str, str]) -> Path:
 def wheels(tmp_path: Path) -> Path:
     folder = tmp_path / "wheels"
     folder.mkdir()
-    wheel(folder, "sglang-0.5.23-cp312-cp312-manylinux_2_34_x86_64.whl", SGLANG_FILES)
-    wheel(folder, "apache_tvm_ffi-0.1.11-cp312-abi3-manylinux2014_x86_64.whl", {
+    wheel(folder, f"sglang-0.5.23-{RUNNING}-{RUNNING}-manylinux_2_34_x86_64.whl", SGLANG_FILES)
+    wheel(folder, f"apache_tvm_ffi-0.1.11-{RUNNING}-abi3-manylinux2014_x86_64.whl", {
         "tvm_ffi/__init__.py": "__version__ = '0.1.11'\n",
         "apache_tvm_ffi-0.1.11.dist-info/METADATA": "Name: apache-tvm-ffi\nVersion: 0.1.11\n",
     })  # fmt: skip
-    wheel(folder, "msgspec-0.23.0-cp312-cp312-manylinux2014_x86_64.whl", {"msgspec/__init__.py": ""})
+    wheel(folder, f"msgspec-0.23.0-{RUNNING}-{RUNNING}-manylinux2014_x86_64.whl", {"msgspec/__init__.py": ""})
     return folder
 
 
@@ -251,3 +253,33 @@ def test_kernels_missing_without_a_bundle_asks_for_the_pinned_release() -> None:
         pass
     reason = custom_v2_bundle.kernels_missing({})
     assert reason is not None and "pip install sglang==0.5.23" in reason
+
+
+def test_a_bundle_of_another_cpython_is_refused_before_any_trial(wheels: Path, tmp_path: Path) -> None:
+    """A bundle whose compiled wheels are another CPython's (3.12's on 3.11) does not import: the
+    probe says so up front, with the fix, instead of timing nothing and calling it usable."""
+    other = "cp399"
+    msgspec = next(wheels.glob("msgspec-*.whl"))
+    msgspec.rename(wheels / msgspec.name.replace(f"-{RUNNING}-{RUNNING}-", f"-{other}-{other}-"))
+    out = tmp_path / "bundle"
+    assert build(wheels, out).returncode == 0
+    assert json.loads((out / "bundle.json").read_text(encoding="utf-8"))["abi"]["msgspec"] == other
+    reason = custom_v2_bundle.kernels_missing({custom_v2_bundle.ENV: str(out)})
+    assert reason is not None and f"msgspec built for {other}, this interpreter is {RUNNING}" in reason
+    assert "python scripts/sglang_v2_bundle.py build" in reason
+
+
+def test_a_module_that_is_there_but_fails_to_import_is_named(wheels: Path, tmp_path: Path) -> None:
+    out = tmp_path / "bundle"
+    assert build(wheels, out).returncode == 0
+    broken = out / "site" / "sglang" / "srt" / "environ.py"
+    broken.write_text("raise ImportError('compiled for another Python')\n", encoding="utf-8")
+    reason = custom_v2_bundle.kernels_missing({custom_v2_bundle.ENV: str(out)})
+    assert reason is not None and reason.startswith("importing sglang.srt.environ fails in ")
+    assert reason.endswith("ImportError: compiled for another Python")
+
+
+def test_build_takes_this_interpreters_wheels_by_default() -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), "build", "--help"], capture_output=True, text=True)
+    running = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert f"(default: this interpreter's, {running})" in " ".join(done.stdout.split())

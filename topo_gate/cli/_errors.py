@@ -19,6 +19,7 @@ class ExitCode(IntEnum):
     TRIALS_FAILED = 6  # trials could not run at all
     DRIFT = 7  # software drift under --strict
     UNWRITABLE = 8  # an output not written: not a regular file, read-only or missing folder, disk full
+    INCOMPLETE = 9  # recommend --format env: the plan has flags or config an env file cannot carry
     CANNOT_EXECUTE = 126  # exec: CMD found but not executable (the shell's convention)
     COMMAND_NOT_FOUND = 127  # exec: CMD not found (the shell's convention)
     INTERRUPTED = 130

@@ -23,10 +23,12 @@ from topo_gate.launchers.explain import render as render_explain
 from topo_gate.launchers.explain import rows as explain_rows
 from topo_gate.launchers.explain import totals as explain_totals
 from topo_gate.launchers.outlook import CPU_HARNESS, NO_TP_ALL_REDUCE
+from topo_gate.launchers.plan_line import plan_line
 from topo_gate.launchers.releases import ALLOW_ENV, Installed
 from topo_gate.launchers.workload import DEFAULT_WORKLOAD, Workload, WorkloadError, lookup_workload
 from topo_gate.launchers.workload import PRESETS as WORKLOADS
 from topo_gate.models import UnknownModel, lookup_model
+from topo_gate.profile.reader import SYNTHETIC_PROFILE
 
 FORMATS = ("args", "env", "json", "yaml")
 
@@ -239,7 +241,7 @@ def trtllm_options_file(plan: LaunchPlan) -> str:
     not an empty file (``yaml.safe_load`` of a file of comments is ``None``, not a mapping)."""
     lines = [f"# extra LLM-API options for TensorRT-LLM {plan.launcher_version_pinned}, from topo-gate"]
     status = f"FALLBACK: {plan.reason}" if plan.fallback else plan.reason
-    lines += [f"# {text}" for text in (status, plan.estimate, *plan.notes) if text]
+    lines += [f"# {text}" for text in (status, plan_line(plan), *plan.notes) if text]
     lines += [
         f"# set in the environment too (--format env): {key}={value}" for key, value in plan.env.items()
     ]
@@ -409,8 +411,11 @@ def command(
         click.echo(f"topo-gate: warning: {NO_MODEL_WARNING}", err=True)
     status = f"FALLBACK ({fallback}): {plan.reason}" if plan.fallback else plan.reason
     click.echo(f"topo-gate: {inert(plan.release_name())}: {inert(status)}", err=True)
-    if plan.estimate:
-        click.echo(f"topo-gate: {shown(plan.estimate)}", err=True)
+    if SYNTHETIC_PROFILE in plan.notes:
+        click.echo(f"topo-gate: warning: {SYNTHETIC_PROFILE}", err=True)
+    line = plan_line(plan)
+    if line:
+        click.echo(f"topo-gate: {shown(line)}", err=True)
     if fmt == "args" and plan.config:
         click.echo(
             "topo-gate: TensorRT-LLM reads these from a YAML file: --format yaml > extra.yaml, then "
@@ -422,3 +427,18 @@ def command(
     if explain and fmt != "json" and rows:  # a fallback has no price: its status line says why
         # The workload's and the profile's names come from files: inert, like every text from a file.
         click.echo(shown_lines(render_explain(rows, totals, width=terminal_width())))
+    if fmt == "env":
+        refuse_partial_env(plan)
+
+
+def refuse_partial_env(plan: LaunchPlan) -> None:
+    """An env file is only the plan's env: where the plan also has flags or config, say which on
+    stderr and exit 9, so a script that writes ``--format env > x.env`` does not take it for the plan."""
+    left = [*(["flags " + shlex.join(plan.args)] if plan.args else [])]
+    left += [f"LLM-API options {', '.join(plan.config)}"] if plan.config else []
+    if left:
+        other = "--format yaml" if plan.config else "--format args"
+        raise fail(
+            ExitCode.INCOMPLETE,
+            f"--format env cannot carry the plan's {' and '.join(left)}: take them with {other} too",
+        )

@@ -13,6 +13,7 @@ from topo_gate.cli._errors import ExitCode, fail
 from topo_gate.cli._profile import load_for_reading, profile_argument
 from topo_gate.launchers.outlook import outlooks
 from topo_gate.models import UnknownModel
+from topo_gate.profile.schema import Profile
 
 
 @click.command(
@@ -39,7 +40,13 @@ record; 3 unreadable.""",
     help="The served model (a probe preset, e.g. llama-3-70b) for what each launcher will do. Default: "
     "each preset of the profile's hidden size.",
 )
-def command(profile: Path, as_json: bool, model: str | None) -> None:
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Each range's whole reason and the other backends faster than NCCL there (default: the "
+    "reason's first clause).",
+)
+def command(profile: Path, as_json: bool, model: str | None, verbose: bool) -> None:
     """Render PROFILE: node, software, and per TP size and pattern which backend covers which sizes
     vs NCCL (and, under each, a line on its price table: the sizes and backends measured); then what
     each launcher will do with it on a node like the profiled one: its default path per size range,
@@ -73,6 +80,37 @@ def command(profile: Path, as_json: bool, model: str | None) -> None:
     from topo_gate.report.tables import profile_view
 
     console = Console()
-    console.print(profile_view(loaded, path=str(profile), digest_problem=digest_problem))
+    measured = measured_at(loaded, profile)
+    console.print(
+        profile_view(
+            loaded, path=str(profile), digest_problem=digest_problem, verbose=verbose, measured=measured
+        )
+    )
     console.print()
     console.print(terminal(outlook, console.width))
+
+
+def measured_at(loaded: Profile, path: Path) -> str | None:
+    """When the profile's evidence was measured: its ``created``, read from the evidence file the
+    profile names beside it when that file is there and matches the recorded digest; None otherwise
+    (a profile without its evidence is dated by its own ``created`` alone)."""
+    import hashlib
+
+    from topo_gate._inputs import InputError, parse_json, read_text
+    from topo_gate.evidence.document import MAX_EVIDENCE_BYTES
+
+    reference = loaded.evidence
+    if reference is None or reference.digest is None:
+        return None
+    try:
+        text = read_text(path.parent / reference.path, limit=MAX_EVIDENCE_BYTES, what="an evidence file")
+    except (InputError, OSError):
+        return None
+    if "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest() != reference.digest:
+        return None
+    try:
+        data = parse_json(text)
+    except InputError:
+        return None
+    created = data.get("created") if isinstance(data, dict) else None
+    return created if isinstance(created, str) else None

@@ -19,7 +19,7 @@ from topo_gate.launchers.cmdline import options_file, trtllm_options_at
 from topo_gate.launchers.follow import LaunchPlan
 from topo_gate.launchers.merge import Merged, merge_into_command
 from topo_gate.launchers.trtllm import OPTIONS_FLAG
-from topo_gate.profile.reader import FINGERPRINT_ENV
+from topo_gate.profile.reader import FINGERPRINT_ENV, SYNTHETIC_PROFILE
 
 
 def prepare(
@@ -78,6 +78,8 @@ def exec_merged(merged: Merged, plan: LaunchPlan) -> NoReturn:
     say = sys.stderr.write
     header = f"topo-gate: {plan.release_name()}"
     say(f"{header}: {shown('FALLBACK ' + plan.reason if plan.fallback else plan.reason)}\n")
+    if SYNTHETIC_PROFILE in plan.notes:
+        say(f"topo-gate: warning: {SYNTHETIC_PROFILE}\n")
     for item in merged.added:
         say(f"topo-gate: + {shown(item)}\n")
     for warning in merged.warnings:

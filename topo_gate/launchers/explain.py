@@ -24,7 +24,7 @@ from topo_gate.launchers.costmodel import Piece, Problem, StepCheck, binding, pi
 from topo_gate.launchers.planning import Choice, Unlock, Variant
 from topo_gate.launchers.pricing import PriceTable, bracket
 from topo_gate.launchers.routes import Knobs
-from topo_gate.launchers.unmeasured import unmeasured_words
+from topo_gate.launchers.unmeasured import cause, setting_words, unmeasured_words
 from topo_gate.launchers.workload import Workload
 
 
@@ -276,8 +276,8 @@ def unmeasured(choice: Choice, launcher: str, workload: Workload) -> list[dict[s
     """The default paths with no price at the workload's sizes, with the cause and the action."""
     variant = choice.worst
     row_bytes = variant.pricing.row_bytes
-    found: dict[str, dict[str, Any]] = {}
-    for tokens, _ in workload.steps:
+    found: dict[tuple[str, bool], dict[str, Any]] = {}
+    for tokens, weight in workload.steps:
         for pattern, count in variant.pricing.step.sites.items():
             if not count:
                 continue
@@ -286,20 +286,47 @@ def unmeasured(choice: Choice, launcher: str, workload: Workload) -> list[dict[s
             around = bracket(table.sizes, tokens * row_bytes)
             if around is not None and all(table.measured(name, rung) for rung in set(around)):
                 continue
-            entry = found.setdefault(name, {"path": name, "tokens": [tokens, tokens], "patterns": []})
+            # A path both inside and beyond the measured sizes is two entries: inside, its cause
+            # binds the plan; beyond, only the size does (a larger probe, whatever the path).
+            beyond = around is None
+            entry = found.setdefault(
+                (name, beyond), {"path": name, "tokens": [tokens, tokens], "patterns": [], "beyond": beyond}
+            )
             entry["tokens"] = [min(entry["tokens"][0], tokens), max(entry["tokens"][1], tokens)]
+            entry.setdefault("weights", {})[tokens] = weight
             if pattern not in entry["patterns"]:
                 entry["patterns"].append(pattern)
-            entry["beyond"] = around is None
-            words = unmeasured_words(name, launcher)
+            words = None if beyond else unmeasured_words(name, launcher)
             entry["runs"], entry["why"], entry["action"] = words or (
                 f"the default runs {name}",
-                "beyond the largest measured size" if around is None else "the profile has no price for it",
-                "re-probe this node with sizes that cover the workload"
-                if around is None
-                else "re-probe this node",
+                "beyond the largest measured size" if beyond else "the profile has no price for it",
+                "re-probe this node with sizes that cover the workload" if beyond else "re-probe this node",
             )
-    return list(found.values())
+            found_cause = None if beyond else cause(name, launcher)
+            entry["setting"] = "" if found_cause is None else setting_words(found_cause)
+    return _merged(list(found.values()))
+
+
+def _merged(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per cause: two paths untimed for the same reason with the same fix (plain and fused)
+    are said once, ``runs`` naming both; ``share`` is the part of the workload's steps they cover."""
+    merged: dict[tuple[bool, str, str], dict[str, Any]] = {}
+    for entry in entries:
+        key = (entry["beyond"], entry["why"], entry["action"])
+        found = merged.get(key)
+        if found is None:
+            merged[key] = entry
+            continue
+        found["runs"] = found["runs"].replace(" here by default", f" and {entry['path']} here by default", 1)
+        found["tokens"] = [
+            min(found["tokens"][0], entry["tokens"][0]),
+            max(found["tokens"][1], entry["tokens"][1]),
+        ]
+        found["patterns"] += [p for p in entry["patterns"] if p not in found["patterns"]]
+        found["weights"] |= entry["weights"]
+    for entry in merged.values():
+        entry["share"] = round(sum(entry.pop("weights").values()), 6)  # of the workload's steps
+    return list(merged.values())
 
 
 def unlock_data(unlock: Unlock | None, row_bytes: int) -> dict[str, Any] | None:
@@ -383,7 +410,7 @@ def summary_line(data: dict[str, Any]) -> str:
     default's limit."""
     found = [entry for entry in data.get("unmeasured") or [] if not entry.get("beyond")]
     beyond = [entry for entry in data.get("unmeasured") or [] if entry.get("beyond")]
-    spans = [token_span(*e["tokens"]) for e in beyond]
+    spans = list(dict.fromkeys(token_span(*e["tokens"]) for e in beyond))
     uncovered = (
         f"; the steps at {' and '.join(spans)} tokens lie beyond the largest measured size and are left as they are"
         if beyond
@@ -391,7 +418,8 @@ def summary_line(data: dict[str, Any]) -> str:
     )
     if not data["knobs"] and found:
         first, last = found[0]["tokens"]
-        more = f" (and {len(found) - 1} more below)" if len(found) > 1 else ""
+        others = len(found) - 1
+        more = f" (and {others} more cause{'s' if others > 1 else ''} below)" if others else ""
         return (
             f"no knobs, because {found[0]['runs']} at {token_span(first, last)} tokens of the "
             f"workload, which is not measured: {found[0]['why']}{more}. Fix: {found[0]['action']}{uncovered}."
@@ -419,26 +447,57 @@ def summary_line(data: dict[str, Any]) -> str:
     return f"plan: {data['knobs']}{saving}{binds}{uncovered}."
 
 
-def estimate_line(choice: Choice, workload: Workload) -> str:
-    """The one-line price ``exec`` and the plugins log."""
+#: Below this share of the workload's steps priced, a per-step figure describes the exception, not
+#: the workload: the one-line estimate gives none.
+MIN_PRICED_SHARE = 0.5
+
+
+def estimate_line(choice: Choice, workload: Workload, launcher: str = "") -> str:
+    """The one line ``recommend``, ``exec`` and the plugins print: what the plan is, the cause that
+    binds it and the fix in a few words (``--explain``'s first line says them in full), then the
+    price, the share of the workload's steps it covers first. ``launcher`` names the launcher whose
+    untimed default paths have a known cause and fix ("": only the causes every launcher shares)."""
     data = workload_totals(choice, workload)
-    default_us, plan_us = data["default_us_per_step"], data["plan_us_per_step"]
-    if default_us is None:
-        return f"nothing measured at the workload '{workload.name}' sizes for the launcher's default paths: nothing changed"
-    share = priced_share(data)
-    layers = f"{data['layers']} layers" + ("" if data["layers_known"] else " assumed")
-    if (
-        not choice.candidate.knobs.args
-        and not choice.candidate.knobs.env
-        and not choice.candidate.knobs.config
-    ):
+    knobs = knob_words(choice.candidate.knobs)
+    named = _summary_cause({"knobs": knobs, "unmeasured": unmeasured(choice, launcher, workload)})
+    price = _step_price(data, workload.name)
+    if knobs:
+        return f"plan: {knobs}: {price}"
+    if named is not None:
+        first, last = named["tokens"]
+        fix = named["setting"] or named["action"]
         return (
-            f"no knobs: nothing measured beats the launcher's default by more than noise over the workload "
-            f"'{workload.name}' ({default_us:.1f} us of all-reduce per step, {layers}{share})"
+            f"no knobs: {named['runs']} at {token_span(first, last)} tokens ({named['share']:.0%} of the "
+            f"workload's steps), which is not measured. Fix: {fix} (recommend --explain says why and how "
+            f"to measure the change); {price}"
         )
+    if data["default_us_per_step"] is None:
+        return f"no knobs: {price}"
+    return f"no knobs: nothing measured beats the launcher's default by more than noise; {price}"
+
+
+def _step_price(data: dict[str, Any], workload: str) -> str:
+    """The per-step price over the workload, the share of its steps it covers first; no per-step
+    figure below ``MIN_PRICED_SHARE``."""
+    share, default_us, plan_us = data["measured_share"], data["default_us_per_step"], data["plan_us_per_step"]
+    layers = f"{data['layers']} layers" + ("" if data["layers_known"] else " assumed")
+    if default_us is None:
+        return f"the default's paths were not measured at any of the workload '{workload}' sizes"
+    if share < MIN_PRICED_SHARE:
+        return (
+            f"only {share:.0%} of the workload '{workload}' steps could be priced: no per-step figure "
+            "(recommend --explain shows each step)"
+        )
+    covered = (
+        f"over the workload '{workload}'"
+        if share >= 0.999
+        else f"on the {share:.0%} of the workload '{workload}' steps that could be priced"
+    )
+    if data["saving"] is None or plan_us is None or plan_us == default_us:
+        return f"{covered}: {default_us:.1f} us of all-reduce per step ({layers})"
     return (
-        f"est. {-data['saving']:+.1%} all-reduce time vs default over the workload '{workload.name}' "
-        f"({default_us:.1f} -> {plan_us:.1f} us per step, {layers}{share})"
+        f"{covered}: est. {-data['saving']:+.1%} all-reduce time vs default "
+        f"({default_us:.1f} -> {plan_us:.1f} us per step, {layers})"
     )
 
 
@@ -534,11 +593,21 @@ def _table(lines: Sequence[Sequence[str]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines]
 
 
+def _summary_cause(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The unmeasured default path ``summary_line`` names as the cause (None: it names none)."""
+    if data.get("knobs"):
+        return None
+    return next((entry for entry in data.get("unmeasured") or [] if not entry.get("beyond")), None)
+
+
 def headline(data: dict[str, Any]) -> list[str]:
     """What binds the plan and what would change it, first: the default paths that were not measured
     (with the action that measures them), and a saving a missing measurement could unlock."""
     out = []
+    named = _summary_cause(data)
     for entry in data.get("unmeasured") or []:
+        if entry is named:
+            continue  # the summary line says it, with its fix
         first, last = entry["tokens"]
         span = token_span(first, last)
         out.append(
@@ -575,16 +644,17 @@ def _step_lines(data: dict[str, Any]) -> list[str]:
     sites = data.get("sites_per_step") or {}
     what = " + ".join(f"{count} {pattern}" for pattern, count in sites.items() if count)
     lines = [("tokens", "size", "weight", "default us/step", "plan us/step", "saving/step", "note")]
-    for row in data.get("steps") or []:
+    for run in _unpriced_runs(data.get("steps") or []):
+        first, last = run[0], run[-1]
         lines.append(
             (
-                f"{row['tokens']:g}",
-                row["size"],
-                f"{row['weight']:.1%}",
-                _us(row["default_us_per_step"]),
-                _us(row["plan_us_per_step"]),
-                _us(row["saving_us_per_step"], signed=True),
-                row["why"] or ("same paths" if not row["changed"] else ""),
+                f"{first['tokens']:g}" + ("" if len(run) == 1 else f"-{last['tokens']:g}"),
+                last["size"],  # the largest message of the run, as a range row's size is
+                f"{sum(row['weight'] or 0.0 for row in run):.1%}",
+                _us(first["default_us_per_step"]),
+                _us(first["plan_us_per_step"]),
+                _us(first["saving_us_per_step"], signed=True),
+                first["why"] or ("same paths" if not first["changed"] else ""),
             )
         )
     out = [f"per step (a step: {what} all-reduces, plus each buffer's transition once):", *_table(lines)]
@@ -597,6 +667,34 @@ def _step_lines(data: dict[str, Any]) -> list[str]:
             + (f"; {found['why']}" if found["why"] else "")
         )
     return out
+
+
+#: Fewer unpriced neighbours than this stay rows of their own: a folded row's token range is wider
+#: than one count, and two rows are read at a glance.
+MIN_FOLDED_ROWS = 3
+
+
+def _unpriced_runs(rows: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The step rows in order, each run of ``MIN_FOLDED_ROWS`` or more neighbours that no side could
+    price (every figure n/a, the same note) folded into one: ten rows of n/a say less than one row of
+    their token range."""
+    runs: list[list[dict[str, Any]]] = []
+    for row in rows:
+        unpriced = row["default_us_per_step"] is None and row["plan_us_per_step"] is None
+        previous = runs[-1][-1] if runs else None
+        if (
+            unpriced
+            and previous is not None
+            and previous["default_us_per_step"] is None
+            and previous["plan_us_per_step"] is None
+            and (previous["why"], previous["changed"]) == (row["why"], row["changed"])
+        ):
+            runs[-1].append(row)
+        else:
+            runs.append([row])
+    return [
+        piece for run in runs for piece in ([run] if len(run) >= MIN_FOLDED_ROWS else [[row] for row in run])
+    ]
 
 
 def _us(value: float | None, *, signed: bool = False) -> str:

@@ -23,8 +23,16 @@ from typing import Any
 from topo_gate._units import human_bytes
 from topo_gate.launchers import knobs
 from topo_gate.launchers.common import PlanRequest
-from topo_gate.launchers.explain import headline, knob_words, rows, token_span, unlock_data, unmeasured
+from topo_gate.launchers.explain import (
+    headline,
+    knob_words,
+    rows,
+    token_span,
+    unlock_data,
+    unmeasured,
+)
 from topo_gate.launchers.follow import LaunchPlan
+from topo_gate.launchers.plan_line import plan_line
 from topo_gate.launchers.routes import Knobs
 from topo_gate.launchers.sglang import sglang_plan
 from topo_gate.launchers.trtllm import trtllm_plan
@@ -281,7 +289,7 @@ def _outcome(plan: LaunchPlan) -> Outcome:
     if plan.fallback:
         return Outcome("", "", plan.reason)
     words = knob_words(Knobs(plan.args, plan.env, plan.config))
-    return Outcome(words + (" in the LLM-API options" if plan.config else ""), plan.estimate)
+    return Outcome(words + (" in the LLM-API options" if plan.config else ""), plan_line(plan))
 
 
 def _settings(untimed: Sequence[Mapping[str, Any]], launcher: str) -> tuple[tuple[str, ...], dict[str, str]]:

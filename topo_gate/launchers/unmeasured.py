@@ -36,13 +36,23 @@ class Untimed(NamedTuple):
     args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
 
+    @property
+    def advice(self) -> str | None:
+        """``action``, and where it changes the launcher's own settings, that the change is itself
+        not measured against the untimed default it replaces, with the command that measures it."""
+        if self.action is None or not (self.args or self.env):
+            return self.action
+        return f"{self.action}. {unmeasured_change(self)}"
+
 
 #: The actions were checked on the route models: each turns the sizes into a timed path.
 UNTIMED: tuple[Untimed, ...] = (
     Untimed(
         "autotuned",
         "trtllm",
-        "TensorRT-LLM's AUTO asks its AutoTuner at warm-up: the pick is known only at run time",
+        "TensorRT-LLM's AUTO asks its AutoTuner at warm-up, which times NCCL_SYMMETRIC, NCCL, one-shot "
+        "and two-shot per token bucket and keeps the fastest: the pick is known only at run time, and "
+        "is likely no slower than the table's, which turning the tuner off follows",
         "TLLM_DISABLE_ALLREDUCE_AUTOTUNE=1 in TensorRT-LLM's env: AUTO then follows its table, whose "
         "kernels (trtllm_oneshot, trtllm_fused_oneshot) are timed",
         env=(("TLLM_DISABLE_ALLREDUCE_AUTOTUNE", "1"),),
@@ -114,12 +124,36 @@ def cause(name: str, launcher: str) -> Untimed | None:
 
 
 def unmeasured_words(name: str, launcher: str) -> tuple[str, str, str] | None:
-    """(what the launcher runs, why the profile has no price for it, the action) for a default path
+    """(what the launcher runs, why the profile has no price for it, the advice) for a default path
     ``name`` of a measurement table; None for a path with no known cause."""
     found = cause(name, launcher)
-    if found is None or found.action is None:
+    if found is None or found.advice is None:
         return None
-    return f"{release(launcher)} runs {name} here by default", found.why, found.action
+    return f"{release(launcher)} runs {name} here by default", found.why, found.advice
+
+
+def setting_words(found: Untimed) -> str:
+    """The launcher settings of ``found``'s action as a user writes them (flags, then ``KEY=VALUE``)."""
+    return " ".join([*found.args, *(f"{key}={value}" for key, value in found.env)])
+
+
+#: The arm's name in the command below: what the user's own change is, beside ``default``.
+AB_ARM_NAME = "fix"
+
+
+def ab_command(found: Untimed) -> str:
+    """The one command that times the launcher with ``found``'s env change against its default end to
+    end (interleaved rounds, paired CI and a verdict): an env arm beside ``default``."""
+    arms = " ".join(f"--arm {AB_ARM_NAME}:{key}={value}" for key, value in found.env)
+    return f"topo-gate ab --profile P {arms} -- CMD"
+
+
+def unmeasured_change(found: Untimed) -> str:
+    """Why a fix that changes the launcher's settings is advice no trial backs, and what measures it."""
+    said = "This change is itself not measured against the default it replaces"
+    if found.args:
+        return f"{said} (no trial times that default): run CMD with and without {setting_words(found)} under `topo-gate ab` to measure it end to end"
+    return f"{said} (no trial times that default): `{ab_command(found)}` measures both end to end"
 
 
 def release(launcher: str) -> str:

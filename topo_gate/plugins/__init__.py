@@ -27,6 +27,7 @@ from topo_gate._terminal import shown
 from topo_gate.launchers import PLANNERS, LaunchPlan, PlanRequest, nccl_plan
 from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS
 from topo_gate.profile.given_fingerprint import FINGERPRINT_ENV, env_fingerprint
+from topo_gate.profile.reader import SYNTHETIC_PROFILE
 
 PROFILE_ENV = "TOPO_GATE_PROFILE"
 APPLIED_ENV = "TOPO_GATE_PLUGIN_APPLIED"
@@ -47,6 +48,7 @@ class Outcome:
 
     def line(self) -> str:
         from topo_gate.launchers.merge import split_flags
+        from topo_gate.launchers.plan_line import plan_line
         from topo_gate.plugins.fields import FLAG_FIELDS
 
         plan = self.plan
@@ -60,10 +62,13 @@ class Outcome:
         ]
         applied = [*args, *(f"{name}={value}" for name, value in plan.env.items() if name not in yours)]
         parts = [f"topo-gate: {self.plugin} plugin: {plan.release_name()}: profile {self.digest}: {what}"]
+        if SYNTHETIC_PROFILE in plan.notes:
+            parts.append(SYNTHETIC_PROFILE)
         if applied:
             parts.append("applied " + " ".join(applied))
-        if plan.estimate:
-            parts.append(plan.estimate)
+        line = plan_line(plan)
+        if line:
+            parts.append(line)
         parts.extend(self.notes)
         if self.kept:
             parts.append(f"yours kept: {', '.join(self.kept)}")

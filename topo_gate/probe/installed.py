@@ -11,25 +11,23 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
+from topo_gate.probe.jit import FLASHINFER_PREFIXES, SGLANG_V2, jit_refusals
 from topo_gate.trials.backends._flashinfer import flashinfer_missing
 from topo_gate.trials.backends.custom_v2_bundle import kernels_missing
 from topo_gate.trials.backends.names import COMPOSITE_SUFFIX
 
-#: Trial backends that call FlashInfer's kernels (``trials/backends/trtllm.py``, ``pcie_ipc.py``,
-#: ``vllm_custom.py``: each admits itself only where ``flashinfer_missing`` says nothing).
-FLASHINFER_PREFIXES = ("trtllm_", "pcie_ipc", "vllm_custom")
-SGLANG_V2 = "custom_v2_sglang"
-
 
 def unavailable_up_front(
-    names: Iterable[str], device: str, environ: Mapping[str, str] = os.environ
+    names: Iterable[str], device: str, environ: Mapping[str, str] = os.environ, sms: Sequence[str] = ()
 ) -> dict[str, str]:
-    """Per backend of ``names`` known not to run on this machine, why; the CPU harness's gloo
-    backends always run."""
+    """Per backend of ``names`` known not to run on this machine, why: not installed, or a JIT build
+    it needs that cannot run here (``jit.jit_refusals``, asked for the GPUs' ``sms``); the CPU
+    harness's gloo backends always run."""
     if device != "cuda":
         return {}
+    names = list(names)
     plains = {name: name.removesuffix(COMPOSITE_SUFFIX) for name in names}
     torch = None if _importable("torch") else "torch is not installed"
     flashinfer = flashinfer_missing()
@@ -42,6 +40,9 @@ def unavailable_up_front(
             reasons[name] = f"SGLang 0.5.23's kernels are not importable here ({_first_clause(sglang)})"
         elif plain.startswith(FLASHINFER_PREFIXES) and flashinfer is not None:
             reasons[name] = flashinfer
+    if torch is None:
+        plain_refusals = jit_refusals([plains[name] for name in names if name not in reasons], sms, environ)
+        reasons |= {name: plain_refusals[plains[name]] for name in names if plains[name] in plain_refusals}
     return reasons
 
 

@@ -166,4 +166,4 @@ def _verdict(
         install = next(fix for name, fix in INSTALL_ACTIONS if path.startswith(name))
         return False, backends[path], install
     found = untimed(path, launcher)
-    return (False, found.why, found.action) if found is not None else (False, NO_TRIAL, None)
+    return (False, found.why, found.advice) if found is not None else (False, NO_TRIAL, None)

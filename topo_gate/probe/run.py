@@ -189,7 +189,7 @@ def preflight_rows(
     if options.default_routes is None and options.device == "cuda":
         return ()
     names = sorted({name for session in sessions for plan in session.plans for name in plan.backends})
-    refused = unavailable_up_front(names, options.device)
+    refused = unavailable_up_front(names, options.device, sms=facts.sms)
     return preflight(
         facts,
         [session.tp for session in sessions],

@@ -43,6 +43,9 @@ _UNVERIFIED = (
     f"set {FINGERPRINT_ENV}; a caller planning for the profile's node class passes "
     "trust_unverified_node=True)"
 )
+#: Every plan from a synthetic profile carries this note, and every command that plans prints it on
+#: stderr: its numbers come from a latency model, so a plan from it is a showcase, not advice.
+SYNTHETIC_PROFILE = "SYNTHETIC profile: made-up numbers, not measured on any node; do not deploy this plan"
 
 
 @dataclass(frozen=True)
@@ -212,6 +215,8 @@ def _admit(
     if path is not None and is_profile_set(path):
         path = _set_member(path, fingerprint)
     profile = _admitted_profile(source, path)
+    if profile.node.provenance.get("synthetic") is True:
+        warnings.append(SYNTHETIC_PROFILE)
     _check_node(profile, strict, fingerprint, trust_unverified_node, warnings)
     group_class = _group_class(profile, tp, group)
     return Admission(tp, "", tuple(warnings), profile, group_class, path, given)

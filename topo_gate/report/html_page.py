@@ -119,8 +119,10 @@ def _section(key: Key, sources: Sequence[Source], figures: Sequence[tuple[Figure
         labels = ", ".join(label for label, _ in group)
         same = " (the same ranges and backends)" if len(group) > 1 else ""
         cpu = any(source.profile.cpu_harness for source in sources)
+        baseline = "gloo" if cpu else "NCCL"  # the CPU harness's baseline is gloo, not NCCL
         parts.append(
-            f"<h3>Decisions (each backend vs NCCL): {html_text(labels)}{same}</h3>{_decision_table(group, cpu=cpu)}"
+            f"<h3>Decisions (each backend vs {baseline}): {html_text(labels)}{same}</h3>"
+            f"{_decision_table(group, cpu=cpu)}"
         )
     for spec, png in figures:
         data = base64.b64encode(png).decode("ascii")
@@ -158,7 +160,10 @@ def _decision_table(group: Sequence[tuple[str, DecisionEntry]], *, cpu: bool) ->
             f'<td class="backend">{html_text(backend_words(rule.backend, cpu=cpu))}</td>{speedups}'
             f'<td class="why">{why}</td></tr>'
         )
-    speedup_heads = [f"speed-up, {label}" if several else "speed-up vs nccl (95% CI)" for label, _ in group]
+    versus = "gloo" if cpu else "nccl"
+    speedup_heads = [
+        f"speed-up, {label}" if several else f"speed-up vs {versus} (95% CI)" for label, _ in group
+    ]
     why_head = f"why ({group[0][0]})" if several else "why"
     return f"<table>{_head('message size', 'backend', *speedup_heads, why_head)}{''.join(rows)}</table>"
 

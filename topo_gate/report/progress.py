@@ -4,7 +4,8 @@ One frame, redrawn in place (rich ``Live``) a few times a second and on every he
 
 * the overall line, numbers first: percent of the estimated work, elapsed, time left (the planner's
   estimate until rounds were timed, then re-fitted from them: ``ProbeProgress.pace``), then the
-  session; only the session's words are ever cut to fit;
+  session, on a line of its own where both do not fit (a label is cut only where it alone is wider
+  than the terminal);
 * what the workers are doing (cut at the terminal's edge);
 * one line per worker phase (import, rendezvous, setup, check, capture, measure, ...): wall seconds
   spent in it against the planner's estimate, flagged ``over 2x`` past twice the estimate.
@@ -46,9 +47,16 @@ def overall_line(event: ProbeProgress, elapsed_s: float, width: int) -> Text:
     line = Text(numbers, style="bold")
     if event.pace is not None and not 1 / PACE_SHOWN_FROM < event.pace < PACE_SHOWN_FROM:
         line.append(f" (re-fitted: {event.pace:.1f}x the estimate)", style="yellow")
-    line.append(f"  session {event.run}/{event.runs}: {event.label}")
+    session = f"session {event.run}/{event.runs}: {event.label}"
+    if len(line) + 2 + len(session) <= width:
+        line.append(f"  {session}")
+        return line
+    # Too narrow for both: the session gets a line of its own rather than losing its label's end
+    # (which names the GPUs or ranks); only a label wider than the terminal is cut.
+    below = Text(f"\n  {session}")
+    below.truncate(width + 1, overflow="ellipsis")
     line.truncate(width, overflow="ellipsis")
-    return line
+    return line + below
 
 
 def phase_line(phase: PhaseProgress, current: bool, width: int) -> Text:

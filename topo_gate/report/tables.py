@@ -30,7 +30,9 @@ def size_range(min_bytes: int, max_bytes: int | None) -> str:
     return f"> {human_bytes(min_bytes)}, <= {human_bytes(max_bytes)}"
 
 
-def profile_header(profile: Profile, *, path: str, digest_problem: str | None = None) -> Table:
+def profile_header(
+    profile: Profile, *, path: str, digest_problem: str | None = None, measured: str | None = None
+) -> Table:
     """Where the profile comes from: node class, GPUs, software, creation; loud when not usable."""
     node = profile.node
     grid = Table.grid(padding=(0, 2))
@@ -48,7 +50,13 @@ def profile_header(profile: Profile, *, path: str, digest_problem: str | None = 
     grid.add_row("Fingerprint", Text(node.fingerprint, overflow="fold"))
     grid.add_row("Software", file_text(_software_words(node.software)))
     created = f"{profile.created} by {profile.tool.name} {profile.tool.version}"
-    grid.add_row("Created", file_text(created))
+    if measured is not None and measured != profile.created:
+        # A replay (probe --replay, decide) writes the profile long after the trials: the date that
+        # matters is the measurement's.
+        grid.add_row("Measured", file_text(f"{measured} (its evidence)"))
+        grid.add_row("Written", file_text(created))
+    else:
+        grid.add_row("Created", file_text(created))
     trials = profile.trials
     trials_words = f"{trials.dtype}, hidden {trials.hidden}, TP {', '.join(map(str, trials.tp))}"
     grid.add_row("Trials", file_text(trials_words))
@@ -57,11 +65,16 @@ def profile_header(profile: Profile, *, path: str, digest_problem: str | None = 
     return grid
 
 
-def decision_table(entry: DecisionEntry, *, cpu: bool = False) -> Table:
-    """One (tp, pattern, group class): size range | speedup (CI), in context | backend and its reason."""
+def decision_table(entry: DecisionEntry, *, cpu: bool = False, verbose: bool = False) -> Table:
+    """One (tp, pattern, group class): size range | speedup (CI), in context | backend and its reason.
+
+    A reason runs to 40 lines at 80 columns: without ``verbose`` a cell holds its first clause (what
+    decided the range), and the other backends faster than the baseline and the rest of the reason
+    (weakest size, transitions, in context) are ``show --verbose``'s."""
     baseline = "gloo" if cpu else "NCCL"
+    ranks = "gloo ranks" if cpu else "GPUs"  # the CPU harness runs processes, no GPU
     title = file_text(
-        f"TP {entry.tp} / {entry.pattern} / {entry.group_class} (measured on GPUs {list(entry.group)}), "
+        f"TP {entry.tp} / {entry.pattern} / {entry.group_class} (measured on {ranks} {list(entry.group)}), "
         f"each backend vs {baseline}"
     )
     if entry.failed is not None:
@@ -80,14 +93,19 @@ def decision_table(entry: DecisionEntry, *, cpu: bool = False) -> Table:
     for rule in entry.rules:
         fast = is_fast_path(rule.backend)
         cell = Text(backend_words(rule.backend, cpu=cpu), style="bold green" if fast else "dim")
-        if rule.alternatives:
+        if rule.alternatives and verbose:
             cell.append(f"\n{alternatives_words(rule)}", style="green")
         if rule.reason:
-            cell.append(f"\n{shown(rule.reason)}", style="default")
+            cell.append(f"\n{shown(rule.reason if verbose else first_clause(rule.reason))}", style="default")
         speedup = _speedup_words(rule) if shows_speedup(rule, cpu=cpu) else ""
         table.add_row(size_range(lower, rule.max_bytes), speedup, cell)
         lower = rule.max_bytes or lower
     return table
+
+
+def first_clause(reason: str) -> str:
+    """A rule's reason up to its first ``; ``: the clause that says what decided the range."""
+    return reason.partition("; ")[0]
 
 
 def alternatives_words(rule: Rule) -> str:
@@ -105,17 +123,40 @@ def _speedup_words(rule: Rule) -> str:
     return f"{isolated}\nin context {speedup_text(rule.in_context)}"
 
 
-def profile_view(profile: Profile, *, path: str, digest_problem: str | None = None) -> RenderableType:
-    """The header followed by one table per decision, in profile order."""
-    parts: list[RenderableType] = [profile_header(profile, path=path, digest_problem=digest_problem)]
+def profile_view(
+    profile: Profile,
+    *,
+    path: str,
+    digest_problem: str | None = None,
+    verbose: bool = False,
+    measured: str | None = None,
+) -> RenderableType:
+    """The header followed by one table per decision, in profile order (``verbose``: whole reasons;
+    ``measured``: when its evidence was measured, where known)."""
+    parts: list[RenderableType] = [
+        profile_header(profile, path=path, digest_problem=digest_problem, measured=measured)
+    ]
     if not profile.decisions:
         parts.append(Text("\nNo decisions: NCCL for every TP size and message size.", style="yellow"))
     for entry in profile.decisions:
-        parts.append(decision_table(entry, cpu=profile.cpu_harness))
+        parts.append(decision_table(entry, cpu=profile.cpu_harness, verbose=verbose))
         table = profile.measurement(entry.tp, entry.group_class, entry.pattern)
         if table is not None:
             parts.append(Text(price_line(table), style="dim"))
+    cut = any(
+        "; " in (rule.reason or "") or rule.alternatives
+        for entry in profile.decisions
+        for rule in entry.rules
+    )
+    if cut and not verbose:
+        parts.append(Text(CUT_NOTE, style="dim"))
     return Group(*parts)
+
+
+#: Said once under the tables whose reasons were cut to their first clause.
+CUT_NOTE = (
+    "Each reason above is its first clause: show --verbose prints it whole, with the other fast backends."
+)
 
 
 def price_line(table: Measurement) -> str:

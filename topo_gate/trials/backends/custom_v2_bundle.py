@@ -18,6 +18,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -51,10 +52,11 @@ def activate(environ: Mapping[str, str] = os.environ) -> str | None:
 
 
 def kernels_missing(environ: Mapping[str, str] = os.environ) -> str | None:
-    """What ``activate`` would answer in a fresh worker, asked without changing this process: no
-    import, no ``sys.path`` entry (the probe asks before any trial, ``probe/installed.py``). The
-    modules are looked for as files, because finding a submodule imports its parents, and an
-    installed ``sglang/__init__.py`` imports the whole server."""
+    """What ``activate`` and the backend's imports would answer in a fresh worker, asked without
+    changing this process: no import, no ``sys.path`` entry here (the probe asks before any trial,
+    ``probe/installed.py``). The modules are looked for as files first, because finding a submodule
+    imports its parents, and an installed ``sglang/__init__.py`` imports the whole server; then they
+    are imported in a fresh interpreter, as the worker imports them."""
     folder = environ.get(ENV)
     if folder:
         reason = _manifest_problem(Path(folder))
@@ -74,7 +76,47 @@ def kernels_missing(environ: Mapping[str, str] = os.environ) -> str | None:
         relative = Path(*name.split("."))
         if not any((root / relative).with_suffix(".py").is_file() for root in roots):
             return f"{name} not importable"
-    return None
+    return _import_problem(environ)
+
+
+#: How long importing the kernels' modules may take in the fresh interpreter (tvm-ffi and torch load
+#: in a few seconds; a hung import is a problem to report, not to wait on).
+IMPORT_TIMEOUT_S = 120
+_IMPORT_ALL = """
+import importlib, sys
+from topo_gate.trials.backends.custom_v2_bundle import DEPENDENCIES, MODULES, activate
+reason = activate()
+if reason is not None:
+    sys.exit(reason)
+for name in (*DEPENDENCIES, *MODULES):
+    try:
+        importlib.import_module(name)
+    except Exception as error:
+        sys.exit(f"importing {name} fails in {sys.executable}: {type(error).__name__}: {error}")
+"""
+
+
+def _import_problem(environ: Mapping[str, str]) -> str | None:
+    """Import what the backend imports, as a worker does (``activate``, then each module), in a fresh
+    interpreter of this Python: files that are there can still fail to load (a compiled wheel of
+    another CPython), and this process must not import SGLang."""
+    root = str(Path(__file__).resolve().parents[3])  # the folder holding topo_gate
+    paths = [root, *([environ["PYTHONPATH"]] if environ.get("PYTHONPATH") else [])]
+    env = {**environ, "PYTHONPATH": os.pathsep.join(paths)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _IMPORT_ALL],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=IMPORT_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return f"importing SGLang's v2 modules took over {IMPORT_TIMEOUT_S} s"
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.strip().splitlines()
+    return lines[-1] if lines else f"importing SGLang's v2 modules failed (exit {done.returncode})"
 
 
 def _manifest_problem(folder: Path) -> str | None:
@@ -88,6 +130,15 @@ def _manifest_problem(folder: Path) -> str | None:
     if manifest.get("sglang") != PINNED_SGLANG:
         return (
             f"{ENV}={folder} holds sglang {manifest.get('sglang')}; this backend reproduces {PINNED_SGLANG}"
+        )
+    running = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    abi = manifest.get("abi") or {}
+    foreign = {name: tag for name, tag in abi.items() if str(tag).startswith("cp") and tag != running}
+    if foreign:
+        name, tag = next(iter(foreign.items()))
+        return (
+            f"{ENV}={folder} holds {name} built for {tag}, this interpreter is {running}: rebuild the bundle "
+            "with this Python (python scripts/sglang_v2_bundle.py build)"
         )
     return None
 
