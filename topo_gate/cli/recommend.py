@@ -23,7 +23,6 @@ from topo_gate.launchers.explain import render as render_explain
 from topo_gate.launchers.explain import rows as explain_rows
 from topo_gate.launchers.explain import totals as explain_totals
 from topo_gate.launchers.outlook import CPU_HARNESS, NO_TP_ALL_REDUCE
-from topo_gate.launchers.plan_line import plan_line
 from topo_gate.launchers.releases import ALLOW_ENV, Installed
 from topo_gate.launchers.workload import DEFAULT_WORKLOAD, Workload, WorkloadError, lookup_workload
 from topo_gate.launchers.workload import PRESETS as WORKLOADS
@@ -241,7 +240,7 @@ def trtllm_options_file(plan: LaunchPlan) -> str:
     not an empty file (``yaml.safe_load`` of a file of comments is ``None``, not a mapping)."""
     lines = [f"# extra LLM-API options for TensorRT-LLM {plan.launcher_version_pinned}, from topo-gate"]
     status = f"FALLBACK: {plan.reason}" if plan.fallback else plan.reason
-    lines += [f"# {text}" for text in (status, plan_line(plan), *plan.notes) if text]
+    lines += [f"# {text}" for text in (status, plan.estimate, *plan.notes) if text]
     lines += [
         f"# set in the environment too (--format env): {key}={value}" for key, value in plan.env.items()
     ]
@@ -413,7 +412,7 @@ def command(
     click.echo(f"topo-gate: {inert(plan.release_name())}: {inert(status)}", err=True)
     if SYNTHETIC_PROFILE in plan.notes:
         click.echo(f"topo-gate: warning: {SYNTHETIC_PROFILE}", err=True)
-    line = plan_line(plan)
+    line = plan.estimate
     if line:
         click.echo(f"topo-gate: {shown(line)}", err=True)
     if fmt == "args" and plan.config:

@@ -334,7 +334,7 @@ def follow_profile(
         fallback=False,
         reason="following the profile",
         config=dict(chosen.config),
-        estimate=estimate_line(choice, chosen_workload),
+        estimate=estimate_line(choice, chosen_workload, launcher),
         choice=choice,
         workload=chosen_workload,
         release=release,

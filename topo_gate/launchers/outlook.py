@@ -32,7 +32,6 @@ from topo_gate.launchers.explain import (
     unmeasured,
 )
 from topo_gate.launchers.follow import LaunchPlan
-from topo_gate.launchers.plan_line import plan_line
 from topo_gate.launchers.routes import Knobs
 from topo_gate.launchers.sglang import sglang_plan
 from topo_gate.launchers.trtllm import trtllm_plan
@@ -289,7 +288,7 @@ def _outcome(plan: LaunchPlan) -> Outcome:
     if plan.fallback:
         return Outcome("", "", plan.reason)
     words = knob_words(Knobs(plan.args, plan.env, plan.config))
-    return Outcome(words + (" in the LLM-API options" if plan.config else ""), plan_line(plan))
+    return Outcome(words + (" in the LLM-API options" if plan.config else ""), plan.estimate)
 
 
 def _settings(untimed: Sequence[Mapping[str, Any]], launcher: str) -> tuple[tuple[str, ...], dict[str, str]]:

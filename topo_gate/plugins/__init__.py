@@ -48,7 +48,6 @@ class Outcome:
 
     def line(self) -> str:
         from topo_gate.launchers.merge import split_flags
-        from topo_gate.launchers.plan_line import plan_line
         from topo_gate.plugins.fields import FLAG_FIELDS
 
         plan = self.plan
@@ -66,9 +65,8 @@ class Outcome:
             parts.append(SYNTHETIC_PROFILE)
         if applied:
             parts.append("applied " + " ".join(applied))
-        line = plan_line(plan)
-        if line:
-            parts.append(line)
+        if plan.estimate:
+            parts.append(plan.estimate)
         parts.extend(self.notes)
         if self.kept:
             parts.append(f"yours kept: {', '.join(self.kept)}")
