@@ -1081,7 +1081,7 @@ def test_the_estimate_of_an_unmeasured_default_names_it_and_the_fix() -> None:
         "vllm",
     )
     assert found.startswith(
-        "no knobs: vLLM 0.33.0 runs nccl_nvls here by default at 3-4 tokens (100% of the workload's steps), "
+        f"no knobs: vLLM {PINNED['vllm']} runs nccl_nvls here by default at 3-4 tokens (100% of the workload's steps), "
         "which is not measured. Fix: NCCL_NVLS_ENABLE=0"
     )
     assert "nothing changed" not in found and "beats" not in found

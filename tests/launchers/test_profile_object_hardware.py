@@ -65,5 +65,6 @@ def test_gate_answers_nccl_with_the_reason(case: str) -> None:
 
 
 def test_an_unchanged_object_is_planned_from() -> None:
+    # The control: the same object, unedited, is planned from (this node's plan is "no knobs").
     plan = vllm_plan(PlanRequest(load_profile(PCIE), tp=2, model="qwen3-32b", fingerprint=FINGERPRINT))
-    assert not plan.fallback and plan.args
+    assert not plan.fallback and plan.reason == "following the profile"

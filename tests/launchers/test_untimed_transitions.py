@@ -1,36 +1,33 @@
 """A size transition never timed is never free: a Lamport-style kernel whose table has no
 ``transition`` (evidence without after-size replays, or the block removed and resealed) pays a
 transition it has no bound for, so the plan is refused wherever a larger message went before it in
-its buffer. On the synthetic PCIe profile, removing every such block must never give a plan that
-sends larger messages through a Lamport kernel than measured 3000 us transitions do."""
+its buffer. On a node whose fused kernel wins (the knob cases' nodes: the synthetic PCIe example no
+longer plans one, since a real SM 12.0 trial refuses the fused kernels), removing every such block
+must never give a plan that sends larger messages through a Lamport kernel than measured 3000 us
+transitions do."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from knob_cases import BY_NAME
 from price_tables import FUSED, ROW, SIZES, table
 
 from topo_gate.cli import main
-from topo_gate.launchers.common import PlanRequest
 from topo_gate.launchers.costmodel import Pricing, Side, Step, price_at
 from topo_gate.launchers.pricing import PriceTable, lamport_style
-from topo_gate.launchers.sglang import sglang_plan
-from topo_gate.launchers.vllm import vllm_plan
 from topo_gate.launchers.workload import Workload
 from topo_gate.profile.yaml_format import parse_yaml, to_yaml
 
-PCIE = Path(__file__).resolve().parents[2] / "profiles" / "examples" / "synthetic-rtxpro6000-pcie-x4.yaml"
-FINGERPRINT = "sha256:" + "5c" * 32
 MEASURED_US = 3000.0
 
 
-def _resealed(tmp_path: Path, name: str, transition_us: float | None) -> Path:
-    """The PCIe profile with every transition cost at ``transition_us``, or (None) every
-    ``transition`` block removed, resealed by ``topo-gate validate --reseal``."""
-    data = parse_yaml(PCIE.read_text(encoding="utf-8"))
+def _resealed(source: Path, tmp_path: Path, name: str, transition_us: float | None) -> Path:
+    """``source`` with every transition cost at ``transition_us``, or (None) every ``transition``
+    block removed, resealed by ``topo-gate validate --reseal``."""
+    data = parse_yaml(source.read_text(encoding="utf-8"))
     for measurement in data["measurements"]:
         for prices in measurement["backends"].values():
             transition = prices.get("transition")
@@ -60,35 +57,32 @@ def _largest_lamport_bytes(plan: Any) -> int:
     return largest
 
 
-@pytest.mark.parametrize("planner", [vllm_plan, sglang_plan], ids=lambda planner: planner.__name__)
-@pytest.mark.parametrize("tp", [2, 4])
+@pytest.mark.parametrize("name", ["vllm-fusion-size", "sglang-fusion-on"])
 def test_removing_the_transitions_never_gives_a_larger_plan_than_measured_ones(
-    tmp_path: Path, planner: Callable[..., Any], tp: int
+    tmp_path: Path, name: str
 ) -> None:
+    case = BY_NAME[name]
+    source = case.write(tmp_path / "case.yaml")
     plans = {}
-    for name, cost in (("untimed", None), ("measured", MEASURED_US)):
-        request = PlanRequest(_resealed(tmp_path, f"{name}.yaml", cost), tp=tp, model="qwen3-32b")
-        plans[name] = planner(PlanRequest(**{**request.__dict__, "fingerprint": FINGERPRINT}))
-        assert not plans[name].fallback, plans[name].reason
+    for label, cost in (("untimed", None), ("measured", MEASURED_US), ("free", 0.0)):
+        plans[label] = case.plan(_resealed(source, tmp_path, f"{label}.yaml", cost))
+        assert not plans[label].fallback, plans[label].reason
     assert _largest_lamport_bytes(plans["untimed"]) <= _largest_lamport_bytes(plans["measured"])
+    assert _largest_lamport_bytes(plans["measured"]) <= _largest_lamport_bytes(plans["free"])
 
 
-def test_the_issue_s_case_vllm_tp2_fuses_no_more_without_transitions_than_with_3000_us(
-    tmp_path: Path,
-) -> None:
-    """The issue's numbers: with its transitions removed, vLLM at TP 2 fused up to 16 tokens (0.15625
-    MB), where measured 3000 us transitions fuse one token (10 KiB) only."""
-    configs = []
-    for name, cost in (("untimed", None), ("measured", MEASURED_US)):
-        plan = vllm_plan(
-            PlanRequest(
-                _resealed(tmp_path, f"{name}.yaml", cost), tp=2, model="qwen3-32b", fingerprint=FINGERPRINT
-            )
-        )
-        configs.append(plan.args)
-    untimed, measured = configs
-    assert untimed == measured
-    assert '"fi_allreduce_fusion_max_size_mb":0.009765625' in measured[-1]
+def test_the_issue_s_case_vllm_fuses_no_more_without_transitions_than_with_3000_us(tmp_path: Path) -> None:
+    """The issue's case on a node where vLLM's fusion wins: with every transition free the pass fuses
+    16 tokens (0.21875 MB); with measured 3000 us transitions, and with none measured, 2 tokens only."""
+    case = BY_NAME["vllm-fusion-size"]
+    source = case.write(tmp_path / "case.yaml")
+    limits = {}
+    for label, cost in (("untimed", None), ("measured", MEASURED_US), ("free", 0.0)):
+        args = case.plan(_resealed(source, tmp_path, f"{label}.yaml", cost)).args
+        limits[label] = args[-1]
+    assert limits["untimed"] == limits["measured"]
+    assert '"fi_allreduce_fusion_max_size_mb":0.02734375' in limits["measured"]
+    assert '"fi_allreduce_fusion_max_size_mb":0.21875' in limits["free"]
 
 
 # -- at the unit ---------------------------------------------------------------------------------------

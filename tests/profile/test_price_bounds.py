@@ -97,13 +97,13 @@ def test_a_price_past_the_physical_bounds_is_refused(
 
 
 def test_a_transition_longer_than_a_probe_can_time_is_refused(tmp_path: Path, data: dict[str, Any]) -> None:
-    transition = _prices(data, "trtllm_fused_oneshot_vllm")["transition"]
+    transition = _prices(data, "trtllm_oneshot_vllm+rmsnorm")["transition"]
     column = next(c for c, cost in enumerate(transition["cost_us"][0]) if cost is not None)
     transition["cost_us"][0][column] = MAX_CALL_US
     load_profile(_sealed(tmp_path, data))
     transition["cost_us"][0][column] = math.nextafter(MAX_CALL_US, math.inf)
     message = _refusal(tmp_path, data)
-    assert f"trtllm_fused_oneshot_vllm.transition.cost_us[0][{column}]: " in message
+    assert f"trtllm_oneshot_vllm+rmsnorm.transition.cost_us[0][{column}]: " in message
     assert "longer than a probe can time" in message
 
 
