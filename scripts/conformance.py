@@ -97,15 +97,19 @@ class Disagreement:
     real: Answer
 
     def __str__(self) -> str:
-        s = self.setting
-        knobset = (
-            " ".join([*s.knobs.args, *(f"{k}={v}" for k, v in sorted(s.knobs.env.items()))]) or "(no knobs)"
-        )
         return (
-            f"DISAGREE {s.launcher} {s.release} sm{s.capability[0]}{s.capability[1]} tp{s.tp} {s.group_class} "
-            f"hidden {s.hidden} x{s.itemsize} {s.architecture or '(architecture unknown)'} [{knobset}] "
+            f"DISAGREE {setting_words(self.setting)} "
             f"{self.pattern} {self.size} B: route model {self.model or 'NCCL'}, release {self.real or 'NCCL'}"
         )
+
+
+def setting_words(s: Setting) -> str:
+    """A setting as one line names it: launcher, release, node, served model and knobs."""
+    knobset = " ".join([*s.knobs.args, *(f"{k}={v}" for k, v in sorted(s.knobs.env.items()))]) or "(no knobs)"
+    return (
+        f"{s.launcher} {s.release} sm{s.capability[0]}{s.capability[1]} tp{s.tp} {s.group_class} "
+        f"hidden {s.hidden} x{s.itemsize} {s.architecture or '(architecture unknown)'} [{knobset}]"
+    )
 
 
 @dataclass
@@ -292,13 +296,13 @@ def check(adapter: ModuleType, setting: Setting) -> tuple[int, list[Disagreement
     try:
         expected = model_routes(setting)
     except RouteError as refused:
-        return 0, [], f"the route model refuses {setting}: {refused}"
+        return _refused(adapter, setting, refused)
     limits = adapter.limits(setting) if hasattr(adapter, "limits") else ()
     points = sizes(setting, expected, limits)
     try:
         found = real_answers(adapter, setting, points)
     except Exception as error:  # the release's code failed at this setting: report it, never pass it
-        return len(points), [], f"{type(error).__name__}: {error} at {setting}"
+        return len(points), [], f"{type(error).__name__}: {error} at {setting_words(setting)}"
     disagreements = []
     for pattern, answers in found.items():
         for size, real in zip(points, answers, strict=True):
@@ -306,6 +310,27 @@ def check(adapter: ModuleType, setting: Setting) -> tuple[int, list[Disagreement
             if model != real:
                 disagreements.append(Disagreement(setting, size, pattern, model, real))
     return len(points) * len(found), disagreements, None
+
+
+#: How an adapter says it does not execute a layout at all (``RouteError``): neither a pass nor a failure.
+NOT_EXECUTED = "is not executed"
+
+
+def _refused(
+    adapter: ModuleType, setting: Setting, refused: RouteError
+) -> tuple[int, list[Disagreement], str | None]:
+    """A setting the route model refuses (the launcher would refuse the knobs there, or they are not
+    modelled) agrees with the release only where the release refuses it too: one point, checked at
+    the served model's one-token message. Where the release runs it, the model refuses what it takes."""
+    try:
+        real_answers(adapter, setting, [setting.hidden * setting.itemsize])
+    except RouteError as release_refusal:
+        if NOT_EXECUTED in str(release_refusal):
+            return 0, [], None  # the adapter cannot ask the release: nothing is checked here
+        return 1, [], None
+    except Exception as error:  # the release's code failed at this setting: report it, never pass it
+        return 1, [], f"{type(error).__name__}: {error} at {setting_words(setting)}"
+    return 1, [], f"the route model refuses {setting_words(setting)} ({refused}), which the release runs"
 
 
 def run(

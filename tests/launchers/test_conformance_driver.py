@@ -14,7 +14,7 @@ from types import ModuleType
 import pytest
 
 from topo_gate.launchers.routes import architecture_variants, route
-from topo_gate.launchers.routes.base import Knobs, at
+from topo_gate.launchers.routes.base import Knobs, RouteError, at
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 sys.path.insert(0, str(SCRIPTS))
@@ -210,3 +210,55 @@ def test_several_adapters_run_each_in_its_own_interpreter_and_add_up(monkeypatch
     out = capsys.readouterr().out.splitlines()
     assert "ERROR conformance_sglang stopped before its closing line (exit 0)" in out
     assert out[-1] == "5 passed, 1 failed"
+
+
+REFUSED = Setting(
+    "vllm",
+    "0.33.0",
+    (9, 0),
+    2,
+    "nvswitch",
+    4096,
+    Knobs(env={"VLLM_BATCH_INVARIANT": "1"}),
+    architecture="LlamaForCausalLM",
+)
+
+
+def releasing(answer) -> ModuleType:
+    """A stand-in adapter whose 'release' answers ``answer(setting)`` for every size, or raises it."""
+    module = adapter(echo)
+
+    def real_routes(setting, sizes):
+        found = answer(setting)
+        if isinstance(found, Exception):
+            raise found
+        return {"allreduce": [found] * len(sizes), "allreduce_rmsnorm": [found] * len(sizes)}
+
+    module.real_routes = real_routes
+    return module
+
+
+def test_a_setting_both_refuse_agrees_in_one_point() -> None:
+    lines: list[str] = []
+    tally = conformance.run(
+        releasing(lambda s: RouteError("vLLM refuses at start-up")), [REFUSED], out=lines.append
+    )
+    assert (tally.points, tally.failed, lines) == (1, 0, [])
+
+
+def test_a_setting_the_model_refuses_but_the_release_runs_fails() -> None:
+    lines: list[str] = []
+    tally = conformance.run(releasing(lambda s: None), [REFUSED], out=lines.append)
+    assert (tally.points, tally.failed) == (1, 1)
+    (line,) = lines
+    assert (
+        line.startswith("ERROR the route model refuses vllm 0.33.0 sm90 tp2 nvswitch")
+        and "which the release runs" in line
+    )
+
+
+def test_a_layout_the_adapter_does_not_execute_is_neither_passed_nor_failed() -> None:
+    lines: list[str] = []
+    refusal = RouteError("--enable-mscclpp is not executed")
+    tally = conformance.run(releasing(lambda s: refusal), [REFUSED], out=lines.append)
+    assert (tally.points, tally.failed, lines) == (0, 0, [])
