@@ -52,7 +52,9 @@ def exec_vllm(
 def estimate(err: str) -> str:
     """exec's one-line price of the plan: per step, for the served model's layers and sizes."""
     (line,) = [
-        line for line in err.splitlines() if line.startswith(("topo-gate: est. ", "topo-gate: no knobs", "topo-gate: plan: "))
+        line
+        for line in err.splitlines()
+        if line.startswith(("topo-gate: est. ", "topo-gate: no knobs", "topo-gate: plan: "))
     ]
     return line
 
