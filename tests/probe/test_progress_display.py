@@ -88,7 +88,19 @@ def test_the_pace_comes_from_the_timed_rounds_not_the_start_up() -> None:
     assert pace.at("measure", 4.1) is None  # under a second: too little to say
     clock.now += 9.5
     assert pace.at("measure", 5.0) == pytest.approx(10.0)  # 10 s of wall for 1 s of estimate
-    assert pace.at("measure", 4.0) is None  # no work done since the anchor: nothing to fit
+    assert pace.at("measure", 4.0) == pytest.approx(10.0)  # no work since the anchor: the last fit stands
+
+
+def test_each_pattern_is_fitted_from_its_own_rounds() -> None:
+    # The fused pattern's rounds stretch more than the plain one's: its fit starts at its first round.
+    clock = Clock()
+    pace = Pace(clock)
+    assert pace.at("measure", 0.0, "allreduce") is None
+    clock.now += 10
+    assert pace.at("measure", 1.0, "allreduce") == pytest.approx(10.0)
+    assert pace.at("measure", 1.0, "allreduce_rmsnorm") == pytest.approx(10.0)  # too young: the last fit
+    clock.now += 45
+    assert pace.at("measure", 2.0, "allreduce_rmsnorm") == pytest.approx(45.0)  # not (55 s / 2 s)
 
 
 def test_a_phase_past_twice_its_estimate_is_flagged() -> None:

@@ -99,7 +99,7 @@ def run_sessions(
                 done = done_before + _done_in_session(sessions[index], estimates[index], beat, options.device)
                 on_progress(ProbeProgress(
                     index + 1, len(sessions), label, done, sum(totals), detail, phase, progress.at(phase),
-                    pace.at(phase, done),
+                    pace.at(phase, done, beat.pattern if beat is not None else None),
                 ))  # fmt: skip
 
             result = run_session(
@@ -127,27 +127,34 @@ def run_sessions(
 
 class Pace:
     """The planner's estimate re-fitted from the rounds already measured: wall seconds per estimated
-    second of work since the first heartbeat of a timed round. Start-up (imports, rendezvous) is a
-    one-off the cost model prices well and is left out; the timed rounds are what a loaded or slower
-    machine stretches (a CPU probe on 2 shared cores: 20-30x the idle machine's estimate)."""
+    second of work since the first heartbeat of a timed round of the pattern in flight. Start-up
+    (imports, rendezvous) is a one-off the cost model prices well and is left out; the timed rounds
+    are what a loaded or slower machine stretches (a CPU probe on 2 shared cores: 20-30x the idle
+    machine's estimate), and not alike for every pattern: the fused pattern's rounds stretch more than
+    the plain one's (a fit from the plain rounds read 4.5x low once both ran), so a new pattern starts
+    a new fit."""
 
     MIN_WALL_S = 1.0  # less than this after the anchor says nothing yet
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
-        self._anchor: tuple[float, float] | None = None
+        self._anchor: tuple[float, float, str | None] | None = None
+        self._last: float | None = None
 
-    def at(self, phase: str, done_s: float) -> float | None:
-        """The pace now, or None while nothing was timed long enough to say."""
+    def at(self, phase: str, done_s: float, pattern: str | None = None) -> float | None:
+        """The pace now (the last fit while the new pattern's is too young to say), or None while
+        nothing was timed long enough to say."""
         now = self._clock()
+        if phase == "measure" and (self._anchor is None or pattern != self._anchor[2]):
+            self._anchor = (now, done_s, pattern)
+            return self._last
         if self._anchor is None:
-            if phase == "measure":
-                self._anchor = (now, done_s)
             return None
-        since, done_then = self._anchor
+        since, done_then, _ = self._anchor
         if done_s <= done_then or now - since < self.MIN_WALL_S:
-            return None
-        return (now - since) / (done_s - done_then)
+            return self._last
+        self._last = (now - since) / (done_s - done_then)
+        return self._last
 
 
 def overrun_notes(phases: Sequence[PhaseProgress]) -> list[str]:
