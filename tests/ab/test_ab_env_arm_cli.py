@@ -182,3 +182,14 @@ def test_a_malformed_arm_is_one_line_exit_2_and_runs_nothing(bench, capsys, argv
     assert err.startswith("topo-gate: error: ") and message in err and len(err.strip().splitlines()) == 1
     assert SECRET not in err
     assert bench.seen() == []
+
+
+def test_release_notes_speak_of_a_plan_only_where_a_plan_arm_runs() -> None:
+    from topo_gate.ab.driver import Releases, release_notes
+    from topo_gate.launchers.releases import Installed, resolve
+
+    unread = Installed(problem="./bin/vllm runs on sh, not Python: a wrapper script")
+    releases = Releases(resolve("vllm", unread, environ={}), unread)
+    planned, alone = release_notes(releases, True), release_notes(releases, False)
+    assert planned[0] == alone[0] and planned[0].startswith("release: vLLM ")
+    assert len(alone) == 1 and planned[1].startswith("warning: the installed vLLM release could not be read")

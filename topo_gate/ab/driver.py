@@ -209,10 +209,14 @@ class Releases:
         return {key: None if value is None else redact_text(value) for key, value in fields.items()}
 
 
-def release_notes(releases: Releases) -> list[str]:
-    """What a reader of the result must know about the release: both, where read, and any warning."""
+def release_notes(releases: Releases, planned: bool = True) -> list[str]:
+    """What a reader of the result must know about the release: both, where read, and, where a plan
+    arm runs (``planned``), any warning about the model it was planned with."""
     read = releases.installed.problem or f"read {releases.installed.where}"
-    return [f"release: {releases.resolution.describe()} ({read})", *releases.resolution.notes]
+    return [
+        f"release: {releases.resolution.describe()} ({read})",
+        *(releases.resolution.notes if planned else ()),
+    ]
 
 
 @dataclass(frozen=True)

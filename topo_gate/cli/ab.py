@@ -286,7 +286,10 @@ def _run(
         timeout_s=options["timeout_s"],
         out=options["out"],
         logs=logs_folder(options["logs"], options["out"]),
-        notes=(*release_notes(releases), *session_notes(arms, os.environ)),
+        notes=(
+            *release_notes(releases, any(arm.name == "plan" for arm in arms)),
+            *session_notes(arms, os.environ),
+        ),
         releases=releases,
     )
     for note in request.notes:
