@@ -94,7 +94,7 @@ MODULES = (
     Target("topo_gate/launchers/sglang.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/vllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/trtllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
-    *(Target(f"topo_gate/launchers/{name}.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_follow.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_planning.py")) for name in ("common", "follow")),
+    *(Target(f"topo_gate/launchers/{name}.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_follow.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_planning.py", "tests/launchers/test_model_shape.py", "tests/launchers/test_releases.py")) for name in ("common", "follow")),
     # The route model: FlashInfer's one-/two-shot choice.
     Target("topo_gate/launchers/routes/flashinfer.py", ("tests/launchers/test_routes.py", "tests/launchers/test_route_defaults.py")),
     # What a launcher trusts at start-up besides the profile: the node's identity and its software.
@@ -111,7 +111,7 @@ MODULES = (
     # The planner: the step's price, the workload's weights, the knob search and its words.
     Target("topo_gate/launchers/costmodel.py", ("tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py", "tests/launchers/test_costmodel_step_sizes.py", "tests/launchers/test_costmodel_embedding_fused_step.py", "tests/launchers/test_costmodel_transition_charges.py", "tests/launchers/test_costmodel_step_check_words.py", "tests/launchers/test_workload.py", "tests/launchers/test_planning.py", "tests/launchers/test_step_rule.py")),
     Target("topo_gate/launchers/pricing.py", ("tests/launchers/test_pricing.py", "tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py", "tests/launchers/test_step_rule.py", "tests/launchers/test_planning.py")),
-    Target("topo_gate/launchers/workload.py", ("tests/launchers/test_workload_bounds.py", "tests/launchers/test_workload.py", "tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py", "tests/launchers/test_planning.py", "tests/launchers/test_step_rule.py")),
+    Target("topo_gate/launchers/workload.py", ("tests/launchers/test_workload_keys.py", "tests/launchers/test_workload_bounds.py", "tests/launchers/test_workload.py", "tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py", "tests/launchers/test_planning.py", "tests/launchers/test_step_rule.py")),
     Target("topo_gate/launchers/planning.py", ("tests/launchers/test_planning_rules.py", "tests/launchers/test_planning.py", "tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py")),
     Target("topo_gate/launchers/explain.py", ("tests/launchers/test_explain.py", "tests/launchers/test_step_rule.py", "tests/launchers/test_recommend_explain_words.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_outlook.py", "tests/launchers/test_recommend_cli.py")),
     # ab: the run order, the metric read from a run's output, the verdict, the sealed record and
@@ -119,8 +119,8 @@ MODULES = (
     Target("topo_gate/ab/schedule.py", ("tests/ab/test_schedule.py", "tests/ab/test_record_semantics.py")),
     Target("topo_gate/ab/metrics.py", ("tests/ab/test_metrics.py", "tests/ab/test_regex_bounds.py", "tests/ab/test_metric_reading.py", "tests/ab/test_record_semantics.py")),
     Target("topo_gate/ab/verdict.py", ("tests/ab/test_verdict.py", "tests/ab/test_verdict_boundaries.py", "tests/ab/test_record_semantics.py")),
-    Target("topo_gate/ab/outcome.py", ("tests/ab/test_outcome.py", "tests/ab/test_record_semantics.py", "tests/ab/test_ab_cli.py")),
-    Target("topo_gate/ab/redact.py", ("tests/ab/test_redact.py", "tests/ab/test_redact_rules.py", "tests/ab/test_redact_corpus.py")),
+    Target("topo_gate/ab/outcome.py", ("tests/ab/test_env_arms.py", "tests/ab/test_outcome.py", "tests/ab/test_record_semantics.py", "tests/ab/test_ab_cli.py")),
+    Target("topo_gate/ab/redact.py", ("tests/ab/test_redact_spellings.py", "tests/ab/test_redact.py", "tests/ab/test_redact_rules.py", "tests/ab/test_redact_corpus.py")),
     # The runner's multicast-off settings for every worker (the watchdog is the line above).
     Target("topo_gate/trials/runner.py", ("tests/safety/test_worker_environment.py",), ("worker_env",)),
 )  # fmt: skip
