@@ -2,7 +2,7 @@
 case is made of, the planner's price for those steps, and the measured saving judged against it.
 
 No torch here (``tests/benchmarks/test_decode_cases.py`` tests it without processes). Every price comes
-from the planner's own cost model (``topo_gate.launchers.costmodel.price_at`` over the profile's
+from the planner's own cost model (``topo_gate.launchers.plan.costmodel.price_at`` over the profile's
 measurement table), applied to the exact steps the benchmark runs rather than to the planner's workload.
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from topo_gate.evidence.stats import bootstrap_speedups
-from topo_gate.launchers.costmodel import Pricing, Side, price_at
-from topo_gate.launchers.pricing import bracket, buffer_of
+from topo_gate.launchers.plan.costmodel import Pricing, Side, price_at
+from topo_gate.launchers.plan.pricing import bracket, buffer_of
 
 #: Every site the benchmark times is an all-reduce followed by the residual add + RMSNorm.
 FUSED = "allreduce_rmsnorm"

@@ -17,8 +17,8 @@ from typing import Any
 
 from _decode_cases import FUSED, Case, Routing, everywhere, side_routing, step_names
 
-from topo_gate.launchers.costmodel import Pricing, Step
-from topo_gate.launchers.pricing import bracket, in_context_rungs
+from topo_gate.launchers.plan.costmodel import Pricing, Step
+from topo_gate.launchers.plan.pricing import bracket, in_context_rungs
 
 ITEMSIZE = 2  # bfloat16: the trials' dtype and the served models'
 
@@ -65,8 +65,8 @@ def from_planner(
     """The planner's plan for ``launcher`` and its routes; ``baseline``: add the ``nccl`` configuration
     running that name (the device's NCCL-like baseline) at every size."""
     from topo_gate.launchers import PLANNERS, PlanRequest
-    from topo_gate.launchers.explain import totals
-    from topo_gate.launchers.planning import describe
+    from topo_gate.launchers.plan.choice import describe
+    from topo_gate.launchers.plan.explain import totals
 
     # user_env is passed even when empty: the planner reads os.environ when it is None, and this
     # process's own environment (the safety variables) is not the launcher's.
@@ -128,7 +128,7 @@ def _routes_pricing(
     """The profile's tables, priced in context at the rungs where every name the routes run around
     them was timed in the layer graphs (the planner's rule, ``pricing.in_context_rungs``)."""
     from topo_gate.launchers import PlanRequest
-    from topo_gate.launchers.follow import read_profile
+    from topo_gate.launchers.plan.flow import read_profile
 
     facts = read_profile(PlanRequest(profile, tp=tp, trust_unverified_node=True))
     if facts.fallback_reason is not None:

@@ -1,6 +1,6 @@
 """Decode-step benchmark: a launcher's default against the plan, in the served model's own step.
 
-Plans are priced from isolated and per-layer graphs (``topo_gate.launchers.costmodel``); this times
+Plans are priced from isolated and per-layer graphs (``topo_gate.launchers.plan.costmodel``); this times
 whole steps. For each launcher it asks the planner (``PLANNERS[launcher](PlanRequest(profile, tp=, model=, ...))``)
 for the plan and the routes of the default and of the plan, then times, per case, a graph of
 ``--layers`` decoder layers whose norm sites call the backend each route names at that size:
@@ -166,7 +166,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def _check_names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """The model, workload and profile, before any rank starts."""
-    from topo_gate.launchers.workload import WorkloadError, lookup_workload
+    from topo_gate.launchers.plan.workload import WorkloadError, lookup_workload
     from topo_gate.models import UnknownModel, lookup_model
 
     try:

@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from topo_gate.launchers import PLANNERS, PlanRequest  # noqa: E402 -- after the path
-from topo_gate.launchers.workload import MAX_STEPS  # noqa: E402
+from topo_gate.launchers.plan.workload import MAX_STEPS  # noqa: E402
 
 PCIE = REPO / "profiles" / "examples" / "synthetic-rtxpro6000-pcie-x4.yaml"
 H200 = REPO / "profiles" / "h200-x2" / "h7168-run1.yaml"

@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from topo_gate.launchers import PLANNERS, PlanRequest  # noqa: E402 -- after the path
-from topo_gate.launchers.costmodel import step_check  # noqa: E402
-from topo_gate.launchers.explain import totals  # noqa: E402
+from topo_gate.launchers.plan.costmodel import step_check  # noqa: E402
+from topo_gate.launchers.plan.explain import totals  # noqa: E402
 
 TOKENS = (1, 8, 64, 256, 2048)
 MEASURABLE = {

@@ -5,7 +5,7 @@
 
 ``sessions``: side by side in one run, alternating, ``--repeat`` times: every pattern in one worker
 session per TP group (what ``probe`` runs), and each pattern in a session of its own (the old way,
-one worker group per pattern) -- both through the same ``trials.runner.run_session``, on the plans
+one worker group per pattern) -- both through the same ``trials.runner.run_trial_session``, on the plans
 ``probe`` makes. Prints per phase the median seconds of each way (the slowest rank's per attempt,
 summed over the sessions) and the ratio; start-up (import, rendezvous, setup, close) is what one
 session pays once.
@@ -33,7 +33,7 @@ from topo_gate.probe import ProbeOptions, cpu_node, gpu_node, plan_trials
 from topo_gate.profile.io import load_profile
 from topo_gate.trials.cost import PHASES
 from topo_gate.trials.plan import SessionPlan
-from topo_gate.trials.runner import run_session
+from topo_gate.trials.runner import run_trial_session
 
 START_UP = ("import", "rendezvous", "setup", "close")
 
@@ -72,7 +72,7 @@ def _run(
     started = time.perf_counter()
     for index, session in enumerate(sessions):
         devices = [facts.uuids.get(g) or str(g) for g in session.group] if args.device == "cuda" else []  # type: ignore[attr-defined]
-        result = run_session(
+        result = run_trial_session(
             session, device=args.device, cuda_devices=devices, timeout_s=120.0, workdir=workdir / str(index),
             startup_timeout_s=900.0,
         )  # fmt: skip

@@ -1,4 +1,4 @@
-"""topo_gate.launchers.cmdline against the pinned launchers' own parsers, on a corpus of command lines.
+"""topo_gate.launchers.command.parse against the pinned launchers' own parsers, on a corpus of command lines.
 
 For every case of tests/launchers/cmdline/corpus.yaml (abbreviations, ``_`` spellings, ``=`` forms,
 repeated and dotted options, config files, ambiguous prefixes) the real parser and ``cmdline`` must
@@ -27,8 +27,9 @@ from typing import Any
 
 import yaml
 
-from topo_gate.launchers import cmdline, knobs
-from topo_gate.launchers.cmdline_table import table
+from topo_gate.launchers import knobs
+from topo_gate.launchers.command import parse as cmdline
+from topo_gate.launchers.command.options import table
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "launchers" / "cmdline" / "corpus.yaml"

@@ -134,8 +134,8 @@ def planner_knob_sets(launcher: str) -> list[Knobs]:
     candidates = getattr(planner, "candidates", None)
     if candidates is None:
         return []
-    from topo_gate.launchers.common import PlanRequest
-    from topo_gate.launchers.follow import read_profile
+    from topo_gate.launchers.plan.flow import read_profile
+    from topo_gate.launchers.plan.request import PlanRequest
     from topo_gate.profile import load_profile
 
     found: dict[tuple[Any, ...], Knobs] = {}

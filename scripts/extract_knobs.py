@@ -732,7 +732,7 @@ def launcher_parser(launcher: str) -> argparse.ArgumentParser:
 
 def parser_table(parser: argparse.ArgumentParser) -> dict:
     """Every option string ``parser`` registered, grouped by the action it runs, and its positionals
-    (which take tokens an option does not): what ``topo_gate.launchers.cmdline`` rebuilds to read a
+    (which take tokens an option does not): what ``topo_gate.launchers.command.parse`` rebuilds to read a
     command line as the launcher does.
 
     Read from ``_option_string_actions``, not ``action.option_strings``: vLLM's EnableDisableAction

@@ -8,7 +8,7 @@ vLLM 0.33.0 (``FlexibleArgumentParser`` + ``EngineArgs.add_cli_args`` / ``from_c
 against ServerArgs' fields instead), and each env var is read back through the launcher's own module
 (``vllm.envs``, ``sglang.srt.environ.envs``). The parsed value must be what the plan meant.
 
-Then ``scripts/cmdline_agreement.py``: topo_gate.launchers.cmdline reads a corpus of command lines as
+Then ``scripts/cmdline_agreement.py``: topo_gate.launchers.command.parse reads a corpus of command lines as
 these parsers do, and the manifests' ``all_options`` tables are what the parsers register.
 
 Plans: every plan with knobs from priced profiles -- the knob cases of tests/launchers/knob_cases.py
@@ -33,10 +33,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from topo_gate.launchers import PLANNERS, LaunchPlan, nccl_plan
-from topo_gate.launchers.common import PATTERNS
+from topo_gate.launchers import PLANNERS, LaunchPlan, plan_without_profile
+from topo_gate.launchers.command.merge import split_flags
 from topo_gate.launchers.knobs import manifest
-from topo_gate.launchers.merge import split_flags
+from topo_gate.launchers.plan.request import PATTERNS
 from topo_gate.plugins.fields import FLAG_FIELDS, VLLM_COMPILATION_FLAG
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,7 +80,7 @@ def plans() -> Iterator[tuple[str, int, LaunchPlan]]:
             if plan.args or plan.env or plan.config:
                 yield f"case {case.name} tp{case.tp} --pattern {'+'.join(patterns)}", case.tp, plan
     for launcher in PLANNERS:
-        yield "fallback nccl", 2, nccl_plan(launcher, "profile unusable", fallback="nccl")
+        yield "fallback nccl", 2, plan_without_profile(launcher, "profile unusable", fallback="nccl")
 
 
 class VllmParser:

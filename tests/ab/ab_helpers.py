@@ -25,8 +25,8 @@ import pytest
 from knob_cases import KnobCase
 from priced_profiles import FINGERPRINT
 
-from topo_gate.ab.arms import make_plan
-from topo_gate.launchers import LaunchPlan, PlanRequest, nccl_plan
+from topo_gate.ab.arms import plan_arm
+from topo_gate.launchers import LaunchPlan, PlanRequest, plan_without_profile
 from topo_gate.profile import load_profile
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,7 +90,7 @@ class PricedNode:
             user_args=tuple(cmd or COMMANDS[self.launcher]),
             user_env=os.environ,
         )
-        plan = make_plan(self.launcher, request)
+        plan = plan_arm(self.launcher, request)
         assert plan.args or plan.env or plan.config, (
             f"{self.case.name}: the plan adds no knob here (the case's user env: {dict(self.case.user_env)}); "
             f"{plan.notes}"
@@ -99,7 +99,7 @@ class PricedNode:
 
     def arm_markers(self) -> tuple[list[dict[str, Any]], bool]:
         """The stand-in's arm matchers, and whether the nccl arm can be told apart from the plan."""
-        plan, forced = self.planned(), nccl_plan(self.launcher, "test")
+        plan, forced = self.planned(), plan_without_profile(self.launcher, "test")
         plan_only, nccl_only = _differs(plan, forced), _differs(forced, plan)
         if plan_only and nccl_only:
             return [{"arm": "nccl", **nccl_only}, {"arm": "plan", **plan_only}], True

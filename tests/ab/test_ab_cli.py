@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from ab_helpers import BUNDLED_FINGERPRINT, BUNDLED_PROFILE, CAPTURE, DATA, FINGERPRINT
 
-from topo_gate.ab.arms import make_plan
+from topo_gate.ab.arms import plan_arm
 from topo_gate.ab.record import load_record
 from topo_gate.cli import main
 from topo_gate.launchers import PlanRequest
@@ -260,7 +260,7 @@ def test_a_plan_without_knobs_says_so_and_runs_nothing(bench, capsys) -> None:
     request = PlanRequest(
         str(BUNDLED_PROFILE), tp=2, fingerprint=BUNDLED_FINGERPRINT, user_args=tuple(cmd), user_env=os.environ
     )
-    plan = make_plan("sglang", request)
+    plan = plan_arm("sglang", request)
     assert (plan.args, dict(plan.env), dict(plan.config)) == ((), {}, {})
     argv = ["--profile", str(BUNDLED_PROFILE), "--node-fingerprint", BUNDLED_FINGERPRINT, "--json"]
     code, stdout, err = ab(capsys, *argv, "--", *cmd)

@@ -186,7 +186,7 @@ def test_a_malformed_arm_is_one_line_exit_2_and_runs_nothing(bench, capsys, argv
 
 def test_release_notes_speak_of_a_plan_only_where_a_plan_arm_runs() -> None:
     from topo_gate.ab.driver import Releases, release_notes
-    from topo_gate.launchers.releases import Installed, resolve
+    from topo_gate.launchers.command.releases import Installed, resolve
 
     unread = Installed(problem="./bin/vllm runs on sh, not Python: a wrapper script")
     releases = Releases(resolve("vllm", unread, environ={}), unread)

@@ -13,7 +13,7 @@ from ab_helpers import DATA, FAKE, FINGERPRINT
 from topo_gate.ab.record import load_record
 from topo_gate.cli import main
 from topo_gate.launchers import knobs
-from topo_gate.launchers.releases import modelled_words
+from topo_gate.launchers.command.releases import modelled_words
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launchers"))
 from stand_in_launcher import launcher_venv  # noqa: E402

@@ -8,7 +8,7 @@ import pytest
 from ab_helpers import FINGERPRINT
 
 from topo_gate.ab.arms import build_arms, remove_temp_dirs
-from topo_gate.launchers import nccl_plan
+from topo_gate.launchers import plan_without_profile
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
 CMD = ("python", "-m", "sglang.benchmark.one_batch", "--model-path", "M", "--tp-size", "2")
@@ -25,7 +25,7 @@ def test_default_is_the_command_as_given_and_plan_and_nccl_add_their_knobs(sglan
     assert {k: with_plan.env[k] for k in plan.env} == dict(plan.env)
     assert with_plan.env[FINGERPRINT_ENV] == FINGERPRINT  # as exec exports it for a launcher-side gate()
     assert all(name not in arm.env for arm in (default, with_plan, forced) for name in ENV if name != "PATH")
-    nccl = nccl_plan("sglang", "test")
+    nccl = plan_without_profile("sglang", "test")
     assert {k: forced.env[k] for k in nccl.env} == dict(nccl.env) and FINGERPRINT_ENV not in forced.env
     assert [arm.same_as for arm in (default, with_plan, forced)] == [None, None, None]
 

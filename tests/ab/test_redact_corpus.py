@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from topo_gate.ab.redact import REDACTED, redact_argv, redact_text, secret_values
 from topo_gate.cli import main
-from topo_gate.launchers.cmdline_table import table
+from topo_gate.launchers.command.options import table
 
 CASES = yaml.safe_load((Path(__file__).parent / "data" / "secret-spellings.yaml").read_text())
 

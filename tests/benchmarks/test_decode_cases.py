@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from price_tables import ROW, SIZES, flat, table
 from priced_profiles import TOKENS, scaled, write_priced_profile
 
-from topo_gate.launchers.costmodel import Pricing, Side, Step, price_at
+from topo_gate.launchers.plan.costmodel import Pricing, Side, Step, price_at
 from topo_gate.trials.safety import MEASUREMENT_ENV, SAFETY_ENV
 
 FUSED_ONESHOT = "trtllm_fused_oneshot_sglang"

@@ -17,7 +17,7 @@ import torch
 
 from topo_gate.trials.plan import SessionPlan, TrialPlan, default_backends
 from topo_gate.trials.results import PlanResult
-from topo_gate.trials.runner import run_session
+from topo_gate.trials.runner import run_trial_session
 
 pytestmark = [
     pytest.mark.gpu,
@@ -45,7 +45,7 @@ def test_every_backend_is_refused_with_a_reason_or_correct(tmp_path: Path) -> No
         )
         for pattern in ("allreduce", "allreduce_rmsnorm")
     )
-    session = run_session(
+    session = run_trial_session(
         SessionPlan(plans), device="cuda", cuda_devices=["0", "1"], timeout_s=120, workdir=tmp_path
     )
     assert session.attempts == 1 and [run.plan.pattern for run in session.runs] == [

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from topo_gate.trials.plan import SessionPlan, TrialPlan, ladder_with_caps
-from topo_gate.trials.runner import run_session
+from topo_gate.trials.runner import run_trial_session
 
 pytestmark = [
     pytest.mark.gpu,
@@ -32,7 +32,7 @@ def test_a_cap_rung_is_measured_and_transitions_are_timed_after_it(tmp_path: Pat
         buffer_caps=caps, context_backends=("trtllm_oneshot_sglang",),
     )  # fmt: skip
     assert CAP in plan.tokens and CAP in plan.after_tokens
-    (result,) = run_session(
+    (result,) = run_trial_session(
         SessionPlan((plan,)), device="cuda", cuda_devices=["0", "1"], timeout_s=120, workdir=tmp_path
     ).runs
     cells = {(c["backend"], c["tokens"]): c for c in result.results}

@@ -19,7 +19,7 @@ import torch
 
 from topo_gate.trials.backends.custom_v2_bundle import ENV
 from topo_gate.trials.plan import SessionPlan, TrialPlan
-from topo_gate.trials.runner import run_session
+from topo_gate.trials.runner import run_trial_session
 
 pytestmark = [
     pytest.mark.gpu,
@@ -44,7 +44,7 @@ def test_v2_matches_torch_distributed_inside_cuda_graphs(pattern: str, name: str
         tp=2, group=(0, 1), group_class="nvswitch", pattern=pattern, dtype="bfloat16", hidden=HIDDEN,
         tokens=TOKENS, backends=("nccl", name), graph_calls=8, rounds=3, warmup=2,
     )  # fmt: skip
-    session = run_session(
+    session = run_trial_session(
         SessionPlan((plan,)), device="cuda", cuda_devices=["0", "1"], timeout_s=120, workdir=tmp_path
     )
     (result,) = session.runs

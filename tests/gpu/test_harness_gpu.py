@@ -12,7 +12,7 @@ import torch
 
 from topo_gate.trials.plan import SessionPlan, TrialPlan, token_ladder
 from topo_gate.trials.results import PlanResult
-from topo_gate.trials.runner import run_session
+from topo_gate.trials.runner import run_trial_session
 
 pytestmark = [
     pytest.mark.gpu,
@@ -20,7 +20,7 @@ pytestmark = [
 ]
 
 
-def nccl_plan(**overrides: object) -> TrialPlan:
+def plan_without_profile(**overrides: object) -> TrialPlan:
     fields: dict[str, object] = dict(
         tp=2, group=(0, 1), group_class="gpu", pattern="allreduce", dtype="bfloat16", hidden=4096,
         tokens=token_ladder(64), backends=("nccl",), graph_calls=16, rounds=15, warmup=3,
@@ -31,11 +31,13 @@ def nccl_plan(**overrides: object) -> TrialPlan:
 
 def run_plan(plan: TrialPlan, **options: object) -> PlanResult:
     """``plan`` alone in a worker session on GPUs 0 and 1."""
-    return run_session(SessionPlan((plan,)), **options).runs[0]  # type: ignore[arg-type]
+    return run_trial_session(SessionPlan((plan,)), **options).runs[0]  # type: ignore[arg-type]
 
 
 def test_nccl_is_checked_and_measured_on_two_gpus(tmp_path: Path) -> None:
-    result = run_plan(nccl_plan(), device="cuda", cuda_devices=["0", "1"], timeout_s=60, workdir=tmp_path)
+    result = run_plan(
+        plan_without_profile(), device="cuda", cuda_devices=["0", "1"], timeout_s=60, workdir=tmp_path
+    )
     assert result.backends["nccl"].status == "ok", result.backends["nccl"]
     assert result.software["nccl"]
     for cell in result.results:
@@ -44,7 +46,7 @@ def test_nccl_is_checked_and_measured_on_two_gpus(tmp_path: Path) -> None:
 
 
 def test_a_hanging_gpu_backend_is_killed_and_nccl_still_measured(tmp_path: Path) -> None:
-    plan = nccl_plan(backends=("nccl", "gloo"), faults={"nccl": "hang"}, rounds=3)
+    plan = plan_without_profile(backends=("nccl", "gloo"), faults={"nccl": "hang"}, rounds=3)
     result = run_plan(
         plan, device="cuda", cuda_devices=["0", "1"], timeout_s=10, workdir=tmp_path,
         env={"TOPO_GATE_ALLOW_FAULT_INJECTION": "1"},

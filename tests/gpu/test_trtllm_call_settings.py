@@ -16,7 +16,7 @@ import torch
 
 from topo_gate.trials.backends.launch_styles import STYLES, call_settings
 from topo_gate.trials.plan import SessionPlan, TrialPlan
-from topo_gate.trials.runner import run_session
+from topo_gate.trials.runner import run_trial_session
 
 pytestmark = [
     pytest.mark.gpu,
@@ -44,7 +44,7 @@ def test_every_trtllm_variant_is_correct_with_its_launchers_settings(tmp_path: P
         )  # fmt: skip
         for pattern in ("allreduce", "allreduce_rmsnorm")
     )
-    session = run_session(
+    session = run_trial_session(
         SessionPlan(plans), device="cuda", cuda_devices=["0", "1"], timeout_s=120, workdir=tmp_path
     )
     for result in session.runs:

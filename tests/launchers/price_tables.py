@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from topo_gate.launchers.costmodel import Step
-from topo_gate.launchers.pricing import PriceTable
-from topo_gate.launchers.workload import Workload
+from topo_gate.launchers.plan.costmodel import Step
+from topo_gate.launchers.plan.pricing import PriceTable
+from topo_gate.launchers.plan.workload import Workload
 from topo_gate.profile.measurements import BackendPrices, Measurement, Transition
 
 #: The cost-model tests' shared setting: both patterns, routes that keep every size on NCCL, a step of

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from topo_gate.evidence.check import evidence_problem
-from topo_gate.launchers.pricing import lamport_style
+from topo_gate.launchers.plan.pricing import lamport_style
 from topo_gate.probe import DecideSettings, build_profile
 from topo_gate.profile import Profile, dump_profile
 

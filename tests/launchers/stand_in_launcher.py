@@ -2,7 +2,7 @@
 metadata of the releases a test names, and console scripts (``vllm``, ``sglang``, ``trtllm-serve``)
 whose shebang is that venv's interpreter, as pip writes them.
 
-What ``topo_gate.launchers.installed`` reads is then a real interpreter answering from real
+What ``topo_gate.launchers.command.installed`` reads is then a real interpreter answering from real
 ``.dist-info`` folders; the console script's body is the test's stand-in for the launcher (it prints
 its argv and the launcher env, as ``test_exec_cli``'s reporter does).
 """

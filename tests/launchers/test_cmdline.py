@@ -8,8 +8,9 @@ import threading
 
 import pytest
 
-from topo_gate.launchers import cmdline, knobs
-from topo_gate.launchers.cmdline_table import table
+from topo_gate.launchers import knobs
+from topo_gate.launchers.command import parse as cmdline
+from topo_gate.launchers.command.options import table
 
 
 @pytest.mark.parametrize("launcher", ["sglang", "vllm"])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from topo_gate.launchers import cmdline
+from topo_gate.launchers.command import parse as cmdline
 
 CORPUS = yaml.safe_load((Path(__file__).parent / "cmdline" / "corpus.yaml").read_text(encoding="utf-8"))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from price_tables import FUSED, NCCL_EVERYWHERE, ONE_TOKEN, PLAIN, ROW, SIZES, STEP, flat, scaled, table
 
-from topo_gate.launchers.costmodel import (
+from topo_gate.launchers.plan.costmodel import (
     Pricing,
     Side,
     checked_sizes,
@@ -18,8 +18,8 @@ from topo_gate.launchers.costmodel import (
     problems,
     total,
 )
-from topo_gate.launchers.pricing import NCCL
-from topo_gate.launchers.workload import Workload
+from topo_gate.launchers.plan.pricing import NCCL
+from topo_gate.launchers.plan.workload import Workload
 
 
 def tables(plain: dict, fused: dict | None = None) -> dict:

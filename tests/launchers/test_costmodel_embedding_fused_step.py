@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 from price_tables import FUSED, NCCL_EVERYWHERE, ONE_TOKEN, PLAIN, ROW, SIZES, flat, table
 
-from topo_gate.launchers.costmodel import Pricing, Side, Step, problems, step_check, step_sizes, total
-from topo_gate.launchers.pricing import NCCL
-from topo_gate.launchers.workload import Workload
+from topo_gate.launchers.plan.costmodel import Pricing, Side, Step, problems, step_check, step_sizes, total
+from topo_gate.launchers.plan.pricing import NCCL
+from topo_gate.launchers.plan.workload import Workload
 
 VLLM_STEP = Step(layers=10, layers_known=True, embedding_fused=True)
 #: Half the steps one token, half 512 tokens: a one-token call follows a 512-token message half the time.

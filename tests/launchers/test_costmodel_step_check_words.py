@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from price_tables import FUSED, NCCL_EVERYWHERE, ONE_TOKEN, PLAIN, ROW, SIZES, STEP, flat, table
 
-from topo_gate.launchers.costmodel import (
+from topo_gate.launchers.plan.costmodel import (
     Pricing,
     Side,
     binding,
@@ -21,8 +21,8 @@ from topo_gate.launchers.costmodel import (
     tokens_of,
     total,
 )
-from topo_gate.launchers.pricing import NCCL
-from topo_gate.launchers.workload import Workload
+from topo_gate.launchers.plan.pricing import NCCL
+from topo_gate.launchers.plan.workload import Workload
 
 #: A default step on NCCL: 8 us plain + 20 x 10 us fused; CI half-widths 1%.
 NCCL_PLAIN = {"nccl": {"median": flat(8.0)}}

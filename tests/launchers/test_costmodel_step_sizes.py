@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 from price_tables import FUSED, NCCL_EVERYWHERE, PLAIN, ROW, STEP, flat, table
 
-from topo_gate.launchers.costmodel import Pricing, Side, step_sizes
-from topo_gate.launchers.pricing import NCCL
-from topo_gate.launchers.workload import Workload
+from topo_gate.launchers.plan.costmodel import Pricing, Side, step_sizes
+from topo_gate.launchers.plan.pricing import NCCL
+from topo_gate.launchers.plan.workload import Workload
 
 #: The measured rungs from 1 to 64 tokens: what a piece of 1-64 tokens is checked at whatever the workload.
 RUNGS_TO_64 = [1, 2, 4, 8, 16, 32, 64]

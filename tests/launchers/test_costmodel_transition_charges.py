@@ -13,9 +13,9 @@ from __future__ import annotations
 import pytest
 from price_tables import FUSED, NCCL_EVERYWHERE, PLAIN, ROW, SIZES, STEP, flat, table
 
-from topo_gate.launchers.costmodel import Pricing, Side, price_at, same_path, step_check, total
-from topo_gate.launchers.pricing import NCCL
-from topo_gate.launchers.workload import Workload
+from topo_gate.launchers.plan.costmodel import Pricing, Side, price_at, same_path, step_check, total
+from topo_gate.launchers.plan.pricing import NCCL
+from topo_gate.launchers.plan.workload import Workload
 
 #: Every step of the fused sites on NCCL: 20 x 10 us.
 FUSED_NCCL_US = 20 * 10.0

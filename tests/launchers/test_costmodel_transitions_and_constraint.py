@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from price_tables import FUSED, NCCL_EVERYWHERE, ONE_TOKEN, PLAIN, ROW, SIZES, STEP, flat, table
 
-from topo_gate.launchers.costmodel import (
+from topo_gate.launchers.plan.costmodel import (
     Price,
     Pricing,
     Side,
@@ -23,8 +23,8 @@ from topo_gate.launchers.costmodel import (
     step_check,
     total,
 )
-from topo_gate.launchers.pricing import NCCL
-from topo_gate.launchers.workload import Workload
+from topo_gate.launchers.plan.pricing import NCCL
+from topo_gate.launchers.plan.workload import Workload
 
 #: Half the steps one token, half 512 tokens: a one-token call follows a 512-token message half the time.
 MIXED = Workload.from_weights("mixed", {1: 0.5, 512: 0.5})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from topo_gate.launchers.detect import detect_launcher
+from topo_gate.launchers.command.parse import detect_launcher
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from topo_gate.launchers.detect import TpFlagError, tp_from_command
+from topo_gate.launchers.command.parse import TpFlagError, tp_from_command
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from topo_gate.launchers.routes.docs import BEGIN, END, generated, rewrite
+from topo_gate.launchers.plan.knob_docs import BEGIN, END, generated, rewrite
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "launchers.md"
 
@@ -12,7 +12,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "launchers.md"
 def test_launcher_doc_is_current() -> None:
     text = DOC.read_text(encoding="utf-8")
     assert BEGIN in text and END in text
-    assert rewrite(text) == text, "regenerate: python -m topo_gate.launchers.routes.docs docs/launchers.md"
+    assert rewrite(text) == text, "regenerate: python -m topo_gate.launchers.plan.knob_docs docs/launchers.md"
 
 
 def test_every_knob_row_cites_a_source_or_says_it_has_none() -> None:

@@ -15,7 +15,7 @@ from stand_in_launcher import launcher_venv
 from test_exec_cli import added, clean_env, topo_gate_exec
 
 from topo_gate.launchers import knobs
-from topo_gate.launchers.releases import modelled_words
+from topo_gate.launchers.command.releases import modelled_words
 from topo_gate.profile import load_profile
 
 pytestmark = pytest.mark.slow

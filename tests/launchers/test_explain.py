@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from price_tables import FUSED, PLAIN, STEP, flat, table
 
-from topo_gate.launchers import explain
-from topo_gate.launchers.costmodel import Piece, Price, Pricing, Side, Site, Step, StepCheck, total
-from topo_gate.launchers.explain import Row
 from topo_gate.launchers.knobs import PINNED
-from topo_gate.launchers.planning import Candidate, Choice, Unlock, Variant
+from topo_gate.launchers.plan import explain
+from topo_gate.launchers.plan.choice import Candidate, Choice, Unlock, Variant
+from topo_gate.launchers.plan.costmodel import Piece, Price, Pricing, Side, Site, Step, StepCheck, total
+from topo_gate.launchers.plan.explain import Row
+from topo_gate.launchers.plan.workload import Workload
 from topo_gate.launchers.routes import Knobs
-from topo_gate.launchers.workload import Workload
 
 ROW = 1024
 SIZES = tuple(ROW * tokens for tokens in (1, 2, 4, 8))

@@ -14,7 +14,7 @@ import pytest
 from knob_cases import BY_NAME, KnobCase
 from priced_profiles import FINGERPRINT
 
-from topo_gate.launchers import PLANNERS, PlanRequest, nccl_plan, sglang, trtllm, vllm
+from topo_gate.launchers import PLANNERS, PlanRequest, plan_without_profile, sglang, trtllm, vllm
 from topo_gate.profile import dump_profile
 
 OTHER_NODE = "sha256:" + "cd" * 32
@@ -140,9 +140,9 @@ def test_an_unverified_node_falls_back_unless_trusted_and_strict_refuses(
 
 @pytest.mark.parametrize("launcher", list(PLANNERS))
 def test_nccl_plan_without_a_profile(launcher: str) -> None:
-    plan = nccl_plan(launcher, "no NVIDIA driver")
+    plan = plan_without_profile(launcher, "no NVIDIA driver")
     assert plan.fallback and plan.reason == "no NVIDIA driver" and plan.args == FORCED[launcher].args
-    quiet = nccl_plan(launcher, "no NVIDIA driver", fallback="launcher-default")
+    quiet = plan_without_profile(launcher, "no NVIDIA driver", fallback="launcher-default")
     assert quiet.fallback and (quiet.args, dict(quiet.env), dict(quiet.config)) == ((), {}, {})
 
 
@@ -150,7 +150,7 @@ def test_a_bad_fallback_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="fallback must be"):
         PLANNERS["vllm"](PlanRequest("x.yaml", tp=2, fallback="auto"))
     with pytest.raises(ValueError, match="fallback must be"):
-        nccl_plan("vllm", "why", fallback="auto")
+        plan_without_profile("vllm", "why", fallback="auto")
 
 
 def test_the_plan_at_fingerprint_is_followed_only_there(tmp_path) -> None:

@@ -13,9 +13,9 @@ import dataclasses
 import pytest
 from priced_profiles import FINGERPRINT, TOKENS, priced_profile, scaled, times
 
-from topo_gate.launchers.common import LaunchPlanParts, PlanRequest
-from topo_gate.launchers.follow import fallback_plan, follow_profile, node_capability, read_profile
-from topo_gate.launchers.planning import Candidate
+from topo_gate.launchers.plan.choice import Candidate
+from topo_gate.launchers.plan.flow import fallback_plan, node_capability, plan_from_profile, read_profile
+from topo_gate.launchers.plan.request import LaunchPlanParts, PlanRequest
 from topo_gate.launchers.routes import Knobs
 
 NCCL = scaled(8.0, 0.01)
@@ -163,7 +163,7 @@ def test_following_a_profile_puts_the_readers_warnings_before_the_plans_notes(mo
     request = PlanRequest(
         priced_profile(TABLES), tp=2, fallback="nccl", fingerprint=FINGERPRINT, patterns=("allreduce",)
     )
-    plan = follow_profile(
+    plan = plan_from_profile(
         "sglang", FORCED, _offer(Knobs(args=("--disable-custom-all-reduce",)), "off"), request
     )
     assert (plan.fallback, plan.reason, plan.launcher_version_pinned) == (
@@ -199,7 +199,7 @@ def _trtllm(factor: float):
         priced_profile(tables, tokens=ladder), tp=2, fallback="nccl", fingerprint=FINGERPRINT,
         model="qwen3-32b", user_env={"TLLM_DISABLE_ALLREDUCE_AUTOTUNE": "1"},
     )  # fmt: skip
-    return follow_profile(
+    return plan_from_profile(
         "trtllm", FORCED, _offer(Knobs(config={"allreduce_strategy": "NCCL"}), "nccl"), request
     )
 
@@ -221,7 +221,7 @@ def test_a_knob_set_that_saves_is_the_plan_with_its_notes() -> None:
 
 def test_a_bad_fallback_mode_is_refused_before_anything_is_read() -> None:
     with pytest.raises(ValueError, match="fallback must be one of launcher-default, nccl, not 'auto'"):
-        follow_profile(
+        plan_from_profile(
             "vllm", FORCED, _offer(Knobs(), "x"), PlanRequest("absent.yaml", tp=2, fallback="auto")
         )
 
@@ -248,7 +248,7 @@ def test_a_named_model_supplies_its_hidden_size_architecture_and_layers(unknown:
     request = PlanRequest(
         priced_profile(TABLES), tp=2, fallback="nccl", fingerprint=FINGERPRINT, model="qwen3-32b", user_env={}
     )
-    plan = follow_profile("vllm", FORCED, _offer(Knobs(), "x"), request)
+    plan = plan_from_profile("vllm", FORCED, _offer(Knobs(), "x"), request)
     assert plan.fallback is False
     assert not [note for note in plan.notes if note.startswith(unknown)], plan.notes
 
@@ -274,7 +274,7 @@ def test_the_users_own_env_that_cannot_be_modelled_is_a_fallback_that_says_so(en
         model="qwen3-32b",
         user_env=env,
     )
-    plan = follow_profile("vllm", FORCED, _offer(Knobs(), "x"), request)
+    plan = plan_from_profile("vllm", FORCED, _offer(Knobs(), "x"), request)
     assert plan.fallback is True
     assert plan.reason.startswith(f"your own flags or env cannot be modelled: {why}")
     assert (plan.args, dict(plan.env), plan.notes) == (("--nccl",), {"X": "0"}, ("forced",))

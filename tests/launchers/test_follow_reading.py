@@ -1,5 +1,5 @@
 """How every planner reads its profile when the caller says little: the defaults of ``PlanRequest``
-as ``read_profile`` and ``follow_profile`` take them (a node that is not verified, software that drifted, no fallback named), a
+as ``read_profile`` and ``plan_from_profile`` take them (a node that is not verified, software that drifted, no fallback named), a
 profile set in place of a file, and a command line the launcher itself would refuse.
 
 Each default is the fail-closed one: left unsaid, a planner does not trust a node it cannot verify,
@@ -15,9 +15,9 @@ import pytest
 from priced_profiles import FINGERPRINT, priced_profile, scaled, times
 
 from topo_gate.cli import main
-from topo_gate.launchers.common import LaunchPlanParts, PlanRequest
-from topo_gate.launchers.follow import follow_profile, read_profile
-from topo_gate.launchers.planning import Candidate
+from topo_gate.launchers.plan.choice import Candidate
+from topo_gate.launchers.plan.flow import plan_from_profile, read_profile
+from topo_gate.launchers.plan.request import LaunchPlanParts, PlanRequest
 from topo_gate.launchers.routes import Knobs
 from topo_gate.plugins import fallback_mode
 from topo_gate.profile import compute_digest, dump_profile, reader
@@ -47,7 +47,7 @@ def nothing_offered(facts, tp, user):
 def follow(profile, **options):
     """A vLLM plan for TP 2, NCCL forced on a fallback, for this node unless a test says otherwise."""
     request = PlanRequest(profile, tp=2, **{"fallback": "nccl", "fingerprint": FINGERPRINT, **options})
-    return follow_profile("vllm", FORCED, nothing_offered, request)
+    return plan_from_profile("vllm", FORCED, nothing_offered, request)
 
 
 def drifted_profile():

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from topo_gate.launchers import PLANNERS, PlanRequest, nccl_plan
+from topo_gate.launchers import PLANNERS, PlanRequest, plan_without_profile
 
 DATA = Path(__file__).resolve().parents[2] / "topo_gate" / "launchers" / "data"
 MANIFESTS = {
@@ -62,7 +62,7 @@ def env_default_on(launcher: str, name: str) -> bool:
 def forced_plans(launcher: str, tmp_path: Path) -> list:
     """The ``--fallback nccl`` plan as each way to it delivers it: no profile at all, and an unusable file."""
     return [
-        nccl_plan(launcher, "no NVIDIA driver", fallback="nccl"),
+        plan_without_profile(launcher, "no NVIDIA driver", fallback="nccl"),
         PLANNERS[launcher](PlanRequest(tmp_path / "absent.yaml", tp=2, fallback="nccl")),
     ]
 
@@ -114,7 +114,7 @@ def test_without_fallback_nccl_nothing_is_emitted_and_the_plan_says_how_to_force
     launcher: str, tmp_path: Path
 ) -> None:
     for plan in (
-        nccl_plan(launcher, "no NVIDIA driver", fallback="launcher-default"),
+        plan_without_profile(launcher, "no NVIDIA driver", fallback="launcher-default"),
         PLANNERS[launcher](PlanRequest(tmp_path / "absent.yaml", tp=2)),
     ):
         assert plan.fallback and plan.reason

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from stand_in_launcher import launcher_venv
 
-from topo_gate.launchers.installed import MAX_OUTPUT_BYTES, read_installed
-from topo_gate.launchers.releases import resolve
+from topo_gate.launchers.command.installed import MAX_OUTPUT_BYTES, read_installed
+from topo_gate.launchers.command.releases import resolve
 
 MODELLED = {"vllm": "0.33.0", "flashinfer-python": "0.7.2.post1"}
 

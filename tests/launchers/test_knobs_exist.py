@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from knob_cases import CASES, LADDER, NCCL, KnobCase, fused_of
 
-from topo_gate.launchers import PINNED, PLANNERS, LaunchPlan, nccl_plan
+from topo_gate.launchers import PINNED, PLANNERS, LaunchPlan, plan_without_profile
+from topo_gate.launchers.command.merge import split_flags
 from topo_gate.launchers.knobs import manifest
-from topo_gate.launchers.merge import split_flags
 
 #: NCCL's own env (read by NCCL, not by the launcher) that plans may set for baseline parity.
 NCCL_ENV = {"NCCL_NVLS_ENABLE"}
@@ -50,7 +50,7 @@ def assert_knobs_exist(plan: LaunchPlan) -> None:
 
 @pytest.mark.parametrize("launcher", list(PLANNERS))
 def test_forced_nccl_knobs_exist(launcher: str) -> None:
-    assert_knobs_exist(nccl_plan(launcher, "test"))
+    assert_knobs_exist(plan_without_profile(launcher, "test"))
 
 
 @pytest.mark.slow

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from topo_gate.launchers.cmdline import CmdlineError, user_knobs
-from topo_gate.launchers.merge import merge_into_command
+from topo_gate.launchers.command.merge import merge_into_command
+from topo_gate.launchers.command.parse import CmdlineError, user_knobs
 
 SGLANG_ARGS = ("--flashinfer-allreduce-fusion-backend", "trtllm", "--disable-custom-all-reduce")
 BASE = ["python", "-m", "sglang.launch_server", "--model-path", "m"]

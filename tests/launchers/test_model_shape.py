@@ -16,16 +16,16 @@ from hypothesis import strategies as st
 from price_tables import SIZES, table
 
 from topo_gate.launchers import vllm
-from topo_gate.launchers.common import MAX_HIDDEN, MAX_LAYERS, PlanRequest, ProfileFacts
-from topo_gate.launchers.costmodel import Step
-from topo_gate.launchers.explain import estimate_line
-from topo_gate.launchers.planning import choose
+from topo_gate.launchers.plan.choice import choose
+from topo_gate.launchers.plan.costmodel import Step
+from topo_gate.launchers.plan.explain import estimate_line
+from topo_gate.launchers.plan.request import MAX_HIDDEN, MAX_LAYERS, PlanRequest, ProfileFacts
+from topo_gate.launchers.plan.workload import Workload
 from topo_gate.launchers.routes import Knobs
 from topo_gate.launchers.sglang import sglang_plan
 from topo_gate.launchers.trtllm import trtllm_plan
 from topo_gate.launchers.vllm import vllm_plan
-from topo_gate.launchers.workload import Workload
-from topo_gate.plugins import Served, make_plan
+from topo_gate.plugins import Served, plan_in_launcher
 from topo_gate.plugins import vllm as vllm_plugin
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
@@ -103,7 +103,9 @@ def test_the_vllm_plugin_falls_back_on_a_config_with_no_model_s_depth(
     monkeypatch.setenv(FINGERPRINT_ENV, FINGERPRINT)
     hidden, read, architecture = vllm_plugin._model_shape(_engine_args(layers))
     assert read == layers  # as read: not made whole, so 2.5 is not planned as 2
-    plan, _ = make_plan("vllm", served=lambda: Served(2, hidden, read, architecture, ()), profile=str(PCIE))
+    plan, _ = plan_in_launcher(
+        "vllm", served=lambda: Served(2, hidden, read, architecture, ()), profile=str(PCIE)
+    )
     assert plan.fallback is fallback, plan.reason
     if fallback:
         assert plan.reason.startswith(f"layers must be a whole number of at least 1, got {layers!r}")

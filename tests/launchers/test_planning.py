@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 from price_tables import ROW, SIZES, flat, table
 
 from topo_gate.launchers import routes as route_models
-from topo_gate.launchers.common import ProfileFacts
-from topo_gate.launchers.costmodel import Problem, Step, step_check, step_sizes
-from topo_gate.launchers.planning import NO_KNOBS, Candidate, choose
+from topo_gate.launchers.plan.choice import NO_KNOBS, Candidate, choose
+from topo_gate.launchers.plan.costmodel import Problem, Step, step_check, step_sizes
+from topo_gate.launchers.plan.request import ProfileFacts
+from topo_gate.launchers.plan.workload import PRESETS, Workload
 from topo_gate.launchers.routes import Knobs, RouteError
 from topo_gate.launchers.routes.base import up_to
-from topo_gate.launchers.workload import PRESETS, Workload
 
 PLAIN, FUSED = "allreduce", "allreduce_rmsnorm"
 STEP = Step(layers=10, layers_known=True)

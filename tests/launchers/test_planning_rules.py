@@ -19,9 +19,7 @@ import pytest
 from price_tables import FUSED, PLAIN, ROW, SIZES, STEP, flat, table
 
 from topo_gate.launchers import routes as route_models
-from topo_gate.launchers.common import ProfileFacts
-from topo_gate.launchers.costmodel import Pricing, Side, StepCost, Total
-from topo_gate.launchers.planning import (
+from topo_gate.launchers.plan.choice import (
     CAPABILITY_VARIANTS,
     GROUP_VARIANTS,
     NO_KNOBS,
@@ -38,9 +36,11 @@ from topo_gate.launchers.planning import (
     effective_knobs,
     routed,
 )
+from topo_gate.launchers.plan.costmodel import Pricing, Side, StepCost, Total
+from topo_gate.launchers.plan.request import ProfileFacts
+from topo_gate.launchers.plan.workload import Workload
 from topo_gate.launchers.routes import Context, Knobs, RouteError
 from topo_gate.launchers.routes.base import up_to
-from topo_gate.launchers.workload import Workload
 
 MiB = 1 << 20
 NCCL_EVERYWHERE = ((None, None),)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from price_tables import FUSED, PLAIN, table
 
-from topo_gate.launchers.pricing import (
+from topo_gate.launchers.plan.pricing import (
     IN_CONTEXT,
     ISOLATED,
     Latency,

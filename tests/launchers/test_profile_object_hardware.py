@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import topo_gate
-from topo_gate.launchers.common import PlanRequest
+from topo_gate.launchers.plan.request import PlanRequest
 from topo_gate.launchers.sglang import sglang_plan
 from topo_gate.launchers.trtllm import trtllm_plan
 from topo_gate.launchers.vllm import vllm_plan

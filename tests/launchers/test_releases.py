@@ -10,7 +10,7 @@ import pytest
 
 from topo_gate._version import __version__
 from topo_gate.launchers import PlanRequest, knobs, vllm_plan
-from topo_gate.launchers.releases import (
+from topo_gate.launchers.command.releases import (
     ALLOW_ENV,
     EQUIVALENT,
     Installed,

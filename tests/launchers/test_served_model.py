@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from topo_gate.launchers.served_model import MAX_HIDDEN, VLLM_DEFAULT_MODEL, read_served_model
+from topo_gate.launchers.command.served_model import MAX_HIDDEN, VLLM_DEFAULT_MODEL, read_served_model
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from topo_gate.launchers import cmdline
-from topo_gate.launchers.served_model import read_served_model
+from topo_gate.launchers.command import parse as cmdline
+from topo_gate.launchers.command.served_model import read_served_model
 
 pytestmark = [pytest.mark.usefixtures("restore_environment"), pytest.mark.slow]
 

@@ -13,10 +13,10 @@ from h200_after_2048 import bundled_evidence, profile_of, with_after_2048
 from price_tables import FUSED, NCCL_EVERYWHERE, PLAIN, ROW, SIZES, STEP, flat, table
 
 from topo_gate.launchers import PlanRequest, sglang_plan, vllm_plan
-from topo_gate.launchers.costmodel import Pricing, Side, Step, price_at, problems, step_check
-from topo_gate.launchers.explain import totals
-from topo_gate.launchers.pricing import NCCL
-from topo_gate.launchers.workload import Workload, lookup_workload
+from topo_gate.launchers.plan.costmodel import Pricing, Side, Step, price_at, problems, step_check
+from topo_gate.launchers.plan.explain import totals
+from topo_gate.launchers.plan.pricing import NCCL
+from topo_gate.launchers.plan.workload import Workload, lookup_workload
 
 LEGACY = {"SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2": "0"}  # SGLang's default made a measured path
 FUSION = ("--flashinfer-allreduce-fusion-backend", "trtllm")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from topo_gate.cli import main
 from topo_gate.launchers import PlanRequest, sglang_plan
+from topo_gate.launchers.command.merge import merge_into_command
 from topo_gate.launchers.exec import exec_merged
-from topo_gate.launchers.merge import merge_into_command
 from topo_gate.plugins import Outcome
 from topo_gate.profile.reader import SYNTHETIC_PROFILE
 

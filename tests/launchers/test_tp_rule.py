@@ -13,7 +13,7 @@ from knob_cases import BY_NAME
 from priced_profiles import FINGERPRINT
 
 from topo_gate.cli import main
-from topo_gate.launchers.cmdline import tp_disagreement
+from topo_gate.launchers.command.parse import tp_disagreement
 
 REASON = "--tp 2 disagrees with the command's TP size 4: the profile's TP 2 decisions do not apply"
 CASE = BY_NAME["vllm-custom-off"]  # its TP 2 plan: --disable-custom-all-reduce

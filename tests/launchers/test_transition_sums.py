@@ -1,4 +1,4 @@
-"""The expected size transition summed piece by piece (topo_gate/launchers/transition_sums.py) is the
+"""The expected size transition summed piece by piece (topo_gate/launchers/plan/transition_sums.py) is the
 sum prior by prior that it replaces, over generated transition tables, earlier sizes and steps
 (``benchmarks/input_caps.py`` times it at the most token counts a workload file holds)."""
 
@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from price_tables import PLAIN, SIZES, flat, table
 
-from topo_gate.launchers.pricing import PriceTable
-from topo_gate.launchers.transition_sums import expected_transition
+from topo_gate.launchers.plan.pricing import PriceTable
+from topo_gate.launchers.plan.transition_sums import expected_transition
 
 NAME = "trtllm_oneshot"
 

@@ -16,9 +16,9 @@ from knob_cases import BY_NAME
 from price_tables import FUSED, ROW, SIZES, table
 
 from topo_gate.cli import main
-from topo_gate.launchers.costmodel import Pricing, Side, Step, price_at
-from topo_gate.launchers.pricing import PriceTable, lamport_style
-from topo_gate.launchers.workload import Workload
+from topo_gate.launchers.plan.costmodel import Pricing, Side, Step, price_at
+from topo_gate.launchers.plan.pricing import PriceTable, lamport_style
+from topo_gate.launchers.plan.workload import Workload
 from topo_gate.profile.yaml_format import parse_yaml, to_yaml
 
 MEASURED_US = 3000.0

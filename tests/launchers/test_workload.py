@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from topo_gate.launchers.workload import DEFAULT_WORKLOAD, PRESETS, Workload, WorkloadError, lookup_workload
+from topo_gate.launchers.plan.workload import (
+    DEFAULT_WORKLOAD,
+    PRESETS,
+    Workload,
+    WorkloadError,
+    lookup_workload,
+)
 
 
 def test_every_preset_sums_to_one_and_is_ascending() -> None:

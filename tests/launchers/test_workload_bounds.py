@@ -1,5 +1,5 @@
 """Workloads at their edges: the documented limits exactly met and one past, the presets' exact
-steps and words, and which name ``serving`` becomes at which TP size (topo_gate/launchers/workload.py)."""
+steps and words, and which name ``serving`` becomes at which TP size (topo_gate/launchers/plan/workload.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from topo_gate.launchers.workload import (
+from topo_gate.launchers.plan.workload import (
     MAX_STEPS,
     MAX_TOKENS,
     MAX_WORKLOAD_BYTES,

@@ -1,6 +1,6 @@
 """A workload file's token counts as YAML and JSON spell them: every spelling YAML reads as one integer
 is that integer, two spellings of one integer are refused naming both, and JSON's string keys are read
-when they are canonical decimals (topo_gate/launchers/workload.py, ``load_workload``)."""
+when they are canonical decimals (topo_gate/launchers/plan/workload.py, ``load_workload``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from topo_gate.launchers.workload import MAX_TOKENS, WorkloadError, load_workload
+from topo_gate.launchers.plan.workload import MAX_TOKENS, WorkloadError, load_workload
 
 
 def _load(tmp_path: Path, text: str) -> tuple[tuple[int, float], ...]:

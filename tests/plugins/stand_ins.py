@@ -26,8 +26,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from topo_gate.launchers.command.releases import NAMES
 from topo_gate.launchers.knobs import PINNED
-from topo_gate.launchers.releases import NAMES
 
 
 @dataclass

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from stand_ins import release
 
-from topo_gate.launchers import nccl_plan, sglang, vllm
+from topo_gate.launchers import plan_without_profile, sglang, vllm
 from topo_gate.plugins import APPLIED_ENV, FALLBACK_ENV, PROFILE_ENV, Outcome, export_env, say
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
@@ -133,11 +133,14 @@ def test_a_record_left_by_an_unrelated_launch_is_ignored(launcher: str) -> None:
 
 
 def test_every_flag_of_the_nccl_plans_has_a_field_to_apply_it_as() -> None:
-    from topo_gate.launchers.merge import split_flags
+    from topo_gate.launchers.command.merge import split_flags
     from topo_gate.plugins.fields import FLAG_FIELDS, VLLM_COMPILATION_FLAG
 
     for launcher in ("sglang", "vllm"):
-        flags = [flag for flag, _ in split_flags(nccl_plan(launcher, "x", fallback="nccl").args, launcher)]
+        flags = [
+            flag
+            for flag, _ in split_flags(plan_without_profile(launcher, "x", fallback="nccl").args, launcher)
+        ]
         assert flags and set(flags) <= {*FLAG_FIELDS[launcher], VLLM_COMPILATION_FLAG}
 
 
@@ -155,7 +158,7 @@ def test_the_users_env_wins_and_is_reported() -> None:
 
 
 def test_the_log_line_names_plugin_digest_and_what_was_done() -> None:
-    plan = nccl_plan("sglang", "node not checked: no NVIDIA driver", fallback="nccl")
+    plan = plan_without_profile("sglang", "node not checked: no NVIDIA driver", fallback="nccl")
     kept = ("disable_custom_all_reduce=False", "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1")
     line = Outcome("sglang", "sha256:ab", plan, ("--x not applied",), kept).line()
     # What the user kept is not reported as applied.

@@ -7,7 +7,7 @@ and the environment, applies it field by field where the user has not decided, a
 with the plan's estimate. This venv has neither launcher, so the configuration objects are stand-ins
 with the real field names and defaults of the pinned releases (only the fields the plugins read or
 set), and the steps of ``follow_profile`` that need no launcher module are run here in its order:
-``_served`` / ``user_args``, ``make_plan``, the apply step, ``record``. The real launchers run the whole
+``_served`` / ``user_args``, ``plan_in_launcher``, the apply step, ``record``. The real launchers run the whole
 hook in tests/plugins/test_real_launchers.py (scripts/launcher_parsers.sh).
 
 The stand-ins (``stand_ins.py``) cite the pinned sources for every field; ``LlamaEngineArgs``
@@ -37,7 +37,7 @@ from stand_ins import (
 )
 
 from topo_gate.launchers import sglang, vllm
-from topo_gate.launchers.releases import installed_here
+from topo_gate.launchers.command.releases import installed_here
 from topo_gate.plugins import (
     APPLIED_ENV,
     FALLBACK_ENV,
@@ -46,7 +46,7 @@ from topo_gate.plugins import (
     Served,
     apply_flags,
     export_env,
-    make_plan,
+    plan_in_launcher,
     record,
     user_args,
 )
@@ -114,7 +114,7 @@ def sglang_step(server_args: LlamaServerArgs, profile: str, capsys) -> tuple[obj
     served = dataclasses.replace(
         LLAMA, tp=server_args.tp_size, user_args=user_args(server_args, "sglang", sglang_defaults())
     )
-    plan, fingerprint = make_plan("sglang", served=lambda: served, profile=profile)
+    plan, fingerprint = plan_in_launcher("sglang", served=lambda: served, profile=profile)
     unapplied, kept = apply_flags(server_args, "sglang", plan, sglang_defaults())
     assert unapplied == ()
     kept = (*kept, *export_env(plan.env, os.environ))
@@ -126,7 +126,7 @@ def sglang_step(server_args: LlamaServerArgs, profile: str, capsys) -> tuple[obj
 def vllm_step(engine_args: LlamaEngineArgs, profile: str, capsys) -> tuple[object, str]:
     """The vLLM hook's steps on a stand-in: read the user's settings and the model, plan, apply, log."""
     served = vllm_plugin._served(engine_args)
-    plan, fingerprint = make_plan("vllm", served=lambda: served, profile=profile)
+    plan, fingerprint = plan_in_launcher("vllm", served=lambda: served, profile=profile)
     kept = vllm_plugin._apply(engine_args, plan)
     record(Outcome("vllm", "sha256:test", plan, (), kept), fingerprint, os.environ)
     (line,) = capsys.readouterr().err.splitlines()

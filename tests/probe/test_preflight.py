@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from topo_gate.launchers.plan.unmeasured import SGLANG_INSTALL
 from topo_gate.launchers.routes import route
 from topo_gate.launchers.routes.base import Context, Knobs
 from topo_gate.launchers.routes.defaults import default_routes
 from topo_gate.launchers.routes.nccl import nccl_path
-from topo_gate.launchers.unmeasured import SGLANG_INSTALL
 from topo_gate.probe.installed import unavailable_up_front
 from topo_gate.probe.node import cpu_node, facts_from_topology
 from topo_gate.probe.preflight import NO_SM_WHY, PreflightRow, preflight

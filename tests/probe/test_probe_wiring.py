@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from topo_gate.cli import probe as cli_probe
+from topo_gate.launchers.plan.unmeasured import TRIALS_INSTALL
 from topo_gate.launchers.routes.buffer_caps import buffer_caps
 from topo_gate.launchers.routes.defaults import default_routes
-from topo_gate.launchers.unmeasured import TRIALS_INSTALL
 from topo_gate.probe import ProbeOptions, cpu_node, facts_from_topology, plan_trials
 from topo_gate.probe.run import cap_tokens, preflight_rows
 from topo_gate.topology.capture import load_capture

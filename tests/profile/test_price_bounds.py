@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from topo_gate.cli import main
-from topo_gate.launchers.common import PlanRequest
+from topo_gate.launchers.plan.request import PlanRequest
 from topo_gate.launchers.vllm import vllm_plan
 from topo_gate.profile import ProfileInvalid, compute_digest, load_profile
 from topo_gate.profile.measurements import MAX_CALL_US, MIN_CALL_US
@@ -192,7 +192,7 @@ def test_fp8_is_no_dtype_a_probe_writes(tmp_path: Path, data: dict[str, Any], wh
 
 def test_the_profile_s_dtypes_are_the_probe_s() -> None:
     from topo_gate.cli.probe import DTYPES as PROBE_DTYPES
-    from topo_gate.launchers.common import ITEMSIZE
+    from topo_gate.launchers.plan.request import ITEMSIZE
     from topo_gate.profile.fields import DTYPES
     from topo_gate.trials.plan import DTYPE_BYTES
 

@@ -1,16 +1,16 @@
 """The multicast-off settings reach every trial worker whatever the caller's environment says.
 
 DESIGN.md principle 5: a trial never creates NVLink multicast objects unless the user passed
-``--allow-multicast``. The runner (``trials.runner.run_session``) sets the three variables over the
+``--allow-multicast``. The runner (``trials.runner.run_trial_session``) sets the three variables over the
 caller's environment; the worker's own refusal is the second line of defence, not the first. So
-here the caller's environment (the process's, and ``run_session``'s ``env``) holds the unsafe values,
+here the caller's environment (the process's, and ``run_trial_session``'s ``env``) holds the unsafe values,
 and each real worker process, started by the runner on the gloo CPU harness, reports the
 environment it was given: a ``sitecustomize`` module on the workers' ``PYTHONPATH`` writes
 ``os.environ`` to a file as the interpreter starts, before the worker's code runs.
 
 The expected values are the libraries' own switches, written here by hand: NCCL_NVLS_ENABLE=0 (no
 NVLink SHARP), TORCH_SYMM_MEM_DISABLE_MULTICAST=1 (torch symmetric memory without multimem),
-NVSHMEM_DISABLE_NVLS=1. Relies on: ``run_session(SessionPlan((plan,)), device="cpu", cuda_devices=[],
+NVSHMEM_DISABLE_NVLS=1. Relies on: ``run_trial_session(SessionPlan((plan,)), device="cpu", cuda_devices=[],
 timeout_s, workdir, env, startup_timeout_s)``, ``TrialPlan.allow_multicast``, and workers being Python processes
 that inherit the runner's ``PYTHONPATH``.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from topo_gate.trials.plan import SessionPlan, TrialPlan
-from topo_gate.trials.runner import run_session
+from topo_gate.trials.runner import run_trial_session
 
 pytestmark = pytest.mark.slow
 
@@ -64,7 +64,7 @@ def _workers_environments(
         monkeypatch.setenv(name, value)
     path = os.pathsep.join(filter(None, [str(reports), os.environ.get("PYTHONPATH")]))
     monkeypatch.setenv("PYTHONPATH", path)
-    (result,) = run_session(
+    (result,) = run_trial_session(
         SessionPlan((_plan(allow_multicast=allow_multicast),)), device="cpu", cuda_devices=list(cuda_devices), timeout_s=120.0,
         workdir=tmp_path / "trials", env=run_env, startup_timeout_s=120.0,
     ).runs  # fmt: skip
@@ -75,7 +75,7 @@ def _workers_environments(
     return workers
 
 
-@pytest.mark.parametrize("where", ["process environment", "run_session env"])
+@pytest.mark.parametrize("where", ["process environment", "run_trial_session env"])
 def test_a_callers_unsafe_values_never_reach_a_worker(
     where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -115,7 +115,7 @@ def test_the_cpu_harness_hides_every_gpu_from_its_workers(
 
 def test_a_cuda_session_gives_its_workers_exactly_the_groups_gpus() -> None:
     """On a GPU node the group's GPUs, and only they, are visible to each worker, numbered in PCI bus
-    order as NVML and the plan number them. (Built as ``run_session`` builds it: no GPU needed.)"""
+    order as NVML and the plan number them. (Built as ``run_trial_session`` builds it: no GPU needed.)"""
     from topo_gate.trials.runner import _Launch
 
     launch = _Launch(

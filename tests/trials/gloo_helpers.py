@@ -9,7 +9,7 @@ from pathlib import Path
 
 from topo_gate.trials.plan import SessionPlan, TrialPlan, default_backends, token_ladder
 from topo_gate.trials.results import PlanResult, SessionResult
-from topo_gate.trials.runner import Progress, run_session
+from topo_gate.trials.runner import Progress, run_trial_session
 
 FAULTS_ON = {"TOPO_GATE_ALLOW_FAULT_INJECTION": "1"}
 
@@ -48,7 +48,7 @@ def run_gloo(
     healthy gloo step answers in well under a second, so a bound of tens of seconds only ever fires
     on a real hang."""
     session = SessionPlan(plans if isinstance(plans, tuple) else (plans,), deadline)
-    return run_session(
+    return run_trial_session(
         session, device="cpu", cuda_devices=[], timeout_s=timeout_s, workdir=workdir, env=env,
         on_progress=on_progress, startup_timeout_s=startup_timeout_s, port_source=port_source,
     )  # fmt: skip

@@ -4,7 +4,7 @@
 - ``plan``: the profile's plan (``launchers.PLANNERS``) folded into the command by
   ``launchers.exec.prepare``, the same merge ``exec`` does (the user's own flags and env win, with a
   warning; TensorRT-LLM's config goes into a fresh options file merged with the user's).
-- ``nccl``: ``launchers.nccl_plan``'s NCCL-forcing knobs through the same ``prepare``.
+- ``nccl``: ``launchers.plan_without_profile``'s NCCL-forcing knobs through the same ``prepare``.
 - an env arm (``--arm NAME:VAR=VALUE``, ``env_arms``): the command as given with the user's own
   variables set over the environment, no plan applied: the change itself, measured.
 
@@ -26,8 +26,8 @@ from typing import Any
 
 from topo_gate.ab.benchmarks import Benchmark, tp_from_flags
 from topo_gate.ab.env_arms import EnvArm
-from topo_gate.launchers import PLANNERS, LaunchPlan, PlanRequest, nccl_plan
-from topo_gate.launchers.detect import TpFlagError, tp_from_command
+from topo_gate.launchers import PLANNERS, LaunchPlan, PlanRequest, plan_without_profile
+from topo_gate.launchers.command.parse import TpFlagError, tp_from_command
 from topo_gate.launchers.exec import prepare
 from topo_gate.plugins import APPLIED_ENV, PROFILE_ENV
 from topo_gate.profile.reader import FINGERPRINT_ENV
@@ -55,7 +55,7 @@ class Arm:
 
 
 def command_tp(cmd: Sequence[str], launcher: str, benchmark: Benchmark | None) -> int | None:
-    """The TP size ``cmd`` names: the launcher's own TP flags (``launchers.detect``), else the
+    """The TP size ``cmd`` names: the launcher's own TP flags (``launchers.command.parse``), else the
     benchmark's (``trtllm-bench --tp``). ``ValueError`` for a value that is not a TP size."""
     try:
         named = tp_from_command(cmd, launcher)
@@ -66,7 +66,7 @@ def command_tp(cmd: Sequence[str], launcher: str, benchmark: Benchmark | None) -
     return named
 
 
-def make_plan(launcher: str, request: PlanRequest) -> LaunchPlan:
+def plan_arm(launcher: str, request: PlanRequest) -> LaunchPlan:
     """The plan ``exec`` would follow on this verified node (``request.fingerprint``) for the command
     and environment in ``request`` (priced against what that command runs by default there);
     ``PlanUnavailable`` on any fallback (there is then no plan to compare: the arm would run the
@@ -105,7 +105,9 @@ def build_arms(
                     raise ValueError("the plan arm needs a plan")
                 arm = _merged("plan", cmd, base, plan, fingerprint)
             elif name == "nccl":
-                arm = _merged("nccl", cmd, base, nccl_plan(launcher, NCCL_REASON, fallback="nccl"), None)
+                arm = _merged(
+                    "nccl", cmd, base, plan_without_profile(launcher, NCCL_REASON, fallback="nccl"), None
+                )
             else:
                 raise ValueError(f"unknown arm {name!r} (known: {', '.join(ARMS)})")
             earlier = next((a.name for a in built if _identity(a) == _identity(arm)), None)

@@ -232,7 +232,7 @@ def recognize(argv: Sequence[str]) -> Benchmark | None:
     """The benchmark ``argv`` runs itself (not through a script), or None.
 
     Wrappers in front (``env A=B``, ``numactl ...``) are skipped by scanning every token, as
-    ``launchers.detect`` does for the servers.
+    ``launchers.command.parse`` does for the servers.
     """
     for index, token in enumerate(argv):
         name = os.path.basename(token)

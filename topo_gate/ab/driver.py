@@ -23,9 +23,9 @@ from topo_gate.ab.env_arms import EnvArm, parse_env_arms
 from topo_gate.ab.metrics import MetricSpec, file_metric, regex_metric
 from topo_gate.ab.schedule import schedule
 from topo_gate.ab.session import Progress
-from topo_gate.launchers.cmdline import tp_disagreement
-from topo_gate.launchers.planning import NO_KNOBS
-from topo_gate.launchers.releases import Installed, Resolution
+from topo_gate.launchers.command.parse import tp_disagreement
+from topo_gate.launchers.command.releases import Installed, Resolution
+from topo_gate.launchers.plan.choice import NO_KNOBS
 
 
 class Refused(Exception):
@@ -42,7 +42,7 @@ def resolve_benchmark(
     """The benchmark whose result to read, whether CMD is that benchmark itself (then its result flag
     is appended; else a wrapper reads ``TOPO_GATE_AB_RESULT``), and the launcher to plan for."""
     from topo_gate.launchers import LAUNCHERS
-    from topo_gate.launchers.detect import detect_launcher
+    from topo_gate.launchers.command.parse import detect_launcher
 
     benchmark = BENCHMARKS[bench] if bench else recognize(cmd)
     by_flag = benchmark is not None and recognize(cmd) is benchmark
@@ -256,7 +256,7 @@ def run_ab(request: Request, *, on_progress: Progress | None = None) -> dict[str
     from topo_gate.ab.outcome import build_record, evaluate
     from topo_gate.ab.profile_info import profile_info
     from topo_gate.ab.record import seal, write_record
-    from topo_gate.ab.session import run_session, sigterm_as_interrupt
+    from topo_gate.ab.session import run_ab_session, sigterm_as_interrupt
 
     measured = request.measured
     slots = (
@@ -265,7 +265,7 @@ def run_ab(request: Request, *, on_progress: Progress | None = None) -> dict[str
         else []  # every other arm repeats the default's command: nothing to compare
     )
     with sigterm_as_interrupt():
-        results = run_session(
+        results = run_ab_session(
             request.arms,
             slots,
             metric=request.metric,

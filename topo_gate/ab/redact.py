@@ -127,7 +127,7 @@ def _abbreviated(option: str) -> int | None:
 def _secret_options() -> tuple[dict[str, int | None], tuple[tuple[str, int], ...]]:
     """Every long option of the argparse launchers' parsers: its secret value count (None: not a
     secret), and the secret ones alone, for abbreviations."""
-    from topo_gate.launchers.cmdline_table import table
+    from topo_gate.launchers.command.options import table
 
     exact: dict[str, int | None] = {}
     secret: list[tuple[str, int]] = []

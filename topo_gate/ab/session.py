@@ -130,7 +130,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run_session(
+def run_ab_session(
     arms: Sequence[Arm],
     slots: Sequence[Slot],
     *,

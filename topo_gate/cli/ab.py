@@ -11,7 +11,7 @@ import click
 
 from topo_gate._atomic import check_output_path, refuse_clobbering
 from topo_gate.ab import verdict as verdicts
-from topo_gate.ab.arms import Arm, PlanUnavailable, build_arms, make_plan, remove_temp_dirs
+from topo_gate.ab.arms import Arm, PlanUnavailable, build_arms, plan_arm, remove_temp_dirs
 from topo_gate.ab.benchmarks import BENCHMARKS
 from topo_gate.ab.driver import (
     Refused,
@@ -36,9 +36,9 @@ from topo_gate.cli._params import bounded
 from topo_gate.cli.exec_ import _check_runnable, served_fields
 from topo_gate.cli.recommend import parse_gpus, served_hidden
 from topo_gate.launchers import LAUNCHERS, PlanRequest
-from topo_gate.launchers.installed import read_installed
-from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
-from topo_gate.launchers.releases import resolve
+from topo_gate.launchers.command.installed import read_installed
+from topo_gate.launchers.command.releases import resolve
+from topo_gate.topology.nodecheck import NodeCheckError, current_fingerprint
 
 _NODE_ERROR_CODES = {
     "no-driver": ExitCode.NO_DRIVER,
@@ -207,7 +207,7 @@ def command(**options: Any) -> None:
                 installed=installed,
                 **served,
             )
-            plan = make_plan(launcher, request)
+            plan = plan_arm(launcher, request)
         except PlanUnavailable as error:
             raise fail(ExitCode.NOT_OK, str(error)) from None
         if untold is not None:  # a plan was made: for the profile's hidden size, not the model served

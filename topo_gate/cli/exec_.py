@@ -22,14 +22,21 @@ from topo_gate.cli.recommend import (
     served_hidden,
     strict_failure,
 )
-from topo_gate.launchers import LAUNCHERS, PlanRequest, nccl_plan
-from topo_gate.launchers.cmdline import CmdlineError, CmdlineFileError, find_entry, parse, tp_disagreement
-from topo_gate.launchers.detect import detect_launcher, tp_from_command
+from topo_gate.launchers import LAUNCHERS, PlanRequest, plan_without_profile
+from topo_gate.launchers.command.installed import read_installed
+from topo_gate.launchers.command.parse import (
+    CmdlineError,
+    CmdlineFileError,
+    detect_launcher,
+    find_entry,
+    parse,
+    tp_disagreement,
+    tp_from_command,
+)
+from topo_gate.launchers.command.releases import NAMES, Installed, public_version, resolve
+from topo_gate.launchers.command.served_model import ServedModel, read_served_model
 from topo_gate.launchers.exec import exec_merged, prepare
-from topo_gate.launchers.installed import read_installed
-from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
-from topo_gate.launchers.releases import NAMES, Installed, public_version, resolve
-from topo_gate.launchers.served_model import ServedModel, read_served_model
+from topo_gate.topology.nodecheck import NodeCheckError, current_fingerprint
 
 #: ``recommend``'s warning for a plan made without the served model, after its "no --model/--hidden".
 UNTOLD_MODEL = NO_MODEL_WARNING.partition(": ")[2]
@@ -121,14 +128,14 @@ def command(
         fingerprint = None
         if strict:
             raise fail(ExitCode.NOT_OK, tp_problem)
-        plan = nccl_plan(launcher, tp_problem, fallback=fallback)
+        plan = plan_without_profile(launcher, tp_problem, fallback=fallback)
     elif fingerprint is None:
         try:
             fingerprint = current_fingerprint(from_capture)
         except NodeCheckError as error:
             if strict or error.kind == "unreadable":
                 raise fail(_NODE_ERROR_CODES[error.kind], str(error)) from None
-            plan = nccl_plan(launcher, f"node not checked: {error}", fallback=fallback)
+            plan = plan_without_profile(launcher, f"node not checked: {error}", fallback=fallback)
     if fingerprint is not None:
         # The default is priced with the user's own command line and environment: what runs without us.
         request = PlanRequest(
@@ -150,7 +157,9 @@ def command(
             plan = plan_command(launcher, request)
         except Exception as error:  # noqa: BLE001 -- whatever the profile holds, CMD still starts
             why = shown(" ".join(f"{type(error).__name__}: {error}".split()))
-            plan = nccl_plan(launcher, f"the profile could not be planned from: {why}", fallback=fallback)
+            plan = plan_without_profile(
+                launcher, f"the profile could not be planned from: {why}", fallback=fallback
+            )
     if strict and plan.release is not None and plan.release.refusal is not None:
         raise fail(ExitCode.DRIFT, f"CMD not run: {plan.reason}")
     if strict and plan.fallback:

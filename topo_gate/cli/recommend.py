@@ -14,18 +14,25 @@ import yaml
 from topo_gate._terminal import shown, shown_lines
 from topo_gate.cli._errors import ExitCode, fail, inert
 from topo_gate.cli._params import bounded
-from topo_gate.launchers import LAUNCHERS, PINNED, PLANNERS, LaunchPlan, PlanRequest, knobs, nccl_plan
-from topo_gate.launchers.cmdline import CmdlineError, tp_disagreement
-from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS, PATTERNS
-from topo_gate.launchers.detect import tp_from_command
-from topo_gate.launchers.explain import Row
-from topo_gate.launchers.explain import render as render_explain
-from topo_gate.launchers.explain import rows as explain_rows
-from topo_gate.launchers.explain import totals as explain_totals
+from topo_gate.launchers import (
+    LAUNCHERS,
+    PINNED,
+    PLANNERS,
+    LaunchPlan,
+    PlanRequest,
+    knobs,
+    plan_without_profile,
+)
+from topo_gate.launchers.command.parse import CmdlineError, tp_disagreement, tp_from_command
+from topo_gate.launchers.command.releases import ALLOW_ENV, Installed
 from topo_gate.launchers.outlook import CPU_HARNESS, NO_TP_ALL_REDUCE
-from topo_gate.launchers.releases import ALLOW_ENV, Installed
-from topo_gate.launchers.workload import DEFAULT_WORKLOAD, Workload, WorkloadError, lookup_workload
-from topo_gate.launchers.workload import PRESETS as WORKLOADS
+from topo_gate.launchers.plan.explain import Row
+from topo_gate.launchers.plan.explain import render as render_explain
+from topo_gate.launchers.plan.explain import rows as explain_rows
+from topo_gate.launchers.plan.explain import totals as explain_totals
+from topo_gate.launchers.plan.request import DEFAULT_FALLBACK, FALLBACKS, PATTERNS
+from topo_gate.launchers.plan.workload import DEFAULT_WORKLOAD, Workload, WorkloadError, lookup_workload
+from topo_gate.launchers.plan.workload import PRESETS as WORKLOADS
 from topo_gate.models import UnknownModel, lookup_model
 from topo_gate.profile.reader import SYNTHETIC_PROFILE
 
@@ -138,7 +145,7 @@ def plan_command(launcher: str, request: PlanRequest) -> LaunchPlan:
     for an unusable ``--workload``."""
     problem = _tp_problem(launcher, request.tp, request.user_args)
     if problem:
-        return nccl_plan(launcher, problem, fallback=request.fallback)
+        return plan_without_profile(launcher, problem, fallback=request.fallback)
     try:
         return PLANNERS[launcher](request)
     except WorkloadError as error:

@@ -1,15 +1,16 @@
-"""Launcher integration: a profile's decisions as SGLang / vLLM / TensorRT-LLM flags, env and config.
+"""Launcher integration: the plan of SGLang / vLLM / TensorRT-LLM flags, env and config a profile's
+prices support, for the command line the user runs, checked against each release's route model.
 
-Pure mapping (no torch, click or rich): ``sglang_plan``, ``vllm_plan``, ``trtllm_plan`` (and
-``PLANNERS[launcher]``) each take a ``PlanRequest`` and return a ``LaunchPlan``. A plan that cannot
+No torch, click or rich (the plugins import this inside the launcher's process): ``sglang_plan``,
+``vllm_plan``, ``trtllm_plan`` (and ``PLANNERS[launcher]``) each take a ``PlanRequest`` and return a ``LaunchPlan``. A plan that cannot
 follow the profile is a fallback: by default (``fallback="launcher-default"``) it changes nothing and
 the launcher runs its own defaults; ``fallback="nccl"`` forces NCCL instead.
 """
 
 from topo_gate.launchers import sglang, trtllm, vllm
-from topo_gate.launchers.common import PlanRequest, check_fallback_mode
-from topo_gate.launchers.follow import LaunchPlan, fallback_plan
 from topo_gate.launchers.knobs import LAUNCHERS, PINNED
+from topo_gate.launchers.plan.flow import LaunchPlan, fallback_plan
+from topo_gate.launchers.plan.request import PlanRequest, check_fallback_mode
 from topo_gate.launchers.sglang import sglang_plan
 from topo_gate.launchers.trtllm import trtllm_plan
 from topo_gate.launchers.vllm import vllm_plan
@@ -23,14 +24,14 @@ __all__ = [
     "PLANNERS",
     "LaunchPlan",
     "PlanRequest",
-    "nccl_plan",
+    "plan_without_profile",
     "sglang_plan",
     "trtllm_plan",
     "vllm_plan",
 ]
 
 
-def nccl_plan(launcher: str, reason: str, *, fallback: str = "nccl") -> LaunchPlan:
+def plan_without_profile(launcher: str, reason: str, *, fallback: str = "nccl") -> LaunchPlan:
     """The fail-closed plan of ``launcher`` without consulting a profile (e.g. the node could not be read)."""
     check_fallback_mode(fallback)
     return fallback_plan(launcher, PINNED[launcher], reason, fallback=fallback, forced=_FORCE_NCCL[launcher])

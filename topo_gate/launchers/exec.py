@@ -15,9 +15,9 @@ import yaml
 
 from topo_gate._atomic import write_atomic
 from topo_gate._terminal import shown
-from topo_gate.launchers.cmdline import options_file, trtllm_options_at
-from topo_gate.launchers.follow import LaunchPlan
-from topo_gate.launchers.merge import Merged, merge_into_command
+from topo_gate.launchers.command.merge import Merged, merge_into_command
+from topo_gate.launchers.command.parse import options_file, trtllm_options_at
+from topo_gate.launchers.plan.flow import LaunchPlan
 from topo_gate.launchers.trtllm import OPTIONS_FLAG
 from topo_gate.profile.reader import FINGERPRINT_ENV, SYNTHETIC_PROFILE
 

@@ -22,8 +22,7 @@ from typing import Any
 
 from topo_gate._units import human_bytes
 from topo_gate.launchers import knobs
-from topo_gate.launchers.common import PlanRequest
-from topo_gate.launchers.explain import (
+from topo_gate.launchers.plan.explain import (
     headline,
     knob_words,
     rows,
@@ -31,13 +30,14 @@ from topo_gate.launchers.explain import (
     unlock_data,
     unmeasured,
 )
-from topo_gate.launchers.follow import LaunchPlan
+from topo_gate.launchers.plan.flow import LaunchPlan
+from topo_gate.launchers.plan.request import PlanRequest
+from topo_gate.launchers.plan.unmeasured import cause, release
+from topo_gate.launchers.plan.workload import lookup_workload
 from topo_gate.launchers.routes import Knobs
 from topo_gate.launchers.sglang import sglang_plan
 from topo_gate.launchers.trtllm import trtllm_plan
-from topo_gate.launchers.unmeasured import cause, release
 from topo_gate.launchers.vllm import vllm_plan
-from topo_gate.launchers.workload import lookup_workload
 from topo_gate.models import PRESETS, ModelPreset, lookup_model
 from topo_gate.profile.schema import Profile
 

@@ -24,9 +24,9 @@ import itertools
 from collections.abc import Mapping, Sequence
 
 from topo_gate.launchers import knobs
-from topo_gate.launchers.common import LaunchPlanParts, PlanRequest, ProfileFacts
-from topo_gate.launchers.follow import LaunchPlan, follow_profile
-from topo_gate.launchers.planning import Candidate
+from topo_gate.launchers.plan.choice import Candidate
+from topo_gate.launchers.plan.flow import LaunchPlan, plan_from_profile
+from topo_gate.launchers.plan.request import LaunchPlanParts, PlanRequest, ProfileFacts
 from topo_gate.launchers.routes import Knobs
 
 LAUNCHER = "sglang"
@@ -56,7 +56,7 @@ Option = tuple[tuple[str, ...], Mapping[str, str], str]  # args, env, note
 def sglang_plan(request: PlanRequest) -> LaunchPlan:
     """The SGLang args/env that follow ``request.profile`` at its TP size for the served model, priced
     against SGLang's default with the user's own args and env."""
-    return follow_profile(LAUNCHER, FORCE_NCCL, candidates, request)
+    return plan_from_profile(LAUNCHER, FORCE_NCCL, candidates, request)
 
 
 def _sets(user: Knobs, flags: Sequence[str] = (), env: Sequence[str] = ()) -> bool:

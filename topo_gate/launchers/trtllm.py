@@ -11,9 +11,9 @@ own options file is theirs.
 
 from __future__ import annotations
 
-from topo_gate.launchers.common import LaunchPlanParts, PlanRequest, ProfileFacts
-from topo_gate.launchers.follow import LaunchPlan, follow_profile
-from topo_gate.launchers.planning import Candidate
+from topo_gate.launchers.plan.choice import Candidate
+from topo_gate.launchers.plan.flow import LaunchPlan, plan_from_profile
+from topo_gate.launchers.plan.request import LaunchPlanParts, PlanRequest, ProfileFacts
 from topo_gate.launchers.routes import Knobs
 
 LAUNCHER = "trtllm"
@@ -33,7 +33,7 @@ def trtllm_plan(request: PlanRequest) -> LaunchPlan:
     ``args`` is empty: the options live in a YAML file, which ``topo-gate exec`` writes and passes as
     ``--extra_llm_api_options FILE`` (``topo-gate recommend --format yaml`` prints it).
     """
-    return follow_profile(LAUNCHER, FORCE_NCCL, candidates, request)
+    return plan_from_profile(LAUNCHER, FORCE_NCCL, candidates, request)
 
 
 def candidates(facts: ProfileFacts, tp: int, user: Knobs) -> list[Candidate]:

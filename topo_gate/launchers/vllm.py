@@ -25,9 +25,9 @@ from typing import Any
 
 from topo_gate._units import human_bytes
 from topo_gate.launchers import knobs
-from topo_gate.launchers.common import LaunchPlanParts, PlanRequest, ProfileFacts
-from topo_gate.launchers.follow import LaunchPlan, follow_profile
-from topo_gate.launchers.planning import Candidate
+from topo_gate.launchers.plan.choice import Candidate
+from topo_gate.launchers.plan.flow import LaunchPlan, plan_from_profile
+from topo_gate.launchers.plan.request import LaunchPlanParts, PlanRequest, ProfileFacts
 from topo_gate.launchers.routes import Knobs
 from topo_gate.launchers.routes.vllm import pass_config
 
@@ -62,7 +62,7 @@ Option = tuple[tuple[str, ...], Mapping[str, str], str, Mapping[str, Any]]  # ar
 def vllm_plan(request: PlanRequest) -> LaunchPlan:
     """The vLLM args/env that follow ``request.profile`` at its TP size for the served model, priced
     against vLLM's default with the user's own args and env."""
-    return follow_profile(LAUNCHER, FORCE_NCCL, candidates, request)
+    return plan_from_profile(LAUNCHER, FORCE_NCCL, candidates, request)
 
 
 def _user_pass_keys(user: Knobs) -> set[str]:

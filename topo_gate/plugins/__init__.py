@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 
 from topo_gate._terminal import shown
-from topo_gate.launchers import PLANNERS, LaunchPlan, PlanRequest, nccl_plan
-from topo_gate.launchers.common import DEFAULT_FALLBACK, FALLBACKS
+from topo_gate.launchers import PLANNERS, LaunchPlan, PlanRequest, plan_without_profile
+from topo_gate.launchers.plan.request import DEFAULT_FALLBACK, FALLBACKS
 from topo_gate.profile.given_fingerprint import FINGERPRINT_ENV, env_fingerprint
 from topo_gate.profile.reader import SYNTHETIC_PROFILE
 
@@ -47,7 +47,7 @@ class Outcome:
     args_applied: bool = True  # False: only the env could be set (the notes say why)
 
     def line(self) -> str:
-        from topo_gate.launchers.merge import split_flags
+        from topo_gate.launchers.command.merge import split_flags
         from topo_gate.plugins.fields import FLAG_FIELDS
 
         plan = self.plan
@@ -148,7 +148,7 @@ def verified_fingerprint(environ: Mapping[str, str] = os.environ) -> tuple[str |
     """(fingerprint, how it was obtained). A fingerprint already verified by ``topo-gate exec`` or by the
     launching process is trusted, as the reader trusts it (blanks around it dropped, a blank one unset:
     ``profile.given_fingerprint``); otherwise NVML is read (in a child process)."""
-    from topo_gate.launchers.nodecheck import NodeCheckError, current_fingerprint
+    from topo_gate.topology.nodecheck import NodeCheckError, current_fingerprint
 
     given = env_fingerprint(environ)
     if given is not None:
@@ -162,7 +162,9 @@ def verified_fingerprint(environ: Mapping[str, str] = os.environ) -> tuple[str |
 def fallback(launcher: str, reason: str) -> LaunchPlan:
     """The plan when the profile cannot be followed: nothing changed, or NCCL under ``TOPO_GATE_FALLBACK=nccl``."""
     mode, problem = fallback_mode()
-    return nccl_plan(launcher, reason if problem is None else f"{reason}; {problem}", fallback=mode)
+    return plan_without_profile(
+        launcher, reason if problem is None else f"{reason}; {problem}", fallback=mode
+    )
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,9 @@ class Served:
     user_args: tuple[str, ...]
 
 
-def make_plan(launcher: str, *, served: Callable[[], Served], profile: str) -> tuple[LaunchPlan, str | None]:
+def plan_in_launcher(
+    launcher: str, *, served: Callable[[], Served], profile: str
+) -> tuple[LaunchPlan, str | None]:
     """The plan ``topo-gate exec`` would apply, from the same planner, priced against the launcher's
     default with the user's own settings (``served().user_args`` and the environment); the fallback
     (``fallback``) when the node is not verified. Returns (plan, verified fingerprint or None)."""
@@ -187,7 +191,7 @@ def make_plan(launcher: str, *, served: Callable[[], Served], profile: str) -> t
     if problem is not None:
         return fallback(launcher, "not planned"), fingerprint
     facts = served()
-    from topo_gate.launchers.releases import installed_here
+    from topo_gate.launchers.command.releases import installed_here
 
     request = PlanRequest(
         profile,
@@ -260,7 +264,7 @@ def apply_flags(
     Flags in ``special`` are left to the caller. Returns (flags with no known field: not applied,
     user values kept).
     """
-    from topo_gate.launchers.merge import split_flags
+    from topo_gate.launchers.command.merge import split_flags
     from topo_gate.plugins.fields import FLAG_FIELDS
 
     unapplied, kept = [], []

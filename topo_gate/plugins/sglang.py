@@ -18,7 +18,7 @@ import os
 from typing import Any
 
 from topo_gate.launchers import LaunchPlan
-from topo_gate.launchers.merge import split_flags
+from topo_gate.launchers.command.merge import split_flags
 from topo_gate.plugins import (
     Outcome,
     Served,
@@ -26,7 +26,7 @@ from topo_gate.plugins import (
     export_env,
     fallback,
     inherited,
-    make_plan,
+    plan_in_launcher,
     profile_digest,
     profile_path,
     record,
@@ -70,7 +70,7 @@ def follow_profile(server_args: Any) -> None:
     if profile is None:
         return
     try:
-        plan, fingerprint = make_plan(PLUGIN, served=lambda: _served(server_args), profile=profile)
+        plan, fingerprint = plan_in_launcher(PLUGIN, served=lambda: _served(server_args), profile=profile)
         notes: tuple[str, ...] = ()
         unapplied = _unapplicable(server_args, plan)
         if unapplied:

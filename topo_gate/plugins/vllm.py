@@ -24,7 +24,7 @@ import os
 from typing import Any
 
 from topo_gate.launchers import LaunchPlan
-from topo_gate.launchers.merge import split_flags
+from topo_gate.launchers.command.merge import split_flags
 from topo_gate.plugins import (
     Outcome,
     Served,
@@ -32,7 +32,7 @@ from topo_gate.plugins import (
     export_env,
     fallback,
     inherited,
-    make_plan,
+    plan_in_launcher,
     profile_digest,
     profile_path,
     record,
@@ -72,7 +72,7 @@ def follow_profile(engine_args: Any) -> None:
     if profile is None:
         return
     try:
-        plan, fingerprint = make_plan(PLUGIN, served=lambda: _served(engine_args), profile=profile)
+        plan, fingerprint = plan_in_launcher(PLUGIN, served=lambda: _served(engine_args), profile=profile)
         notes: tuple[str, ...] = ()
         unapplicable = _unapplicable(plan)
         if unapplicable:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from topo_gate.launchers.unmeasured import INSTALL_ACTIONS, untimed
+from topo_gate.launchers.plan.unmeasured import INSTALL_ACTIONS, untimed
 from topo_gate.probe.node import NodeFacts
 from topo_gate.trials.plan import COMPOSITE_SUFFIX
 

@@ -1,6 +1,6 @@
 """The trials of a probe: one worker session per (TP size, GPU group), in order, inside the budget.
 
-Each session runs through ``trials.runner.run_session``; this module adds what the probe as a whole
+Each session runs through ``trials.runner.run_trial_session``; this module adds what the probe as a whole
 needs: the budget as a deadline (a session starts only while budget remains, the first always
 does, and each session's workers get the wall-clock deadline for their later patterns), and
 progress in the planner's estimated seconds, overall and per worker phase.
@@ -21,7 +21,7 @@ from topo_gate.trials.cost import COST_MODELS, PHASES, estimate_phases, plan_pha
 from topo_gate.trials.plan import SessionPlan
 from topo_gate.trials.protocol import Beat
 from topo_gate.trials.results import PlanResult
-from topo_gate.trials.runner import Progress, run_session
+from topo_gate.trials.runner import Progress, run_trial_session
 
 #: Heartbeat phase -> the worker phase (PHASES) whose time it is. Before the first beat: importing.
 _PHASE_OF_BEAT = {
@@ -102,7 +102,7 @@ def run_sessions(
                     pace.at(phase, done, beat.pattern if beat is not None else None),
                 ))  # fmt: skip
 
-            result = run_session(
+            result = run_trial_session(
                 SessionPlan(session.plans, deadline.wall_clock()),
                 device=options.device,
                 cuda_devices=_cuda_devices(facts, session.group) if options.device == "cuda" else (),

@@ -166,7 +166,7 @@ def _failed(runs: list[Mapping[str, Any]]) -> Table:
 
 
 class AbProgressDisplay:
-    """``with AbProgressDisplay(console) as show: run_session(..., on_progress=show)``: a bar over the
+    """``with AbProgressDisplay(console) as show: run_ab_session(..., on_progress=show)``: a bar over the
     session's runs, and one line per finished run."""
 
     def __init__(self, console: Console, unit: str = "") -> None:

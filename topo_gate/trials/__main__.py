@@ -32,7 +32,7 @@ from topo_gate.trials.plan import (
     token_ladder,
 )
 from topo_gate.trials.results import PlanResult
-from topo_gate.trials.runner import Progress, run_session
+from topo_gate.trials.runner import Progress, run_trial_session
 
 EXIT_OK, EXIT_WRONG, EXIT_USAGE, EXIT_NOTHING_RAN, EXIT_INTERRUPTED = 0, 1, 2, 6, 130
 
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     cuda_devices = args.gpus or [str(index) for index in range(args.tp)]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="topo-gate-trials-"))
     try:
-        results = run_session(
+        results = run_trial_session(
             SessionPlan(tuple(plans)),
             device=args.device,
             cuda_devices=cuda_devices,

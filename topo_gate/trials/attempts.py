@@ -1,7 +1,7 @@
 """What the end of each attempt means for a session's patterns: the runner's failure rules. Stdlib only.
 
 The runner (``runner.py``) starts an attempt for the patterns not yet done and hands its outcome
-here: the patterns whose result files every rank wrote are measured (``PatternState.finish``), and
+here: the patterns whose result files every rank wrote are measured (``PatternAttempts.finish``), and
 a fault is settled by the rules in ``runner``'s docstring (``settle``): a backend is blamed in its
 own pattern, a fault outside any backend is retried once (on a fresh port for a rendezvous that
 could not bind) and then fails its pattern, or every pattern not done when it came before any
@@ -44,7 +44,7 @@ class Fault:
 
 
 @dataclass
-class PatternState:
+class PatternAttempts:
     """The runner's record of one pattern across the session's attempts."""
 
     plan: TrialPlan
@@ -91,8 +91,8 @@ class PatternState:
 def settle(
     fault: Fault,
     attempt: int,
-    patterns: Mapping[str, PatternState],
-    left: Sequence[PatternState],
+    patterns: Mapping[str, PatternAttempts],
+    left: Sequence[PatternAttempts],
     session_retries: int,
     port_tries: int,
 ) -> int:
@@ -133,7 +133,7 @@ def add_phases(total: dict[str, float], phases: Mapping[str, float]) -> None:
 
 def plan_results(
     plan: SessionPlan,
-    patterns: Mapping[str, PatternState],
+    patterns: Mapping[str, PatternAttempts],
     dropped: Mapping[str, str],
     software: Mapping[str, Any],
     wall_s: float,

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from topo_gate._atomic import write_atomic
-from topo_gate.trials.attempts import Fault, PatternState, add_phases, plan_results, settle
+from topo_gate.trials.attempts import Fault, PatternAttempts, add_phases, plan_results, settle
 from topo_gate.trials.plan import SessionPlan, session_to_spec, with_backends
 from topo_gate.trials.processes import POLL_S, Workers, free_port, port_bindable, sigterm_as_interrupt
 from topo_gate.trials.protocol import BACKEND_PHASES, Beat, log_path, read_heartbeat
@@ -71,7 +71,7 @@ class Progress:
     fault: Fault | None = None
 
 
-def run_session(
+def run_trial_session(
     plan: SessionPlan,
     *,
     device: str,
@@ -95,7 +95,7 @@ def run_session(
     """
     if device == "cuda" and len(cuda_devices) != plan.tp:
         raise ValueError(f"tp={plan.tp} needs {plan.tp} CUDA devices, got {list(cuda_devices)}")
-    patterns = {p.pattern: PatternState(p, list(p.backends)) for p in plan.plans}
+    patterns = {p.pattern: PatternAttempts(p, list(p.backends)) for p in plan.plans}
     dropped: dict[str, str] = {}
     phases: dict[str, float] = {}
     software: dict[str, Any] = {}

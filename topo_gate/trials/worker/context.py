@@ -33,7 +33,7 @@ import torch
 
 from topo_gate.evidence.names import GEMM
 from topo_gate.trials.backends.base import BackendContext, TrialBuffers
-from topo_gate.trials.worker.state import PatternState
+from topo_gate.trials.worker.state import RankPattern
 
 ROUNDS = 9
 
@@ -43,9 +43,9 @@ def calls_per_graph(graph_calls: int) -> int:
     return max(2, graph_calls // 4)
 
 
-def cleared(trials: PatternState, charged: Mapping[tuple[str, int], float]) -> dict[int, list[str]]:
+def cleared(trials: RankPattern, charged: Mapping[tuple[str, int], float]) -> dict[int, list[str]]:
     """Per size, the backends that cleared the isolated bar there (module docstring), fastest first.
-    ``charged``: the group medians with the transition charge (``PatternState.group_medians``)."""
+    ``charged``: the group medians with the transition charge (``RankPattern.group_medians``)."""
     baseline, threshold = trials.plan.backends[0], 1 + trials.plan.margin
     by_size: dict[int, list[str]] = {}
     for tokens in trials.plan.tokens:
@@ -61,7 +61,7 @@ def cleared(trials: PatternState, charged: Mapping[tuple[str, int], float]) -> d
     return by_size
 
 
-def time_layers(trials: PatternState) -> None:
+def time_layers(trials: RankPattern) -> None:
     """The layer graphs of every size (module docstring), into ``trials.context``."""
     plan = trials.plan
     baseline = plan.backends[0]

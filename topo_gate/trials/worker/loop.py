@@ -37,7 +37,7 @@ import torch
 from topo_gate.trials.backends.base import Backend
 from topo_gate.trials.protocol import RANK_RESULT_FORMAT
 from topo_gate.trials.worker import admission, checks, context, recheck, transitions
-from topo_gate.trials.worker.state import Cell, PatternState
+from topo_gate.trials.worker.state import Cell, RankPattern
 from topo_gate.trials.worker.timing import make_timer
 
 #: Early stopping: after this many rounds, a backend whose group median at a size is not below
@@ -52,7 +52,7 @@ EARLY_ROUNDS = 5
 LOSER_FACTOR = 1.0
 
 
-class PatternTrials(PatternState):
+class PatternTrials(RankPattern):
     """One plan (one pattern) on this rank: the order of work (module docstring) over the state
     its phases share (``state.py``)."""
 

@@ -11,13 +11,13 @@ path, which a plan leaves in place and must know to be correct.
 from __future__ import annotations
 
 from topo_gate.trials.worker import checks
-from topo_gate.trials.worker.state import PatternState
+from topo_gate.trials.worker.state import RankPattern
 
 #: Token counts between the ladder's powers of two that the captured graphs are also checked at.
 ODD_TOKENS = (3, 24, 3000)
 
 
-def recheck_graphs(trials: PatternState) -> None:
+def recheck_graphs(trials: RankPattern) -> None:
     """Into ``trials.graph_checks``: one voted record per (backend, size) rechecked."""
     ladder = trials.plan.tokens
     sizes = sorted(set(ladder) | {t for t in ODD_TOKENS if t < ladder[-1]})
@@ -64,13 +64,13 @@ def recheck_graphs(trials: PatternState) -> None:
                 _disqualify(trials, name, tokens, reason)
 
 
-def _rechecked_there(trials: PatternState, name: str, tokens: int, timed: list[int]) -> bool:
+def _rechecked_there(trials: RankPattern, name: str, tokens: int, timed: list[int]) -> bool:
     if tokens not in timed:
         return False
     return not trials.cell(name, tokens).stopped_early or trials.is_default_path(name)
 
 
-def _disqualify(trials: PatternState, name: str, tokens: int, reason: str) -> None:
+def _disqualify(trials: RankPattern, name: str, tokens: int, reason: str) -> None:
     """A wrong answer at ``tokens`` disqualifies the ladder sizes around it (itself if on it)."""
     ladder = trials.plan.tokens
     if tokens in ladder:

@@ -64,7 +64,7 @@ class PhaseClock:
         self._last = now
 
 
-class PatternState:
+class RankPattern:
     """One plan (one pattern) on this rank, within a session that owns the backends (``pool``)."""
 
     def __init__(

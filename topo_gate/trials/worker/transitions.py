@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from topo_gate.trials.worker import context
-from topo_gate.trials.worker.state import PatternState
+from topo_gate.trials.worker.state import RankPattern
 
 PREDECESSOR_CALLS = 4  # a prefill chunk's few calls before decode
 TRANSITION_REPS = 3
@@ -29,7 +29,7 @@ TRANSITION_REPS = 3
 _TRANSITION_FAULTS = ("stale", "transition")
 
 
-def time_transitions(trials: PatternState) -> None:
+def time_transitions(trials: RankPattern) -> None:
     """The replays after larger sizes (module docstring); also leaves ``trials.predecessors``, the
     largest size's graph of every backend, for the rechecks."""
     for name in trials.backends:
@@ -63,7 +63,7 @@ def time_transitions(trials: PatternState) -> None:
         cell.after.sort(key=lambda entry: entry["tokens"])
 
 
-def _predecessor(trials: PatternState, name: str, tokens: int) -> Any:
+def _predecessor(trials: RankPattern, name: str, tokens: int) -> Any:
     trials.beat("prepare", name, tokens)
     return trials.timer.prepare(
         trials.passed[(name, tokens)],
@@ -72,7 +72,7 @@ def _predecessor(trials: PatternState, name: str, tokens: int) -> Any:
     )
 
 
-def _replays(trials: PatternState, name: str, tokens: int, larger: int, predecessor: Any) -> None:
+def _replays(trials: RankPattern, name: str, tokens: int, larger: int, predecessor: Any) -> None:
     samples = []
     for rep in range(TRANSITION_REPS):
         trials.beat("transition", name, tokens, rep)

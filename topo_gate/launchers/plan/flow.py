@@ -16,8 +16,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from topo_gate.launchers.cmdline import CmdlineError, user_knobs
-from topo_gate.launchers.common import (
+from topo_gate.launchers.command.parse import CmdlineError, user_knobs
+from topo_gate.launchers.command.releases import NAMES, Resolution, resolve
+from topo_gate.launchers.plan.choice import Candidate, Choice, choose
+from topo_gate.launchers.plan.costmodel import DEFAULT_LAYERS, EMBEDDING_FUSED_LAUNCHERS, Step
+from topo_gate.launchers.plan.explain import estimate_line
+from topo_gate.launchers.plan.pricing import PriceTable
+from topo_gate.launchers.plan.request import (
     ITEMSIZE,
     PATTERNS,
     LaunchPlanParts,
@@ -26,14 +31,9 @@ from topo_gate.launchers.common import (
     check_fallback_mode,
     shape_problem,
 )
-from topo_gate.launchers.costmodel import DEFAULT_LAYERS, EMBEDDING_FUSED_LAUNCHERS, Step
-from topo_gate.launchers.explain import estimate_line
-from topo_gate.launchers.planning import Candidate, Choice, choose
-from topo_gate.launchers.pricing import PriceTable
-from topo_gate.launchers.releases import NAMES, Resolution, resolve
+from topo_gate.launchers.plan.workload import Workload, lookup_workload
 from topo_gate.launchers.routes import Knobs, RouteError
 from topo_gate.launchers.routes.nccl import NVLS_ENV
-from topo_gate.launchers.workload import Workload, lookup_workload
 from topo_gate.models import lookup_model
 from topo_gate.profile.profile_set import choose_member, is_profile_set
 from topo_gate.profile.reader import FINGERPRINT_ENV, admit
@@ -244,7 +244,7 @@ def served_model(facts: ProfileFacts, request: PlanRequest) -> tuple[ProfileFact
     return replace(facts, served_hidden=hidden, model=model, layers=layers, architecture=architecture), notes
 
 
-def follow_profile(
+def plan_from_profile(
     launcher: str,
     forced: LaunchPlanParts,
     candidates: Callable[[ProfileFacts, int, Knobs], Sequence[Candidate]],

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from topo_gate._units import human_bytes
-from topo_gate.launchers.common import ProfileFacts
-from topo_gate.launchers.costmodel import (
+from topo_gate.launchers.command.merge import merge_into_command
+from topo_gate.launchers.plan.costmodel import (
     Pricing,
     Problem,
     Side,
@@ -33,11 +33,11 @@ from topo_gate.launchers.costmodel import (
     step_checks,
     total,
 )
-from topo_gate.launchers.merge import merge_into_command
-from topo_gate.launchers.pricing import PriceTable, bracket, in_context_rungs
+from topo_gate.launchers.plan.pricing import PriceTable, bracket, in_context_rungs
+from topo_gate.launchers.plan.request import ProfileFacts
+from topo_gate.launchers.plan.workload import Workload
 from topo_gate.launchers.routes import Context, Knobs, Route, RouteError, route
 from topo_gate.launchers.routes.nccl import nccl_path
-from topo_gate.launchers.workload import Workload
 
 #: Capabilities tried when the profile does not record one: each row the launchers' tables key on.
 CAPABILITY_VARIANTS = ((9, 0), (10, 0), (10, 3), (12, 0))

@@ -20,9 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from topo_gate.launchers import cmdline, knobs
-from topo_gate.launchers.cmdline_forms import vllm_json
-from topo_gate.launchers.cmdline_table import CmdlineError, table
+from topo_gate.launchers import knobs
+from topo_gate.launchers.command import parse as cmdline
+from topo_gate.launchers.command.forms import vllm_json
+from topo_gate.launchers.command.options import CmdlineError, table
 
 # Flags that set the same knob: a user's flag from a group overrides any plan flag from the same group.
 _SAME_KNOB: dict[str, tuple[frozenset[str], ...]] = {

@@ -24,15 +24,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from topo_gate.launchers import cmdline_forms as forms
 from topo_gate.launchers import knobs
-from topo_gate.launchers.cmdline_table import CmdlineError, CmdlineFileError, Occurrence, table
+from topo_gate.launchers.command import forms
+from topo_gate.launchers.command.options import CmdlineError, CmdlineFileError, Occurrence, table
 from topo_gate.launchers.routes.base import Knobs
 
 __all__ = [
     "CmdlineError",
     "CmdlineFileError",
     "Entry",
+    "TpFlagError",
+    "detect_launcher",
+    "tp_from_command",
     "LauncherArgs",
     "find_entry",
     "options_file",
@@ -253,3 +256,29 @@ def options_file(path: str) -> dict[str, Any]:
     if not isinstance(options, dict):
         raise CmdlineFileError(path, "not a YAML mapping of LLM-API options")
     return options
+
+
+def detect_launcher(argv: Sequence[str]) -> str | None:
+    """The launcher ``argv`` starts, or None when it cannot tell (the user passes ``--launcher``).
+
+    Wrappers in front (``env A=B``, ``numactl ...``, ``uv run``) are skipped by scanning every token.
+    """
+    entry = find_entry(argv)
+    return entry.launcher if entry else None
+
+
+class TpFlagError(CmdlineError):
+    """A TP flag on the command line whose value the launcher would not take as a TP size."""
+
+
+def tp_from_command(argv: Sequence[str], launcher: str, release: str | None = None) -> int | None:
+    """The TP size ``argv`` gives ``launcher``, read as the launcher's own parser reads it
+    (abbreviations, ``_`` for ``-``, ``=`` forms, config files, the last one winning), or None if it
+    names none. ``TpFlagError`` when the launcher would refuse the line or the size;
+    ``CmdlineFileError`` when a config file the line names cannot be read."""
+    try:
+        return tp_size(launcher, argv, release)
+    except CmdlineFileError:
+        raise
+    except CmdlineError as error:
+        raise TpFlagError(str(error)) from None

@@ -32,9 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from topo_gate.launchers import cmdline_forms as forms
-from topo_gate.launchers.cmdline import CmdlineError, Entry, find_entry, options_file, parse
-from topo_gate.launchers.cmdline_table import table
+from topo_gate.launchers.command import forms
+from topo_gate.launchers.command.options import table
+from topo_gate.launchers.command.parse import CmdlineError, Entry, find_entry, options_file, parse
 from topo_gate.models import UnknownModel, lookup_model
 
 #: vLLM's ``ModelConfig.model`` default (vllm/config/model.py:155, 0.33.0): served when no model is named.

@@ -46,7 +46,7 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
-from topo_gate.launchers.pricing import (
+from topo_gate.launchers.plan.pricing import (
     IN_CONTEXT,
     ISOLATED,
     PriceTable,
@@ -54,9 +54,9 @@ from topo_gate.launchers.pricing import (
     buffer_of,
     table_name,
 )
+from topo_gate.launchers.plan.transition_sums import expected_transition
+from topo_gate.launchers.plan.workload import Workload
 from topo_gate.launchers.routes.base import Route, at, breakpoints
-from topo_gate.launchers.transition_sums import expected_transition
-from topo_gate.launchers.workload import Workload
 
 PLAIN, FUSED = "allreduce", "allreduce_rmsnorm"
 #: Each decoder layer all-reduces twice (after attention, after the MLP / MoE), and each result is

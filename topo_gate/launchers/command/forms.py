@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any, NamedTuple
 
-from topo_gate.launchers.cmdline_table import CmdlineError, CmdlineFileError, Table
+from topo_gate.launchers.command.options import CmdlineError, CmdlineFileError, Table
 
 #: Launcher config and options files are a few kB; this is far above any real one.
 CONFIG_LIMIT = 1 << 20

@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from topo_gate.launchers.pricing import PriceTable
+from topo_gate.launchers.plan.pricing import PriceTable
 
 if TYPE_CHECKING:
-    from topo_gate.launchers.releases import Installed
-    from topo_gate.launchers.workload import Workload
+    from topo_gate.launchers.command.releases import Installed
+    from topo_gate.launchers.plan.workload import Workload
     from topo_gate.profile.schema import Profile, Rule
 
 PATTERNS = ("allreduce", "allreduce_rmsnorm")

@@ -20,12 +20,20 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from topo_gate._units import human_bytes
-from topo_gate.launchers.costmodel import Piece, Problem, StepCheck, binding, pieces, step_check, step_checks
-from topo_gate.launchers.planning import Choice, Unlock, Variant
-from topo_gate.launchers.pricing import PriceTable, bracket
+from topo_gate.launchers.plan.choice import Choice, Unlock, Variant
+from topo_gate.launchers.plan.costmodel import (
+    Piece,
+    Problem,
+    StepCheck,
+    binding,
+    pieces,
+    step_check,
+    step_checks,
+)
+from topo_gate.launchers.plan.pricing import PriceTable, bracket
+from topo_gate.launchers.plan.unmeasured import cause, setting_words, unmeasured_words
+from topo_gate.launchers.plan.workload import Workload
 from topo_gate.launchers.routes import Knobs
-from topo_gate.launchers.unmeasured import cause, setting_words, unmeasured_words
-from topo_gate.launchers.workload import Workload
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 
-from topo_gate.launchers.releases import DISTRIBUTIONS, Installed
+from topo_gate.launchers.command.releases import DISTRIBUTIONS, Installed
 
 #: Console scripts of each launcher (the basename CMD names; ``find_entry`` and ``ab.benchmarks`` know them).
 CONSOLE_SCRIPTS: dict[str, frozenset[str]] = {

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from itertools import accumulate
 
-from topo_gate.launchers.pricing import PriceTable
+from topo_gate.launchers.plan.pricing import PriceTable
 
 #: (bytes, chance it was the last message in the buffer), ascending by bytes (``costmodel.priors``).
 Priors = tuple[tuple[int, float], ...]
