@@ -145,6 +145,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-cap", type=float, metavar="S", help="stop judging mutants after S seconds")
     parser.add_argument("--seed", type=int, default=0, help="order of the mutants run under --time-cap")
     parser.add_argument("--results", type=Path, metavar="RUN.json", help="save the run (mutation_report.py)")
+    parser.add_argument(
+        "--shard",
+        type=shard_of,
+        metavar="K/N",
+        help="judge only the K-th of every N mutants (0 <= K < N) of each module; N runs, one per K, share "
+        "a whole run (scripts/mutation_report.py --shards joins their results)",
+    )
     parser.add_argument("only", nargs="*", help="run only modules whose path contains one of these")
     args = parser.parse_args(argv)
     targets = [t for t in MODULES if not args.only or any(s in t.module for s in args.only)]
@@ -181,7 +188,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def run(target: Target) -> ModuleResult:
         return run_target(
-            target, scratch / target.slug, equivalents, Plan(selections.get(target.slug), budget, args.seed)
+            target,
+            scratch / target.slug,
+            equivalents,
+            Plan(selections.get(target.slug), budget, args.seed, args.shard),
         )
 
     try:
@@ -194,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(scratch, ignore_errors=True)
     seconds = time.monotonic() - started
     report(results, seconds, args.jobs)
-    whole = not selections and args.time_cap is None
+    # A shard judges a part of each module: a small module may have nothing in it.
+    whole = not selections and args.time_cap is None and args.shard is None
     check_equivalents(results, equivalents, whole_modules=whole)
     if args.results is not None:
         write_results(args.results, results, run_meta(argv, args, seconds, load_start, tree))
@@ -209,6 +220,17 @@ def main(argv: list[str] | None = None) -> int:
         rate = "nothing judged" if result.rate is None else f"{result.rate:.1f}% killed"
         print(f"FAILED: {result.target.name}: {result.error or rate} (minimum {args.min_rate:g}%)")
     return 1 if failed else 0
+
+
+def shard_of(text: str) -> tuple[int, int]:
+    """``K/N`` -> ``(k, n)``, refused unless 0 <= k < n."""
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: want K/N, e.g. 0/4") from None
+    if not 0 <= k < n:
+        raise argparse.ArgumentTypeError(f"{text!r}: want 0 <= K < N")
+    return k, n
 
 
 def tree_state() -> dict[str, Any]:
@@ -246,6 +268,7 @@ def run_meta(
         "jobs": args.jobs,
         "time_cap": args.time_cap,
         "seed": args.seed,
+        "shard": None if args.shard is None else f"{args.shard[0]}/{args.shard[1]}",
     }
 
 

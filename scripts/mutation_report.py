@@ -260,6 +260,44 @@ def merged(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return first
 
 
+def joined_shards(shards: list[dict[str, Any]]) -> dict[str, Any]:
+    """The runs of ``--shard 0/N`` ... ``--shard N-1/N`` on one commit as the one whole run they share:
+    each mutant is judged in exactly one shard, so a module's mutants are the union of what each shard
+    judged; its time is the longest shard's (they ran side by side)."""
+    commits = {shard["commit"] for shard in shards}
+    if len(commits) != 1:
+        raise SystemExit(f"shards of different commits: {sorted(commits)}")
+    named = sorted(shard.get("shard") or "" for shard in shards)
+    count = len(shards)
+    if named != sorted(f"{k}/{count}" for k in range(count)):
+        raise SystemExit(f"want shards 0/{count} .. {count - 1}/{count}, got {named}")
+    joined = dict(shards[0])
+    words = shards[0]["command"].split()
+    at = words.index("--shard")
+    joined["command"] = (
+        " ".join([*words[:at], *words[at + 2 :], f"--shard K/{count}"]) + f" for K in 0..{count - 1}"
+    )
+    joined["seconds"] = max(shard["seconds"] for shard in shards)
+    joined["load_end"] = max(shard["load_end"] for shard in shards)
+    modules: dict[str, dict[str, Any]] = {}
+    for shard in shards:
+        for module in shard["modules"]:
+            into = modules.setdefault(
+                module["name"], {**module, "mutants": [], "skipped": Counter(), "seconds": 0.0}
+            )
+            into["mutants"] += module["mutants"]
+            into["skipped"].update(module["skipped"])
+            into["seconds"] = max(into["seconds"], module["seconds"])
+            into["error"] = into["error"] or module["error"]
+    for module in modules.values():
+        module["skipped"].pop("in another shard", None)
+        module["skipped"] = dict(module["skipped"])
+        module["mutants"].sort(key=lambda m: (m["line"], m["operator"]))
+    joined["modules"] = list(modules.values())
+    joined.pop("shard", None)
+    return joined
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Print (or update) docs/mutation.md's section for a saved run."
@@ -271,8 +309,12 @@ def main(argv: list[str] | None = None) -> int:
         help="a run saved by scripts/mutation.sh --results FILE, then any --survivors re-runs of it",
     )
     parser.add_argument("--update", type=Path, metavar="DOC", help="replace the section in DOC instead")
+    parser.add_argument(
+        "--shards", action="store_true", help="the results are the shards of one run (--shard K/N): join them"
+    )
     args = parser.parse_args(argv)
-    section = markdown(merged([json.loads(path.read_text(encoding="utf-8")) for path in args.results]))
+    runs = [json.loads(path.read_text(encoding="utf-8")) for path in args.results]
+    section = markdown(joined_shards(runs) if args.shards else merged(runs))
     if args.update is None:
         print(section)
         return 0

@@ -24,6 +24,8 @@ from mutation_scope import AST_LOCK, Budget, Selection, annotation_spans, in_spa
 
 UNREACHABLE = "fork server unreachable"  # what its client prints when no test could run
 NOT_SAMPLED = LEFT_OUT[0]  # a mutant in scope that a time cap never released
+#: A mutant in scope that another shard of a sharded run judges (``--shard K/N``): skipped here.
+OTHER_SHARD = "in another shard"
 #: Under a time cap, the first batch of a module: it times what one mutant really costs here.
 MIN_MUTANTS = 3
 
@@ -47,6 +49,16 @@ class Plan:
     selection: Selection | None
     budget: Budget
     seed: int
+    #: ``(k, n)``: judge only the k-th of every n mutants in the seeded order (``--shard K/N``), so that
+    #: n machines or processes share one module's whole run; None: every mutant.
+    shard: tuple[int, int] | None = None
+
+    def in_shard(self, order: list[Any]) -> list[Any]:
+        """The part of ``order`` (every mutant in scope, in the seeded order) this shard judges."""
+        if self.shard is None:
+            return order
+        k, n = self.shard
+        return order[k::n]
 
     @property
     def lines(self) -> frozenset[int] | None:
@@ -168,7 +180,11 @@ class Run:
                     in_scope.append((tuple(mutation.start_pos), mutation.operator_name, item.job_id))
                     why = NOT_SAMPLED
                 db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=why))
-        return seeded_order(in_scope, self.plan.seed, self.target.slug)
+            order = seeded_order(in_scope, self.plan.seed, self.target.slug)
+            mine = self.plan.in_shard(order)
+            for job in set(order) - set(mine):
+                db.set_result(job, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=OTHER_SHARD))
+        return mine
 
     def data(self, equivalents: dict[tuple[str, str, str], str]) -> list[Mutant]:
         """Knock-out mutants of ``target.constant`` (scripts/mutation_data.py), run one by one."""
@@ -181,9 +197,10 @@ class Run:
         with AST_LOCK:
             changes = list(data_mutants(original, target.constant or ""))
         in_scope = [c for c in changes if self.plan.lines is None or c.line in self.plan.lines]
-        order = seeded_order(
+        everything = seeded_order(
             ((c.line, c.column, c.operator, i) for i, c in enumerate(in_scope)), self.plan.seed, target.slug
         )
+        order = self.plan.in_shard(everything)
         mutants = []
         try:
             for index in order:
@@ -231,6 +248,18 @@ class Run:
             )
             for c in changes
             if c not in in_scope
+        ]
+        mutants += [
+            Mutant(
+                target.module,
+                in_scope[i].line,
+                f"{in_scope[i].operator}@{in_scope[i].column}",
+                target.constant,
+                "",
+                "skipped",
+                why=OTHER_SHARD,
+            )
+            for i in set(everything) - set(order)
         ]
         return sorted(mutants, key=lambda m: (m.line, m.operator))
 
