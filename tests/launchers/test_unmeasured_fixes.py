@@ -16,11 +16,15 @@ from topo_gate.launchers.routes import Context, Knobs, route
 from topo_gate.launchers.routes.nccl import MEASURED, NVLS, NVLS_ENV, nccl_path
 from topo_gate.launchers.routes.torch_symm import DISABLE_MULTICAST_ENV
 
-H200_TP2 = {"tp": 2, "capability": (9, 0), "group_class": "nvswitch"}
+
+def h200_tp2(hidden: int, model: str) -> Context:
+    return Context(tp=2, capability=(9, 0), group_class="nvswitch", hidden=hidden, model=model)
+
+
 #: Per launcher, an untimed default path, a node and model where the launcher runs it by default.
 CASES = {
-    "trtllm autotuned": ("trtllm", "trtllm_autotuned", Context(**H200_TP2, hidden=7168, model="deepseek-v3")),
-    "vllm mnnvl": ("vllm", "mnnvl_vllm", Context(**H200_TP2, hidden=8192, model="llama-3-70b")),
+    "trtllm autotuned": ("trtllm", "trtllm_autotuned", h200_tp2(7168, "deepseek-v3")),
+    "vllm mnnvl": ("vllm", "mnnvl_vllm", h200_tp2(8192, "llama-3-70b")),
     "sglang mnnvl on sm 10": (
         "sglang",
         "mnnvl_fused_sglang",
@@ -34,7 +38,7 @@ CASES = {
     "sglang v2 untimed": (
         "sglang",
         "custom_v2_sglang",
-        Context(**H200_TP2, hidden=8192, model="llama-3-70b"),
+        h200_tp2(8192, "llama-3-70b"),
     ),
 }
 
