@@ -35,10 +35,8 @@ def test_two_models_at_one_tp_size_are_two_headings() -> None:
         "TP 2, model-a: hidden 4096, 32 layers, workload 'serving'",
         "TP 2, model-b: hidden 4096, 80 layers, workload 'serving'",
     ]
-    assert all(
-        len(lines) == 2 and all(shape.label in line for line in lines)
-        for (_, lines), shape in zip(sections, (SMALL, LARGE))
-    )
+    for (_, lines), shape in zip(sections, (SMALL, LARGE), strict=True):
+        assert len(lines) == 2 and all(shape.label in line for line in lines)
 
 
 def test_one_model_at_two_tp_sizes_is_two_headings() -> None:
