@@ -70,3 +70,33 @@ def test_a_parent_whose_name_holds_a_parenthesis_and_numbers_is_read_right(tmp_p
     )
     done = subprocess.run([sys.executable, "-c", middle], capture_output=True, text=True, check=True)
     assert os.getpid() in json.loads(done.stdout)
+
+
+def _pid_namespace_runs() -> bool:
+    """Whether this machine lets an unprivileged user start a PID namespace (``unshare -Urpf``)."""
+    try:
+        probe = subprocess.run(["unshare", "-Urpf", "--mount-proc", "true"], capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not _pid_namespace_runs(), reason="no unprivileged PID namespace here")
+def test_a_launcher_that_is_pid_1_is_its_workers_ancestor() -> None:
+    # A container's entrypoint is PID 1: the launcher applies the plan there, and its workers, whose
+    # parent is PID 1, inherit it rather than plan again.
+    worker = textwrap.dedent(
+        f"""
+        from topo_gate.plugins import inherited
+        print(inherited("vllm", {{{APPLIED_ENV!r}: "1 {APPLIED}"}}))
+        """
+    )
+    launcher = f"import os, subprocess, sys\nassert os.getpid() == 1\nsubprocess.run([sys.executable, '-c', {worker!r}], check=True)"
+    done = subprocess.run(
+        ["unshare", "-Urpf", "--mount-proc", sys.executable, "-c", launcher],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert done.stdout == "True\n", done.stderr
