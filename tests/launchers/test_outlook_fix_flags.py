@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from knob_cases import BY_NAME
 
 from topo_gate.launchers.outlook import outlooks
@@ -16,6 +17,7 @@ from topo_gate.launchers.plan.unmeasured import setting_words, untimed
 CASE = replace(BY_NAME["sglang-fusion-off"], sm="10.0")
 
 
+@pytest.mark.slow  # plans SGLang three times over the knob case's ladder
 def test_the_replan_with_a_flag_fix_runs_with_the_flag() -> None:
     profile = CASE.profile()
     (sglang,) = outlooks(profile, model=CASE.model, launchers=["sglang"]).entries
