@@ -119,8 +119,8 @@ MODULES = (
     Target("topo_gate/ab/schedule.py", ("tests/ab/test_schedule.py", "tests/ab/test_record_semantics.py")),
     Target("topo_gate/ab/metrics.py", ("tests/ab/test_metrics.py", "tests/ab/test_regex_bounds.py", "tests/ab/test_metric_reading.py", "tests/ab/test_record_semantics.py")),
     Target("topo_gate/ab/verdict.py", ("tests/ab/test_verdict.py", "tests/ab/test_verdict_boundaries.py", "tests/ab/test_record_semantics.py")),
-    Target("topo_gate/ab/outcome.py", ("tests/ab/test_env_arms.py", "tests/ab/test_outcome.py", "tests/ab/test_record_semantics.py", "tests/ab/test_ab_cli.py")),
-    Target("topo_gate/ab/redact.py", ("tests/ab/test_redact_spellings.py", "tests/ab/test_redact.py", "tests/ab/test_redact_rules.py", "tests/ab/test_redact_corpus.py")),
+    Target("topo_gate/ab/outcome.py", ("tests/ab/test_redact_edges.py", "tests/ab/test_env_arms.py", "tests/ab/test_outcome.py", "tests/ab/test_record_semantics.py", "tests/ab/test_ab_cli.py")),
+    Target("topo_gate/ab/redact.py", ("tests/ab/test_redact_edges.py", "tests/ab/test_redact_github_tokens.py", "tests/ab/test_redact_spellings.py", "tests/ab/test_redact.py", "tests/ab/test_redact_rules.py", "tests/ab/test_redact_corpus.py")),
     # The runner's multicast-off settings for every worker (the watchdog is the line above).
     Target("topo_gate/trials/runner.py", ("tests/safety/test_worker_environment.py",), ("worker_env",)),
 )  # fmt: skip

@@ -153,3 +153,19 @@ class Bench:
         if not self.state.exists():
             return []
         return json.loads(self.state.read_text())["seen"]
+
+
+def record_method(logs: str, *, runs: int) -> dict[str, Any]:
+    """A record's ``method`` as ``topo-gate ab`` writes it with its defaults: ``runs`` runs an arm, its
+    logs under ``logs``."""
+    return {
+        "runs": runs,
+        "warmups": 0,
+        "order": "alternate",
+        "seed": 0,
+        "margin": 0.02,
+        "ci_level": 0.95,
+        "bootstrap": 2000,
+        "timeout_s": None,
+        "logs": logs,
+    }

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from ab_helpers import FINGERPRINT
+from ab_helpers import FINGERPRINT, record_method
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -261,17 +261,7 @@ def test_the_record_keeps_the_arms_env_with_secrets_redacted_and_round_trips(tmp
         tp=4,
         profile={"path": None, "digest": None, "fingerprint": None},
         node={"fingerprint": None, "checked_by": "not checked (no plan arm)"},
-        method={
-            "runs": 5,
-            "warmups": 0,
-            "order": "alternate",
-            "seed": 0,
-            "margin": 0.02,
-            "ci_level": 0.95,
-            "bootstrap": 2000,
-            "timeout_s": None,
-            "logs": str(tmp_path),
-        },  # fmt: skip
+        method=record_method(str(tmp_path), runs=5),
         arms=arms,
         results=results,
         summaries=summaries,

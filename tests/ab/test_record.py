@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from ab_helpers import record_method
 
 from topo_gate.ab.record import (
     FORMAT,
@@ -66,17 +67,7 @@ def minimal_record() -> dict:
         "tp": 2,
         "profile": {"path": "p.yaml", "digest": None, "fingerprint": None},
         "node": {},
-        "method": {
-            "runs": 1,
-            "warmups": 0,
-            "order": "alternate",
-            "seed": 0,
-            "margin": 0.02,
-            "ci_level": 0.95,
-            "bootstrap": 2000,
-            "timeout_s": None,
-            "logs": "r",
-        },
+        "method": record_method("r", runs=1),
         "arms": {"default": arm, "plan": {**arm, "reason": "following the profile"}},
         "runs": [run],
         "summary": {"default": summary},

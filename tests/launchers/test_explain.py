@@ -1217,3 +1217,19 @@ def test_runs_of_unpriced_step_rows_fold_into_one() -> None:
     # Three unpriced neighbours fold (sized by their largest message); two stay rows of their own.
     assert [row[:2] for row in rows] == [["1-4", "64"], ["8", "128"], ["16", "256"], ["32", "512"]]
     assert rows[0][3:5] == ["30.0%", "n/a"] and rows[2][3] == "10.0%"
+
+
+def test_a_run_longer_than_the_fold_threshold_is_folded_whole() -> None:
+    steps = [_step(tokens, None) for tokens in (1, 2, 4, 8)]
+    lines = explain._step_lines({"sites_per_step": {PLAIN: 1}, "steps": steps, "binding": None})
+    assert [line.split()[:4] for line in lines[2:]] == [["1-8", "128", "KiB", "40.0%"]]
+
+
+@pytest.mark.parametrize("priced_side", ["default_us_per_step", "plan_us_per_step"])
+def test_a_row_one_side_prices_ends_a_run_of_unpriced_rows(priced_side: str) -> None:
+    # Two unpriced rows stay rows of their own; the third has a figure on one side, so it is no third
+    # unpriced neighbour to fold them with.
+    half = {**_step(4, None), priced_side: 5.0}
+    steps = [_step(1, None), _step(2, None), half]
+    lines = explain._step_lines({"sites_per_step": {PLAIN: 1}, "steps": steps, "binding": None})
+    assert [line.split()[0] for line in lines[2:]] == ["1", "2", "4"]

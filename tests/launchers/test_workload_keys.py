@@ -92,3 +92,11 @@ def test_a_string_key_is_read_only_as_a_canonical_decimal_in_range(
         _load(tmp_path, text)
     assert repr(key) in str(caught.value)
     assert "not an integer in 1.." in str(caught.value)
+
+
+@pytest.mark.parametrize("order", ["steps first", "description first"])
+def test_only_the_steps_mapping_gives_token_counts(tmp_path: Path, order: str) -> None:
+    # A description is free text, but YAML lets it be a mapping: its keys are no steps, wherever it is.
+    steps, description = "steps: {1: 1, 8: 3}", "description: {2: 5, 16: 7}"
+    text = "\n".join([steps, description] if order == "steps first" else [description, steps])
+    assert _load(tmp_path, text + "\n") == ((1, 0.25), (8, 0.75))

@@ -248,3 +248,40 @@ def test_a_session_the_budget_left_no_time_for_is_not_started(tmp_path):
     dropped = json.loads(evidence.read_text())["budget"]["dropped"]
     assert [(d["tp"], d["pattern"]) for d in dropped] == [(4, "allreduce")]
     assert any("TP4 allreduce" in note for note in result.notes)
+
+
+@pytest.mark.slow  # plans every launcher at each TP size of the replayed profile
+def test_the_summarys_outlook_plans_for_the_model_given(pcie_evidence, tmp_path, capsys):
+    # The profile measured hidden 7168 (DeepSeek-V3's); --model names another served model, and the
+    # outlook (JSON and terminal alike) must plan for it, not for the profile's presets.
+    assert main(["probe", "--replay", str(pcie_evidence), "--out", str(tmp_path / "p"), "--json"]) == 0
+    unnamed = json.loads(capsys.readouterr().out)["launchers"]["entries"]
+    assert unnamed and {entry["shape"]["hidden"] for entry in unnamed} == {7168}
+    assert (
+        main(
+            [
+                "probe",
+                "--replay",
+                str(pcie_evidence),
+                "--out",
+                str(tmp_path / "q"),
+                "--model",
+                "qwen3-32b",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    named = json.loads(capsys.readouterr().out)["launchers"]["entries"]
+    assert named and {(entry["shape"]["model"], entry["shape"]["hidden"]) for entry in named} == {
+        ("qwen3-32b", 5120)
+    }
+    assert (
+        main(["probe", "--replay", str(pcie_evidence), "--out", str(tmp_path / "r"), "--model", "qwen3-32b"])
+        == 0
+    )
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "qwen3-32b: hidden 5120" in text
+        and "hidden 7168" not in text.partition("What your launchers will do")[2]
+    )

@@ -108,6 +108,35 @@ def test_any_other_fingerprint_is_nccl_and_named(example_path, fingerprint: str,
     )
 
 
+def _same_shown_prefix(fingerprint: str) -> str:
+    """Another node's fingerprint that a refusal shows exactly as this one's: the first 19
+    characters kept, the last hex digit changed."""
+    last = "0" if fingerprint[-1] != "0" else "1"
+    other = fingerprint[:-1] + last
+    assert other[:19] == fingerprint[:19] and other != fingerprint
+    return other
+
+
+def test_a_fingerprint_equal_in_what_the_message_shows_is_still_another_node(
+    example_path, fingerprint: str
+) -> None:
+    other = _same_shown_prefix(fingerprint)
+    decision = topo_gate.gate(example_path, tp=2, nbytes=1024, fingerprint=other)
+    assert (decision.backend, decision.fallback) == (NCCL, True)
+    assert decision.reason.startswith(f"this node (fingerprint {fingerprint[:19]}...) is not the kind")
+
+
+def test_a_set_member_equal_in_what_the_message_shows_is_not_chosen(
+    example_path, fingerprint: str, tmp_path
+) -> None:
+    folder = tmp_path / "set"
+    folder.mkdir()
+    (folder / "member.yaml").write_bytes(example_path.read_bytes())
+    decision = topo_gate.gate(folder, tp=2, nbytes=1024, fingerprint=_same_shown_prefix(fingerprint))
+    assert (decision.backend, decision.fallback) == (NCCL, True)
+    assert "none of its 1 profiles is for this node" in decision.reason
+
+
 def test_fallback_answers_cover_every_size_from_zero(example_path) -> None:
     decision = topo_gate.gate(example_path, tp=2, fingerprint="sha256:" + "0" * 64)
     assert (decision.min_bytes, decision.max_bytes, decision.rules, decision.group_class) == (

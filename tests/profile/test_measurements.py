@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import topo_gate
 from topo_gate.profile import Profile, ProfileInvalid, dump_profile, load_profile
 from topo_gate.profile.measurements import (
     MIN_CALL_US,
@@ -205,3 +206,24 @@ def test_a_profile_carrying_a_generated_table_is_sealed_and_read_back(
     loaded = load_profile(path)
     assert loaded.measurements == (table,) and loaded == profile.with_digest()
     assert Profile.from_dict(loaded.to_dict()) == loaded
+
+
+#: A CI beside its median, not around it: just above it, or just below (within the width a probe's
+#: CI may have, so only containment can refuse it).
+BESIDE = {"low above the median": (1.001, 1.002), "high below the median": (0.998, 0.999)}
+
+
+@pytest.mark.parametrize("kind", ["ci_us", "in_context_ci_us"])
+@pytest.mark.parametrize("side", list(BESIDE))
+def test_a_profile_whose_ci_misses_its_median_is_refused(priced, write_profile, kind: str, side: str) -> None:
+    # Through the loader, as a file holds it (lists of floats), and through gate(): NCCL, naming it.
+    prices = priced["measurements"][0]["backends"]["nccl"]
+    centre = prices["median_us" if kind == "ci_us" else "in_context_us"][3]
+    prices[kind][3] = [round(centre * factor, 6) for factor in BESIDE[side]]
+    path = write_profile(priced)
+    with pytest.raises(ProfileInvalid) as refused:
+        load_profile(path)
+    assert f"measurements[0].backends.nccl.{kind}[3]" in str(refused.value)
+    assert f"does not contain its value {centre}" in str(refused.value)
+    decision = topo_gate.gate(path, tp=2, nbytes=1024, fingerprint=priced["node"]["fingerprint"])
+    assert decision.fallback and "does not contain its value" in decision.reason

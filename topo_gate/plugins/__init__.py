@@ -113,9 +113,11 @@ def inherited(plugin: str, environ: Mapping[str, str] = os.environ) -> bool:
 
 
 def _ancestors() -> set[int]:
-    """This process's ancestors' PIDs, from /proc (Linux); only the parent where /proc is missing."""
+    """This process's ancestors' PIDs, from /proc (Linux); only the parent where /proc is missing.
+
+    PID 1 included: in a container the launcher is often PID 1 itself, and its workers' parent."""
     found, pid = set(), os.getppid()
-    while pid > 1 and pid not in found:
+    while pid > 0 and pid not in found:  # PID 0: no parent in this PID namespace
         found.add(pid)
         try:
             with open(f"/proc/{pid}/stat", encoding="ascii") as handle:

@@ -95,6 +95,20 @@ UNTIMED: tuple[Untimed, ...] = (
         "model_collectives", "", "the model runs collectives of its own here, not the all-reduce path", None
     ),
     Untimed("model_dependent", "", "the path depends on the served architecture", "--model NAME"),
+    Untimed(
+        "model_private",
+        "vllm",
+        "the served model runs an all-reduce kernel of its own for these batches (vLLM 0.34.0: MiniMax-M3, "
+        f"MuseSpark), which {_MULTICAST}",
+        None,
+    ),
+    Untimed(
+        "mixed_sites",
+        "vllm",
+        "the served model (Kimi-K3) calls the fused kernel itself at some norm sites and leaves the others "
+        "to the compilation pass or the plain all-reduce: where the two differ, a step runs both paths",
+        None,
+    ),
 )
 RELEASE_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "trtllm": "TensorRT-LLM"}
 #: What a profile without a trial of SGLang's custom all-reduce v2 lacks (the probe times it only
