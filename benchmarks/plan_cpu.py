@@ -46,7 +46,9 @@ COMMANDS = {
 def plan_cpu_ms(launcher: str, profile: str, tp: int, plans: int) -> list[float]:
     """CPU milliseconds of each of ``plans`` plans for ``launcher`` (after one warm-up plan)."""
     argv = tuple(token.format(tp=tp) for token in COMMANDS[launcher])
-    request = PlanRequest(profile, tp=tp, model=MODEL, trust_unverified_node=True, user_args=argv, user_env={})
+    request = PlanRequest(
+        profile, tp=tp, model=MODEL, trust_unverified_node=True, user_args=argv, user_env={}
+    )
     plan = PLANNERS[launcher](request)
     if plan.fallback:
         raise SystemExit(f"{launcher}: the plan fell back: {plan.reason}")
