@@ -84,7 +84,9 @@ class PlanRequest:
     command: UserCommand | None = None
 
     def __post_init__(self) -> None:
-        if self.command is not None and (self.user_args or self.user_env is not None or self.installed):
+        if self.command is not None and (
+            self.user_args or self.user_env is not None or self.installed is not None
+        ):
             raise ValueError("a PlanRequest with a command takes its args, env and release from it alone")
 
 
