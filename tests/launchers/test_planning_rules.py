@@ -661,7 +661,7 @@ def test_a_variant_is_a_value_that_cannot_be_changed() -> None:
 def test_choose_takes_its_settings_by_keyword_only() -> None:
     # follow.py passes them by name; a positional call would bind a workload to ``user``.
     with pytest.raises(TypeError):
-        choose("trtllm", [NO_KNOBS], facts(NCCL_8), 2, NOTHING, ONE_AND_EIGHT, STEP)  # type: ignore[misc]
+        choose("trtllm", [NO_KNOBS], facts(NCCL_8), 2, NOTHING, ONE_AND_EIGHT, STEP)  # type: ignore[misc, arg-type]
 
 
 def test_an_unlock_looks_past_a_size_its_bound_leaves_within_the_limit() -> None:
