@@ -1,5 +1,5 @@
 """CPU time of one plan per launcher, in milliseconds: what ``exec`` or a plugin spends choosing knobs
-once the profile is on disk (the profile is read and priced on every plan, as each launch does).
+for a user's command line on a profile.
 
 Each launcher plans ``--plans`` times in this interpreter after one warm-up plan (which fills the
 option tables and manifests that a launch reads once), for a command line of the kind ``exec`` is
