@@ -135,7 +135,7 @@ def parse(launcher: str, argv: Sequence[str], release: str | None = None) -> Lau
 
 
 def read(launcher: str, argv: Sequence[str], release: str | None = None) -> ParsedCommand:
-    """``parse`` with what ``merge_into_command`` needs to edit the line in place."""
+    """``parse`` with the line itself and what a merge (``merge.merge_onto``) needs to edit it in place."""
     entry = find_entry(argv)
     if entry is None or entry.launcher != launcher:
         entry = Entry(launcher, "module", tuple(argv), 0)
