@@ -77,9 +77,9 @@ def test_trtllm_options_file_overrides_the_tp_flag_and_gives_the_strategy(tmp_pa
     argv = ["trtllm-serve", "M", "--tp_size", "2", "--config", str(options)]
     assert cmdline.tp_size("trtllm", argv) == 8  # llm_args | the file's dict: the file wins
     assert cmdline.user_knobs("trtllm", argv, {}).config == {"allreduce_strategy": "NCCL"}
-    assert cmdline.trtllm_options_at(argv) == (5, False, str(options))
+    assert cmdline.trtllm_options_at(cmdline.read("trtllm", argv)) == (5, False, str(options))
     attached = ["trtllm-serve", "M", f"--extra_llm_api_options={options}"]
-    assert cmdline.trtllm_options_at(attached) == (2, True, str(options))
+    assert cmdline.trtllm_options_at(cmdline.read("trtllm", attached)) == (2, True, str(options))
 
 
 def test_an_options_file_that_is_a_fifo_is_refused_without_waiting(tmp_path) -> None:

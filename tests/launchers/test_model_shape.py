@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from price_tables import SIZES, table
 
 from topo_gate.launchers import vllm
+from topo_gate.launchers.command.parse import read_knobs
 from topo_gate.launchers.plan.choice import choose
 from topo_gate.launchers.plan.costmodel import Step
 from topo_gate.launchers.plan.explain import estimate_line
@@ -184,7 +185,13 @@ def test_no_plan_is_emitted_whose_own_estimate_is_above_the_default_s(
     assert facts.layers is not None
     step = Step(facts.layers, layers_known=True, embedding_fused=True)
     choice = choose(
-        "vllm", vllm.candidates(facts, 2, Knobs()), facts, 2, user=Knobs(), workload=workload, step=step
+        "vllm",
+        vllm.candidates(facts, 2, Knobs()),
+        facts,
+        2,
+        user=read_knobs("vllm", Knobs()),
+        workload=workload,
+        step=step,
     )
     for variant in choice.variants:
         plan_us, default_us = variant.total.plan_us, variant.total.default_us

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from price_tables import ROW, SIZES, flat, table
 
 from topo_gate.launchers import routes as route_models
+from topo_gate.launchers.command.parse import read_knobs
 from topo_gate.launchers.plan.choice import NO_KNOBS, Candidate, choose
 from topo_gate.launchers.plan.costmodel import Problem, Step, step_check, step_sizes
 from topo_gate.launchers.plan.request import ProfileFacts
@@ -75,7 +76,9 @@ NOTHING = Knobs()
 def plan(
     read: ProfileFacts, candidates: list[Candidate], *, user: Knobs = NOTHING, workload: Workload = DECODE
 ):
-    return choose("trtllm", candidates, read, 2, user=user, workload=workload, step=STEP)
+    return choose(
+        "trtllm", candidates, read, 2, user=read_knobs("trtllm", user), workload=workload, step=STEP
+    )
 
 
 BASE_PLAIN = {"nccl": {"median": flat(8.0)}, "pcie_ipc": {"median": flat(6.0)}}

@@ -19,6 +19,7 @@ import pytest
 from price_tables import FUSED, PLAIN, ROW, SIZES, STEP, flat, table
 
 from topo_gate.launchers import routes as route_models
+from topo_gate.launchers.command.parse import read_knobs
 from topo_gate.launchers.plan.choice import (
     CAPABILITY_VARIANTS,
     GROUP_VARIANTS,
@@ -102,7 +103,9 @@ NOTHING = Knobs()
 
 
 def plan(read: ProfileFacts, candidates: list[Candidate], *, user: Knobs = NOTHING, workload=ONE_AND_EIGHT):
-    return choose("trtllm", candidates, read, 2, user=user, workload=workload, step=STEP)
+    return choose(
+        "trtllm", candidates, read, 2, user=read_knobs("trtllm", user), workload=workload, step=STEP
+    )
 
 
 def fast(tokens: int | None, backend: str = "vllm_custom", note: str = "") -> Candidate:
@@ -173,7 +176,7 @@ def test_a_candidate_is_a_frozen_value() -> None:
 def test_the_users_knobs_win_key_by_key_and_the_candidates_fill_in() -> None:
     user = Knobs(args=("--model-path", "m"), env={"A": "user"}, config={"k": 1})
     candidate = Knobs(args=("--enable-nccl-nvls",), env={"A": "plan", "B": "plan"}, config={"k": 2, "j": 3})
-    assert effective_knobs("sglang", user, candidate) == Knobs(
+    assert effective_knobs(read_knobs("sglang", user), candidate) == Knobs(
         args=("--model-path", "m", "--enable-nccl-nvls"),
         env={"A": "user", "B": "plan"},
         config={"k": 1, "j": 3},
@@ -658,7 +661,7 @@ def test_a_variant_is_a_value_that_cannot_be_changed() -> None:
 def test_choose_takes_its_settings_by_keyword_only() -> None:
     # follow.py passes them by name; a positional call would bind a workload to ``user``.
     with pytest.raises(TypeError):
-        choose("trtllm", [NO_KNOBS], facts(NCCL_8), 2, NOTHING, ONE_AND_EIGHT, STEP)  # type: ignore[misc]
+        choose("trtllm", [NO_KNOBS], facts(NCCL_8), 2, NOTHING, ONE_AND_EIGHT, STEP)  # type: ignore[misc, arg-type]
 
 
 def test_an_unlock_looks_past_a_size_its_bound_leaves_within_the_limit() -> None:

@@ -28,7 +28,7 @@ from topo_gate.ab.benchmarks import Benchmark, tp_from_flags
 from topo_gate.ab.env_arms import EnvArm
 from topo_gate.launchers import PLANNERS, LaunchPlan, PlanRequest, plan_without_profile
 from topo_gate.launchers.command.parse import TpFlagError, tp_from_command
-from topo_gate.launchers.exec import prepare
+from topo_gate.launchers.exec import prepare, read_for
 from topo_gate.plugins import APPLIED_ENV, PROFILE_ENV
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
@@ -137,7 +137,7 @@ def _with_env(env_arm: EnvArm, cmd: Sequence[str], environ: Mapping[str, str]) -
 def _merged(
     name: str, cmd: Sequence[str], environ: Mapping[str, str], plan: LaunchPlan, fingerprint: str | None
 ) -> Arm:
-    merged = prepare(cmd, plan, environ, verified_fingerprint=fingerprint)
+    merged = prepare(read_for(plan, cmd), plan, environ, verified_fingerprint=fingerprint)
     knobs = _knobs(plan, merged.added, merged.warnings, plan.reason)
     return Arm(name, merged.argv, merged.env, knobs, merged.temp_dirs)
 

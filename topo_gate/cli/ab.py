@@ -38,6 +38,7 @@ from topo_gate.cli.recommend import parse_gpus, served_hidden
 from topo_gate.launchers import LAUNCHERS, PlanRequest
 from topo_gate.launchers.command.installed import read_installed
 from topo_gate.launchers.command.releases import resolve
+from topo_gate.launchers.command.served_model import read_served_model
 from topo_gate.topology.nodecheck import NodeCheckError, current_fingerprint
 
 _NODE_ERROR_CODES = {
@@ -195,7 +196,9 @@ def command(**options: Any) -> None:
     plan = None
     if "plan" in names:
         assert fingerprint is not None
-        served, untold = served_fields(cmd, launcher, options["model"], options["hidden"])
+        served, untold = served_fields(
+            lambda: read_served_model(cmd, launcher), options["model"], options["hidden"]
+        )
         try:
             request = PlanRequest(
                 options["profile"],

@@ -5,13 +5,13 @@ from __future__ import annotations
 import errno
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 
 from topo_gate._terminal import shown
-from topo_gate.cli._errors import ExitCode, fail, inert
+from topo_gate.cli._errors import CliError, ExitCode, fail, inert
 from topo_gate.cli._node import given_fingerprint
 from topo_gate.cli.recommend import (
     NO_MODEL_WARNING,
@@ -29,12 +29,11 @@ from topo_gate.launchers.command.parse import (
     CmdlineFileError,
     detect_launcher,
     find_entry,
-    parse,
     tp_disagreement,
-    tp_from_command,
 )
-from topo_gate.launchers.command.releases import NAMES, Installed, public_version, resolve
-from topo_gate.launchers.command.served_model import ServedModel, read_served_model
+from topo_gate.launchers.command.releases import NAMES, Installed, public_version
+from topo_gate.launchers.command.served_model import ServedModel
+from topo_gate.launchers.command.user_command import UserCommand, read_command
 from topo_gate.launchers.exec import exec_merged, prepare
 from topo_gate.topology.nodecheck import NodeCheckError, current_fingerprint
 
@@ -118,10 +117,11 @@ def command(
     served_hidden(hidden, model)
     check_workload(workload)
     installed = read_installed(cmd, launcher, os.environ)
-    # CMD is read as the release that will run it reads it (the newest modelled one if it has none).
-    release = resolve(launcher, installed).modelled
-    tp, tp_problem = _tp_size(tp, cmd, launcher, installed, release)
-    served, untold = served_fields(cmd, launcher, model, hidden)
+    # CMD is read once, as the release that will run it reads it (the newest modelled one if it has
+    # none): its TP size, served model and knobs, the plan and the merge all come from that reading.
+    user_command = _read_command(cmd, launcher, installed)
+    tp, tp_problem = _tp_size(tp, user_command)
+    served, untold = served_fields(lambda: user_command.served, model, hidden)
     given = given_fingerprint(node_fingerprint, from_capture)
     fingerprint = given[0] if given else None
     if tp_problem is not None:
@@ -147,10 +147,8 @@ def command(
             fingerprint=fingerprint,
             patterns=requested_patterns(pattern),
             trust_unverified_node=False,  # the node was verified above
-            user_args=cmd,
-            user_env=os.environ,
             workload=workload,
-            installed=installed,
+            command=user_command,
             **served,
         )
         try:
@@ -169,7 +167,7 @@ def command(
     for note in plan.release.notes if plan.release is not None else ():
         click.echo(f"topo-gate: {inert(note)}", err=True)
     try:
-        merged = prepare(cmd, plan, os.environ, verified_fingerprint=fingerprint)
+        merged = prepare(user_command.line, plan, os.environ, verified_fingerprint=fingerprint)
     except CmdlineFileError as error:
         raise fail(ExitCode.UNREADABLE, str(error)) from None
     except (ValueError, OSError) as error:
@@ -184,7 +182,7 @@ def command(
 
 
 def served_fields(
-    cmd: Sequence[str], launcher: str, model: str | None, hidden: int | None
+    served_model: Callable[[], ServedModel], model: str | None, hidden: int | None
 ) -> tuple[dict[str, Any], str | None]:
     """``PlanRequest``'s served-model fields, and the warning to give where the model cannot be told.
 
@@ -194,7 +192,7 @@ def served_fields(
     as ``recommend`` words its own."""
     if model is not None or hidden is not None:
         return {"model": model, "hidden": hidden}, None
-    served = read_served_model(cmd, launcher)
+    served = served_model()  # read only where --model/--hidden do not say
     if served.problem is not None:
         return {}, inert(f"{served.problem}: {UNTOLD_MODEL}")
     click.echo(f"topo-gate: served model {inert(served.describe())}, read from CMD", err=True)
@@ -208,29 +206,40 @@ def _model_fields(served: ServedModel) -> dict[str, Any]:
     return {"hidden": served.hidden, "layers": served.layers, "architecture": served.architecture}
 
 
-def unrecognized_warning(launcher: str, installed: Installed, unknown: Sequence[str], release: str) -> str:
-    """The release whose parser reads CMD refuses ``unknown``; the installed one, where it differs,
-    is named too (it may know them)."""
+def unrecognized_warning(launcher: str, version: str | None, unknown: Sequence[str], release: str) -> str:
+    """The release whose parser reads CMD refuses ``unknown``; the installed one (``version``, None:
+    not read), where it differs, is named too (it may know them)."""
     text = f"{NAMES[launcher]} {release} does not recognize {' '.join(unknown)}: that release refuses the command"
-    version = installed.versions.get(launcher)
     if version and public_version(version) != release:
         text += f"; the installed {NAMES[launcher]} {version} may know it"
     return text
 
 
-def _tp_size(
-    tp: int | None, cmd: tuple[str, ...], launcher: str, installed: Installed, release: str
-) -> tuple[int, str | None]:
-    """The TP size to plan for, and why the launch must not follow the profile (None: it may)."""
+def _read_command(cmd: tuple[str, ...], launcher: str, installed: Installed) -> UserCommand:
+    """CMD read once (``read_command``): exit 2 for a line the launcher would refuse, 3 for a config
+    file it names that cannot be read."""
     try:
-        named = tp_from_command(cmd, launcher, release)
-        entry = find_entry(cmd)
-        # Only where CMD starts the launcher itself: behind a wrapper script its arguments are unknown.
-        unknown = parse(launcher, cmd, release).unrecognized if entry and entry.launcher == launcher else ()
-    except CmdlineFileError as error:
-        raise fail(ExitCode.UNREADABLE, str(error)) from None
+        return read_command(launcher, cmd, os.environ, installed)
     except CmdlineError as error:
-        raise fail(ExitCode.USAGE, f"{launcher} would refuse CMD: {error}") from None
+        raise _refused(launcher, error) from None
+
+
+def _refused(launcher: str, error: CmdlineError) -> CliError:
+    if isinstance(error, CmdlineFileError):
+        return fail(ExitCode.UNREADABLE, str(error))
+    return fail(ExitCode.USAGE, f"{launcher} would refuse CMD: {error}")
+
+
+def _tp_size(tp: int | None, command: UserCommand) -> tuple[int, str | None]:
+    """The TP size to plan for, and why the launch must not follow the profile (None: it may)."""
+    launcher, installed, release = command.launcher, command.release.installed, command.release.modelled
+    try:
+        named = command.tp()
+    except CmdlineError as error:
+        raise _refused(launcher, error) from None
+    entry = find_entry(command.argv)
+    # Only where CMD starts the launcher itself: behind a wrapper script its arguments are unknown.
+    unknown = command.line.args.unrecognized if entry and entry.launcher == launcher else ()
     if unknown:
         click.echo(
             f"topo-gate: warning: {inert(unrecognized_warning(launcher, installed, unknown, release))}",

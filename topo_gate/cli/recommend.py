@@ -141,9 +141,9 @@ def requested_patterns(pattern: str) -> tuple[str, ...]:
 
 def plan_command(launcher: str, request: PlanRequest) -> LaunchPlan:
     """``launcher``'s plan for ``request``, as a command gives it: the launcher's own TP size in
-    ``request.user_args`` must agree with ``request.tp`` (else the fallback, saying so); exit 2 or 3
+    ``request.command`` (else ``request.user_args``) must agree with ``request.tp`` (else the fallback, saying so); exit 2 or 3
     for an unusable ``--workload``."""
-    problem = _tp_problem(launcher, request.tp, request.user_args)
+    problem = _tp_problem(launcher, request)
     if problem:
         return plan_without_profile(launcher, problem, fallback=request.fallback)
     try:
@@ -153,9 +153,11 @@ def plan_command(launcher: str, request: PlanRequest) -> LaunchPlan:
         raise fail(code, f"--workload: {error}") from None
 
 
-def _tp_problem(launcher: str, tp: int, user_args: Sequence[str]) -> str | None:
+def _tp_problem(launcher: str, request: PlanRequest) -> str | None:
+    command = request.command
     try:
-        return tp_disagreement(tp, tp_from_command(user_args, launcher))
+        named = tp_from_command(request.user_args, launcher) if command is None else command.tp()
+        return tp_disagreement(request.tp, named)
     except CmdlineError:  # a line the launcher refuses: the planner falls back, saying why
         return None
 

@@ -15,39 +15,48 @@ import yaml
 
 from topo_gate._atomic import write_atomic
 from topo_gate._terminal import shown
-from topo_gate.launchers.command.merge import Merged, merge_into_command
-from topo_gate.launchers.command.parse import options_file, trtllm_options_at
+from topo_gate.launchers.command.merge import Merged, merge_onto
+from topo_gate.launchers.command.parse import ParsedCommand, options_file, read, trtllm_options_at
 from topo_gate.launchers.plan.flow import LaunchPlan
 from topo_gate.launchers.trtllm import OPTIONS_FLAG
 from topo_gate.profile.reader import FINGERPRINT_ENV, SYNTHETIC_PROFILE
 
 
+def read_for(plan: LaunchPlan, cmd: Sequence[str]) -> ParsedCommand:
+    """``cmd`` read as the release ``plan`` models reads it (the newest modelled for a plan made
+    without asking), for ``prepare``; ``CmdlineError`` where that parser would refuse it."""
+    return read(plan.launcher, cmd, plan.release.release if plan.release is not None else None)
+
+
 def prepare(
-    cmd: Sequence[str], plan: LaunchPlan, environ: Mapping[str, str], *, verified_fingerprint: str | None
+    line: ParsedCommand, plan: LaunchPlan, environ: Mapping[str, str], *, verified_fingerprint: str | None
 ) -> Merged:
-    """The command and env to exec: the plan merged into ``cmd``/``environ`` (the user's settings win).
+    """The command and env to exec: the plan merged into the user's ``line`` (read once, where the
+    command came in) and ``environ``; the user's settings win.
 
     A plan with a config file (TensorRT-LLM) writes it to a fresh temp file, merged into the user's own
     ``--extra_llm_api_options`` file if given. The verified fingerprint is exported so a ``gate()`` call
-    inside the launcher sees a checked node. ``CmdlineError`` when ``cmd`` is a line the launcher would
-    refuse, ``CmdlineFileError`` when a file it names cannot be read safely.
+    inside the launcher sees a checked node. ``CmdlineError`` when the user's knobs cannot be told
+    apart (a compilation config that is no JSON), ``CmdlineFileError`` when a file the line names
+    cannot be read safely.
     """
     plan_env = dict(plan.env)
     if verified_fingerprint is not None:
         plan_env[FINGERPRINT_ENV] = verified_fingerprint
     base_env = {k: v for k, v in environ.items() if k != FINGERPRINT_ENV}
     release = plan.release.release if plan.release is not None else None
-    merged = merge_into_command(cmd, base_env, plan.args, plan_env, plan.launcher, release)
+    merged = merge_onto(line, base_env, plan.args, plan_env, release)
     if plan.config:
-        merged = _with_options_file(merged, plan.config)
+        merged = _with_options_file(merged, plan.config, line)
     return merged
 
 
-def _with_options_file(merged: Merged, config: Mapping[str, object]) -> Merged:
+def _with_options_file(merged: Merged, config: Mapping[str, object], line: ParsedCommand) -> Merged:
     """The plan's config written as a fresh options file: the user's own (the one trtllm-serve reads,
-    found as its click parser finds it, read through the guarded reader) with the plan's keys it lacks."""
+    found as its click parser finds it in ``line``, read through the guarded reader) with the plan's
+    keys it lacks. A merge only appends to the line, so where ``line`` names the file ``merged`` does."""
     argv, warnings = list(merged.argv), list(merged.warnings)
-    where = trtllm_options_at(argv)
+    where = trtllm_options_at(line)
     options: dict[str, object] = {} if where is None else dict(options_file(where[2]))
     for key, value in config.items():
         if key in options:

@@ -80,8 +80,20 @@ def merge_into_command(
 
     ``CmdlineError`` when the launcher would refuse ``argv`` itself (its knobs cannot be told apart).
     """
-    parsed = cmdline.read(launcher, argv, release)
-    out, added, warnings = list(argv), [], []
+    return merge_onto(cmdline.read(launcher, argv, release), env, plan_args, plan_env, release)
+
+
+def merge_onto(
+    parsed: cmdline.ParsedCommand,
+    env: Mapping[str, str],
+    plan_args: Sequence[str],
+    plan_env: Mapping[str, str],
+    release: str | None = None,
+) -> Merged:
+    """``merge_into_command`` onto a line already read (as ``release``'s parser reads it): a plan's
+    candidates are each merged onto the user's line with no second reading of it."""
+    launcher = parsed.entry.launcher
+    out, added, warnings = list(parsed.argv), [], []
     for flag, value in split_flags(plan_args, launcher):
         if launcher == "vllm" and flag in _COMPILATION:
             added_cc, cc_warnings = _merge_compilation(out, parsed, json.loads(value or "{}"), release)

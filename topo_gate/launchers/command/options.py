@@ -20,7 +20,7 @@ import argparse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from topo_gate.launchers import knobs
 
@@ -82,6 +82,20 @@ class _Recorder(argparse.Action):
         namespace.seen.append((self.entry, self.entry.spelled(str(option)), got))
 
 
+class Reading(NamedTuple):
+    """One reading of a line: the options it sets, in order; the tokens the parser does not recognize
+    (the pinned release would refuse the line with them; another release may know them); and the
+    positionals it fills (destination -> value; vLLM's ``model_tag``)."""
+
+    seen: list[Occurrence]
+    unrecognized: list[str]
+    positionals: dict[str, Any]
+
+
+#: How the replica names a positional's destination, apart from the launcher actions' ``action_N``.
+_POSITIONAL = "positional_"
+
+
 class _Replica(argparse.ArgumentParser):
     """argparse, refusing in one line where the launcher's parser would print usage and exit 2."""
 
@@ -98,20 +112,24 @@ class Table:
     by_option: Mapping[str, Action]
     parser: argparse.ArgumentParser
 
-    def read(self, args: Sequence[str]) -> tuple[list[Occurrence], list[str]]:
-        """The options ``args`` set, in order, and the tokens the parser does not recognize (the
-        pinned release would refuse the line with them; another release may know them)."""
+    def read(self, args: Sequence[str]) -> Reading:
+        """What the parser reads in ``args`` (``Reading``)."""
         namespace = argparse.Namespace(seen=[])
         try:
             _, extras = self.parser.parse_known_args(list(args), namespace)
         except RecursionError:  # pragma: no cover - argparse recursion needs absurd nesting
             raise CmdlineError("command line too deeply nested to read") from None
-        return list(namespace.seen), list(extras)
+        positionals = {
+            name.removeprefix(_POSITIONAL): value
+            for name, value in vars(namespace).items()
+            if name.startswith(_POSITIONAL)
+        }
+        return Reading(list(namespace.seen), list(extras), positionals)
 
     def resolve(self, option: str) -> Action | None:
         """The action one option token means here (exactly or as an abbreviation), else None."""
         try:
-            seen, _ = self.read([option, "0"])  # a value for it to take, if it takes one
+            seen = self.read([option, "0"]).seen  # a value for it to take, if it takes one
         except CmdlineError:
             return None
         return seen[0][0] if seen else None
@@ -145,7 +163,7 @@ def table(launcher: str, release: str | None = None) -> Table:
         # Positionals take the tokens no option does (vLLM's model_tag): without them those tokens
         # would read as unrecognized, as if the launcher refused them.
         parser.add_argument(
-            f"positional_{position['dest']}", nargs=position["nargs"], default=argparse.SUPPRESS
+            f"{_POSITIONAL}{position['dest']}", nargs=position["nargs"], default=argparse.SUPPRESS
         )
     by_option: dict[str, Action] = {}
     for index, action in enumerate(actions):

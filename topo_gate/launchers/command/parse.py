@@ -26,23 +26,29 @@ from typing import Any, NamedTuple
 
 from topo_gate.launchers import knobs
 from topo_gate.launchers.command import forms
-from topo_gate.launchers.command.options import CmdlineError, CmdlineFileError, Occurrence, table
+from topo_gate.launchers.command.options import CmdlineError, CmdlineFileError, Reading, table
 from topo_gate.launchers.routes.base import Knobs
 
 __all__ = [
     "CmdlineError",
     "CmdlineFileError",
     "Entry",
-    "TpFlagError",
-    "detect_launcher",
-    "tp_from_command",
     "LauncherArgs",
+    "ParsedCommand",
+    "TpFlagError",
+    "UserKnobs",
+    "detect_launcher",
     "find_entry",
+    "named_tp",
     "options_file",
     "parse",
+    "read",
+    "read_knobs",
     "tp_disagreement",
+    "tp_from_command",
     "tp_size",
     "user_knobs",
+    "user_knobs_of",
 ]
 
 # Console scripts (basename of a token) and the subcommand that must follow, if any.
@@ -99,6 +105,8 @@ class LauncherArgs:
     #: Tokens the pinned parser does not recognize: it refuses the line with them ("unrecognized
     #: arguments"); another release may know them. (TensorRT-LLM: not checked, always empty.)
     unrecognized: tuple[str, ...] = ()
+    #: The positionals the line fills, by destination (vLLM's ``model_tag``: ``vllm serve M``'s model).
+    positionals: Mapping[str, Any] = field(default_factory=dict)
 
     def last(self, option: str) -> str | None:
         """The value the launcher keeps for ``option`` (the last one given); KeyError if not given."""
@@ -106,8 +114,10 @@ class LauncherArgs:
 
 
 class ParsedCommand(NamedTuple):
-    """A command line as ``read`` parsed it: the options, and where they are, for ``merge_into_command`` to edit."""
+    """A command line as ``read`` parsed it: the line itself, the options it sets, and where they are,
+    for a merge to edit (``merge.merge_onto``) without reading it again."""
 
+    argv: tuple[str, ...]
     args: LauncherArgs
     entry: Entry
     dotted: tuple[str, ...]  # vLLM: the ``-x`` of each dotted group, in the order vLLM appends them
@@ -125,7 +135,7 @@ def parse(launcher: str, argv: Sequence[str], release: str | None = None) -> Lau
 
 
 def read(launcher: str, argv: Sequence[str], release: str | None = None) -> ParsedCommand:
-    """``parse`` with what ``merge_into_command`` needs to edit the line in place."""
+    """``parse`` with the line itself and what a merge (``merge.merge_onto``) needs to edit it in place."""
     entry = find_entry(argv)
     if entry is None or entry.launcher != launcher:
         entry = Entry(launcher, "module", tuple(argv), 0)
@@ -136,31 +146,36 @@ def read(launcher: str, argv: Sequence[str], release: str | None = None) -> Pars
             for option in clicks:
                 options.setdefault(option.name, []).append(option.value)
             frozen = {name: tuple(values) for name, values in options.items()}
-            return ParsedCommand(LauncherArgs(frozen), entry, (), clicks)
+            return ParsedCommand(tuple(argv), LauncherArgs(frozen), entry, (), clicks)
         replica = table(launcher, release)
         if launcher == "vllm":
             tokens, dotted = forms.vllm_args(entry.form, entry.args, replica)
         else:
             tokens, dotted = forms.sglang_args(entry.form, entry.args, replica), ()
-        seen, unrecognized = replica.read(tokens)
+        reading = replica.read(tokens)
     except CmdlineError:
         raise
     except (ValueError, RecursionError) as error:  # e.g. a dotted value with 5000 digits
         raise CmdlineError(f"{launcher} would not read this command line: {error}") from None
-    return ParsedCommand(_collected(seen, unrecognized), entry, dotted, ())
+    return ParsedCommand(tuple(argv), _collected(reading), entry, dotted, ())
 
 
-def _collected(seen: list[Occurrence], unrecognized: list[str]) -> LauncherArgs:
+def _collected(reading: Reading) -> LauncherArgs:
     options: dict[str, list[str | None]] = {}
     dests: dict[str, str] = {}
-    for action, spelled, values in seen:
+    for action, spelled, values in reading.seen:
         for other in {action.canonical, action.spelled(action.negative[0])} if action.negative else ():
             if other != spelled:
                 options.pop(other, None)  # the switch's other polarity, given earlier: overridden
                 dests.pop(other, None)
         options.setdefault(spelled, []).extend(values or (None,))
         dests[spelled] = action.dest
-    return LauncherArgs({name: tuple(values) for name, values in options.items()}, dests, tuple(unrecognized))
+    return LauncherArgs(
+        {name: tuple(values) for name, values in options.items()},
+        dests,
+        tuple(reading.unrecognized),
+        reading.positionals,
+    )
 
 
 def tp_size(launcher: str, argv: Sequence[str], release: str | None = None) -> int | None:
@@ -169,7 +184,12 @@ def tp_size(launcher: str, argv: Sequence[str], release: str | None = None) -> i
     Read as the launcher's ``int`` reads it: Python's ``int()`` takes ``+4``, `` 4``, ``4_0`` and
     other scripts' digits (``٤``); what it refuses, or a size below 1, is ``CmdlineError``.
     """
-    parsed = read(launcher, argv, release)
+    return named_tp(read(launcher, argv, release))
+
+
+def named_tp(parsed: ParsedCommand) -> int | None:
+    """``tp_size`` of a line already read."""
+    launcher = parsed.entry.launcher
     name = TP_OPTION[launcher]
     text = parsed.args.options.get(name, (None,))[-1]
     value: object = text
@@ -201,17 +221,35 @@ def tp_disagreement(tp: int, named: int | None) -> str | None:
     return f"--tp {tp} disagrees with the command's TP size {named}: the profile's TP {tp} decisions do not apply"
 
 
+class UserKnobs(NamedTuple):
+    """The user's knobs (``knobs``: what the route model reads) and the same knobs as a line already
+    read (``line``): every candidate of a plan is merged onto ``line``, which is read once."""
+
+    knobs: Knobs
+    line: ParsedCommand
+
+
 def user_knobs(
     launcher: str, argv: Sequence[str], environ: Mapping[str, str], release: str | None = None
 ) -> Knobs:
+    """``user_knobs_of`` the line ``argv`` read for ``launcher``, as ``release``'s parser reads it."""
+    return user_knobs_of(read(launcher, argv, release), environ, release).knobs
+
+
+def user_knobs_of(parsed: ParsedCommand, environ: Mapping[str, str], release: str | None = None) -> UserKnobs:
     """What the user set that ``release``'s route model reads (None: the newest modelled), canonical:
     ``args`` the all-reduce options of that release's manifest the line sets (each once, with the value the launcher keeps; vLLM's
     compilation config as the one JSON object it ends up with), ``env`` the manifest's env variables
     set in ``environ``, ``config`` (TensorRT-LLM) the manifest's config keys the user's
-    ``--extra_llm_api_options`` file sets, read through the guarded reader."""
-    parsed = read(launcher, argv, release)
+    ``--extra_llm_api_options`` file sets, read through the guarded reader.
+
+    The canonical args' own line is built from ``parsed``, not read again: each option once, under
+    the name and destination ``parsed`` gives it, with the value kept (``read_knobs`` would read the
+    same from ``args``; the command-line corpus test holds them equal)."""
+    launcher = parsed.entry.launcher
     manifest = knobs.manifest(launcher, release)
     args: list[str] = []
+    kept: dict[str, tuple[str | None, ...]] = {}
     if launcher != "trtllm":
         replica = table(launcher, release)
         relevant = {action.dest for action in replica.actions if set(manifest["flags"]) & _spellings(action)}
@@ -222,13 +260,27 @@ def user_knobs(
             if launcher == "vllm" and parsed.args.dests[name] == "compilation_config" and value is not None:
                 value = json.dumps(forms.vllm_json(value), separators=(",", ":"))
             args += [name] if value is None else [name, value]
+            kept[name] = (value,)
     env = {name: environ[name] for name in manifest["env"] if name in environ}
     config: dict[str, object] = {}
     path = _trtllm_options_path(parsed) if launcher == "trtllm" else None
     if path is not None:
         given = options_file(path)
         config = {key: given[key] for key in manifest["config_keys"] if key in given}
-    return Knobs(tuple(args), env, config)
+    line = ParsedCommand(
+        tuple(args),
+        LauncherArgs(kept, {name: parsed.args.dests[name] for name in kept}),
+        Entry(launcher, "module", tuple(args), 0),
+        (),
+        (),
+    )
+    return UserKnobs(Knobs(tuple(args), env, config), line)
+
+
+def read_knobs(launcher: str, given: Knobs, release: str | None = None) -> UserKnobs:
+    """``given`` (canonical knobs, as ``user_knobs`` writes them) with their line, read once: for a
+    caller that holds knobs rather than a user's command line."""
+    return UserKnobs(given, read(launcher, given.args, release))
 
 
 def _spellings(action: Any) -> set[str]:
@@ -239,10 +291,9 @@ def _trtllm_options_path(parsed: ParsedCommand) -> str | None:
     return parsed.args.options.get(TRTLLM_OPTIONS, (None,))[-1]
 
 
-def trtllm_options_at(argv: Sequence[str]) -> tuple[int, bool, str] | None:
-    """Where the options file TensorRT-LLM reads is named in ``argv``: (index of the token holding the
-    path, whether it is ``--flag=path``, the path); None when the line names none."""
-    parsed = read("trtllm", argv)
+def trtllm_options_at(parsed: ParsedCommand) -> tuple[int, bool, str] | None:
+    """Where the options file TensorRT-LLM reads is named in the line ``parsed``: (index in its argv of
+    the token holding the path, whether it is ``--flag=path``, the path); None when the line names none."""
     given = [option for option in parsed.clicks if option.name == TRTLLM_OPTIONS]
     last = given[-1] if given else None
     if last is None or last.value is None:

@@ -26,15 +26,21 @@ told: ``problem`` says why, and the plan uses the profile's hidden size.
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from topo_gate.launchers.command import forms
-from topo_gate.launchers.command.options import table
-from topo_gate.launchers.command.parse import CmdlineError, Entry, find_entry, options_file, parse
+from topo_gate.launchers.command.parse import (
+    CmdlineError,
+    Entry,
+    ParsedCommand,
+    find_entry,
+    options_file,
+    parse,
+    read,
+)
 from topo_gate.models import UnknownModel, lookup_model
 
 #: vLLM's ``ModelConfig.model`` default (vllm/config/model.py:155, 0.33.0): served when no model is named.
@@ -73,7 +79,16 @@ class ServedModel:
 def read_served_model(cmd: Sequence[str], launcher: str) -> ServedModel:
     """The model ``cmd`` serves under ``launcher`` and its shape (module docstring); never raises."""
     try:
-        name, path = _named(cmd, launcher)
+        parsed = read(launcher, cmd)
+    except CmdlineError as error:
+        return ServedModel(None, problem=f"the served model cannot be read from CMD: {error}")
+    return served_model_of(parsed)
+
+
+def served_model_of(parsed: ParsedCommand) -> ServedModel:
+    """``read_served_model`` of a line already read; never raises."""
+    try:
+        name, path = _named(parsed)
     except CmdlineError as error:
         return ServedModel(None, problem=f"the served model cannot be read from CMD: {error}")
     if name is None and path is None:
@@ -92,30 +107,27 @@ def read_served_model(cmd: Sequence[str], launcher: str) -> ServedModel:
     return ServedModel(name, preset.name, preset.hidden, preset.layers, preset.architecture)
 
 
-def _named(cmd: Sequence[str], launcher: str) -> tuple[str | None, str | None]:
-    """(the model's name, a local checkpoint folder named apart from it) as ``launcher`` reads ``cmd``."""
-    entry = find_entry(cmd)
+def _named(parsed: ParsedCommand) -> tuple[str | None, str | None]:
+    """(the model's name, a local checkpoint folder named apart from it) as the launcher reads the line."""
+    launcher = parsed.entry.launcher
+    entry = find_entry(parsed.argv)
     own = entry if entry is not None and entry.launcher == launcher else None
     if launcher == "vllm":
-        return _vllm(cmd, own), None
+        return _vllm(parsed, own), None
     if launcher == "sglang":
-        return _last(parse("sglang", cmd).options.get("--model-path")), None
-    return _trtllm(cmd, own)
+        return _last(parsed.args.options.get("--model-path")), None
+    return _trtllm(parsed, own)
 
 
-def _vllm(cmd: Sequence[str], entry: Entry | None) -> str | None:
-    bench = _vllm_bench(cmd)
-    if bench is not None:
+def _vllm(parsed: ParsedCommand, entry: Entry | None) -> str | None:
+    bench = _vllm_bench(parsed.argv)
+    if bench is not None:  # the engine's arguments are the tail after the subcommand: a line of their own
         return _last(parse("vllm", bench).options.get("--model")) or VLLM_DEFAULT_MODEL
-    given = _last(parse("vllm", cmd).options.get("--model"))
+    given = _last(parsed.args.options.get("--model"))
     if entry is None:
         return given  # behind a wrapper: only what the line itself says
     if entry.form == "serve":
-        replica = table("vllm")
-        tokens, _ = forms.vllm_args(entry.form, entry.args, replica)
-        namespace = argparse.Namespace(seen=[])
-        replica.parser.parse_known_args(tokens, namespace)
-        given = getattr(namespace, "positional_model_tag", None) or given
+        given = parsed.args.positionals.get("model_tag") or given
     return given or VLLM_DEFAULT_MODEL
 
 
@@ -128,7 +140,8 @@ def _vllm_bench(cmd: Sequence[str]) -> tuple[str, ...] | None:
     return None
 
 
-def _trtllm(cmd: Sequence[str], entry: Entry | None) -> tuple[str | None, str | None]:
+def _trtllm(parsed: ParsedCommand, entry: Entry | None) -> tuple[str | None, str | None]:
+    cmd = parsed.argv
     at = next((i for i, token in enumerate(cmd) if os.path.basename(token) == "trtllm-bench"), None)
     if at is not None:
         options = forms.trtllm_options(_trtllm_bench_group(cmd[at + 1 :]))
@@ -136,9 +149,9 @@ def _trtllm(cmd: Sequence[str], entry: Entry | None) -> tuple[str | None, str | 
         return given.get("--model"), given.get(TRTLLM_BENCH_PATH)
     if entry is None:
         return None, None
-    options = forms.trtllm_options(entry.args)
-    model = _trtllm_positional(entry.args, options)
-    path = next((o.value for o in reversed(options) if o.name == "--extra_llm_api_options"), None)
+    clicks = parsed.clicks  # read from the launcher's own entry: ``entry.args``
+    model = _trtllm_positional(entry.args, clicks)
+    path = next((o.value for o in reversed(clicks) if o.name == "--extra_llm_api_options"), None)
     if path is not None:
         extra = options_file(path).get("model")
         if isinstance(extra, str):

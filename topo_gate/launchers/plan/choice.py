@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from topo_gate._units import human_bytes
-from topo_gate.launchers.command.merge import merge_into_command
+from topo_gate.launchers.command.merge import merge_onto
+from topo_gate.launchers.command.parse import UserKnobs
 from topo_gate.launchers.plan.costmodel import (
     Pricing,
     Problem,
@@ -155,11 +156,13 @@ def contexts(facts: ProfileFacts, tp: int) -> list[Context]:
     ]
 
 
-def effective_knobs(launcher: str, user: Knobs, candidate: Knobs) -> Knobs:
+def effective_knobs(user: UserKnobs, candidate: Knobs, release: str | None = None) -> Knobs:
     """What the launcher runs with: the user's own knobs with the candidate's added where the user
-    has not set them (``merge_into_command``: the same rule ``exec`` applies to a command line)."""
-    merged = merge_into_command(user.args, user.env, candidate.args, candidate.env, launcher)
-    return Knobs(args=merged.argv, env=dict(merged.env), config={**candidate.config, **user.config})
+    has not set them (``merge_onto``, onto the user's line read once: the same rule ``exec`` applies
+    to a command line), as ``release``'s parser reads them (None: the newest modelled)."""
+    own = user.knobs
+    merged = merge_onto(user.line, own.env, candidate.args, candidate.env, release)
+    return Knobs(args=merged.argv, env=dict(merged.env), config={**candidate.config, **own.config})
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,7 @@ def choose(
     facts: ProfileFacts,
     tp: int,
     *,
-    user: Knobs,
+    user: UserKnobs,
     workload: Workload,
     step: Step,
 ) -> Choice:
@@ -192,11 +195,11 @@ def choose(
 
     Raises ``RouteError`` when the user's own knobs cannot be routed (the default is then unknown)."""
     variants = contexts(facts, tp)
-    defaults = [routed(launcher, user, ctx) for ctx in variants]
+    defaults = [routed(launcher, user.knobs, ctx) for ctx in variants]
     evaluate = _Evaluator(facts, variants, defaults, workload, step)
     survivors, rejected, refused_routes = [], [], []
     for candidate in _unique([NO_KNOBS, *candidates]):
-        effective = effective_knobs(launcher, user, candidate.knobs)
+        effective = effective_knobs(user, candidate.knobs, facts.release)
         try:
             routes = [routed(launcher, effective, ctx) for ctx in variants]
         except RouteError as error:

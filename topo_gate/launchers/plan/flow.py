@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from topo_gate.launchers.command.parse import CmdlineError, user_knobs
+from topo_gate.launchers.command.parse import CmdlineError, UserKnobs
 from topo_gate.launchers.command.releases import NAMES, Resolution, resolve
+from topo_gate.launchers.command.user_command import read_command
 from topo_gate.launchers.plan.choice import Candidate, Choice, choose
 from topo_gate.launchers.plan.costmodel import DEFAULT_LAYERS, EMBEDDING_FUSED_LAUNCHERS, Step
 from topo_gate.launchers.plan.explain import estimate_line
@@ -257,7 +258,10 @@ def plan_from_profile(
     ``request.workload``."""
     tp, fallback, workload = request.tp, request.fallback, request.workload
     check_fallback_mode(fallback)
-    release = resolve(launcher, request.installed, strict=request.strict)
+    if request.command is not None and request.command.launcher != launcher:
+        raise ValueError(f"a {launcher} plan asked for a {request.command.launcher} command line")
+    installed = request.installed if request.command is None else request.command.installed
+    release = resolve(launcher, installed, strict=request.strict)
     version = release.modelled
     if release.refusal is not None:
         return fallback_plan(
@@ -281,9 +285,14 @@ def plan_from_profile(
     facts, model_notes = served_model(facts, request)
     facts = replace(facts, release=release.release, flashinfer=release.flashinfer)
     model_notes = (*release.notes, *model_notes)
-    environ = os.environ if request.user_env is None else request.user_env
     try:
-        user = user_knobs(launcher, request.user_args, environ, release.release)
+        command = request.command or read_command(
+            launcher,
+            request.user_args,
+            os.environ if request.user_env is None else request.user_env,
+            request.installed,
+        )
+        user = command.knobs
     except CmdlineError as error:
         return fallback_plan(
             launcher,
@@ -294,8 +303,12 @@ def plan_from_profile(
             warnings=(*facts.warnings, *model_notes),
             release=release,
         )
+    environ = command.environ
     if NVLS_ENV in environ:  # not a launcher knob, but it decides which NCCL the default runs
-        user = Knobs(user.args, {**user.env, NVLS_ENV: environ[NVLS_ENV]}, user.config)
+        knobs = user.knobs
+        user = UserKnobs(
+            Knobs(knobs.args, {**knobs.env, NVLS_ENV: environ[NVLS_ENV]}, knobs.config), user.line
+        )
     step = Step(
         facts.layers or DEFAULT_LAYERS,
         layers_known=facts.layers is not None,
@@ -304,7 +317,7 @@ def plan_from_profile(
     try:
         choice = choose(
             launcher,
-            candidates(facts, tp, user),
+            candidates(facts, tp, user.knobs),
             facts,
             tp,
             user=user,

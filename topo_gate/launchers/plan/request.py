@@ -14,6 +14,7 @@ from topo_gate.launchers.plan.pricing import PriceTable
 
 if TYPE_CHECKING:
     from topo_gate.launchers.command.releases import Installed
+    from topo_gate.launchers.command.user_command import UserCommand
     from topo_gate.launchers.plan.workload import Workload
     from topo_gate.profile.schema import Profile, Rule
 
@@ -58,6 +59,9 @@ class PlanRequest:
     - ``installed``: the launcher (and FlashInfer) release the user runs, as read
       (``releases.Installed``); None: not read, the newest modelled release is planned for (with a
       note). A release with no route model changes nothing (``releases.resolve``).
+    - ``command``: the user's command line already read (``user_command.read_command``, as ``exec``
+      reads it where it comes in): it stands for ``user_args``, ``user_env`` and ``installed``, which
+      are then left out, and the planner reads no line. None: ``user_args`` is read once per plan.
     """
 
     profile: str | os.PathLike[str] | Profile
@@ -77,6 +81,13 @@ class PlanRequest:
     layers: int | None = None
     architecture: str | None = None
     installed: Installed | None = None
+    command: UserCommand | None = None
+
+    def __post_init__(self) -> None:
+        if self.command is not None and (
+            self.user_args or self.user_env is not None or self.installed is not None
+        ):
+            raise ValueError("a PlanRequest with a command takes its args, env and release from it alone")
 
 
 @dataclass(frozen=True)
