@@ -36,8 +36,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's topo_gate, whatever else is installed
 DEFAULT_PROFILE = ROOT / "profiles" / "h200-x2" / "h7168-run1.yaml"
 DEFAULT_CAPTURE = ROOT / "profiles" / "h200-x2" / "h200-x2.capture.json"
 LAUNCHERS = ("sglang", "vllm")
@@ -54,14 +56,14 @@ def _clock() -> tuple[float, float]:
     return time.process_time(), time.perf_counter()
 
 
-def sample(launcher: str, profile: str, capture: str, served: dict[str, object]) -> dict[str, object]:
+def sample(launcher: str, profile: str, capture: str, served: dict[str, Any]) -> dict[str, Any]:
     """One launcher start's plugin work in this (fresh) interpreter; CPU and wall ms per step."""
     marks = [_clock()]
     module = __import__(f"topo_gate.plugins.{launcher}", fromlist=["register"])
     marks.append(_clock())
     # The stand-ins of the launcher's configuration are the launcher's, not the plugin's: off the clock.
     sys.path.insert(0, str(ROOT / "tests" / "plugins"))
-    import stand_ins
+    import stand_ins  # type: ignore[import-not-found]
 
     marks[-1] = _clock()
 
@@ -74,32 +76,23 @@ def sample(launcher: str, profile: str, capture: str, served: dict[str, object])
 
     import topo_gate.plugins as plugins
 
+    tp = int(served["tp"])
     config: object
     if launcher == "sglang":
-        config = stand_ins.StandInServerArgs(model_path="/models/served", tp_size=int(served["tp"]))
-        defaults = stand_ins.field_defaults(config)
-        flags = plugins.user_args(config, launcher, defaults)
+        config = stand_ins.StandInServerArgs(model_path="/models/served", tp_size=tp)
     else:
-        config = stand_ins.StandInEngineArgs(model="/models/served", tensor_parallel_size=int(served["tp"]))
-        defaults = stand_ins.field_defaults(config)
-        flags = plugins.user_args(config, launcher, defaults)
-    facts = plugins.Served(
-        int(served["tp"]),
-        served["hidden"],
-        served["layers"],
-        served["architecture"],
-        flags,  # type: ignore[arg-type]
-    )
+        config = stand_ins.StandInEngineArgs(model="/models/served", tensor_parallel_size=tp)
+    defaults = stand_ins.field_defaults(config)
+    flags = plugins.user_args(config, launcher, defaults)
+    facts = plugins.Served(tp, served["hidden"], served["layers"], served["architecture"], flags)
     plan, fingerprint = plugins.plan_in_launcher(launcher, served=lambda: facts, profile=profile)
     marks.append(_clock())
 
-    if launcher == "sglang":
-        kept = module._apply(config, plan) if hasattr(config, "__struct_fields__") else None
-        if kept is None:  # the stand-in is a dataclass, not SGLang's msgspec Struct: its defaults as such
-            _, kept = plugins.apply_flags(config, launcher, plan, defaults)
-            kept = (*kept, *plugins.export_env(plan.env, os.environ))
-    else:
+    if launcher == "vllm":
         kept = module._apply(config, plan)
+    else:  # SGLang's ``_apply`` reads the defaults off its msgspec Struct; the stand-in's are the dataclass's
+        _, kept = plugins.apply_flags(config, launcher, plan, defaults)
+        kept = (*kept, *plugins.export_env(plan.env, os.environ))
     digest = plugins.profile_digest(profile, fingerprint)
     plugins.record(plugins.Outcome(launcher, digest, plan, (), kept), fingerprint, os.environ)
     marks.append(_clock())
@@ -113,7 +106,7 @@ def sample(launcher: str, profile: str, capture: str, served: dict[str, object])
     }
 
 
-def run_sample(launcher: str, args: argparse.Namespace) -> dict[str, object]:
+def run_sample(launcher: str, args: argparse.Namespace) -> dict[str, Any]:
     served = {"tp": args.tp, "hidden": args.hidden, "layers": args.layers, "architecture": args.architecture}
     command = [
         sys.executable,
@@ -128,7 +121,7 @@ def run_sample(launcher: str, args: argparse.Namespace) -> dict[str, object]:
         json.dumps(served),
     ]
     done = subprocess.run(command, env=CHILD_ENV, capture_output=True, text=True, check=True, cwd=ROOT)
-    result: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     return result
 
 
@@ -165,7 +158,7 @@ def main() -> None:
             f"{first['reason']}"
         )
     runs = max(args.runs, MIN_RUNS)
-    samples: dict[str, list[dict[str, object]]] = {launcher: [] for launcher in LAUNCHERS}
+    samples: dict[str, list[dict[str, Any]]] = {launcher: [] for launcher in LAUNCHERS}
     bare: list[float] = []
     for _ in range(runs):
         bare.append(bare_interpreter_ms())
@@ -175,9 +168,9 @@ def main() -> None:
     print(f"\nmedians of {runs} fresh interpreters ({args.profile.name}, TP{args.tp}), ms:")
     print(f"{'launcher':<9}{'import':>8}{'node':>7}{'plan':>7}{'apply':>7}{'total CPU':>11}{'wall':>7}")
     for launcher, taken in samples.items():
-        cpu = {step: statistics.median(s["cpu"][step] for s in taken) for step in STEPS}  # type: ignore[index]
-        total_cpu = statistics.median(sum(s["cpu"].values()) for s in taken)  # type: ignore[attr-defined]
-        wall = statistics.median(sum(s["wall"].values()) for s in taken)  # type: ignore[attr-defined]
+        cpu = {step: statistics.median(s["cpu"][step] for s in taken) for step in STEPS}
+        total_cpu = statistics.median(sum(s["cpu"].values()) for s in taken)
+        wall = statistics.median(sum(s["wall"].values()) for s in taken)
         print(
             f"{launcher:<9}{cpu['import']:8.1f}{cpu['node']:7.1f}{cpu['plan']:7.1f}{cpu['apply']:7.1f}"
             f"{total_cpu:11.1f}{wall:7.1f}"
