@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from topo_gate.launchers.routes.base import is_fused
@@ -69,6 +70,11 @@ def table_name(pattern: str, routed: str | None, nccl: str = NCCL) -> str:
     return routed
 
 
+#: Kernel names ``buffer_of`` keeps its answer for: a profile's tables name a few dozen.
+KEPT_BUFFER_NAMES = 1024
+
+
+@lru_cache(maxsize=KEPT_BUFFER_NAMES)  # a plan asks tens of thousands of times, of a few dozen names
 def buffer_of(name: str) -> str:
     """Which Lamport buffer a kernel writes: one launcher's FlashInfer / TensorRT-LLM workspace serves
     its plain and fused, one- and two-shot kernels alike (SGLang: ``srt/layers/flashinfer_comm_fusion.py``
