@@ -425,3 +425,10 @@ class _ProfileCache:
 
 
 _CACHE = _ProfileCache()
+
+
+def load_once(path: str) -> Profile:
+    """The valid, untampered profile at ``path``, parsed once per file version in this process: the
+    copy ``gate()`` and ``admit()`` read (so a caller that names the profile after planning with it
+    does not parse it again). Raises the loader's ``ProfileError``, as ``io.load_profile`` does."""
+    return _CACHE.load(path)

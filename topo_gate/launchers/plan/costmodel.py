@@ -608,9 +608,12 @@ def _problems(
     bounded_share: float,
 ) -> tuple[Problem, ...]:
     plan, default = same_plan.item, same_default.item
-    checks = step_checks(plan, default, _pricing_of(tables, step, row_bytes, in_context, bounded_share))
-    if isinstance(checks, Problem):
-        return (checks,)
+    pricing = _pricing_of(tables, step, row_bytes, in_context, bounded_share)
+    sizes = step_sizes(plan, default, pricing)
+    if isinstance(sizes, Problem):
+        return (sizes,)
+    # Checked in order up to the first failure, the one reported: the sizes after it need no check.
+    checks = (step_check(nbytes, plan, default, pricing) for nbytes in sizes)
     failed = next((check for check in checks if check.why is not None), None)
     if failed is None:
         return ()
