@@ -41,7 +41,7 @@ step (above) weighted by its share. Sizes between rungs are interpolated linearl
 
 **Computed once.** A plan prices hundreds of candidate knob sets, and most route alike on the sizes
 that matter: the same route set (``Side.of``), the same kernel at the same size after the same
-messages (``price_at``), the same pair of sides (``step_check``, ``problems``). Each is a function of
+messages (``price_at``), the same pair of sides (``step_check``, ``problems``, ``total``). Each is a function of
 immutable inputs -- routes and workloads are tuples, price tables are never changed once read -- so
 each is kept (``functools.lru_cache``, bounded) and a repeat is a lookup, with the same answer.
 """
@@ -51,7 +51,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
@@ -91,7 +91,8 @@ KEPT_PRICES = 8192
 #: Step checks kept (``step_check``): up to about three thousand distinct ones in a plan (vLLM's on
 #: the bundled H200 profile); each holds both sides' sites at one size, about a kilobyte.
 KEPT_CHECKS = 8192
-#: Constraint verdicts kept (``problems``): one per distinct pair of sides, a few hundred in a plan.
+#: Constraint verdicts and workload totals kept (``problems``, ``total``): one per distinct pair of
+#: sides, a few hundred in a plan.
 KEPT_VERDICTS = 1024
 
 _T = TypeVar("_T")
@@ -128,12 +129,12 @@ class Step:
     layers_known: bool = False
     embedding_fused: bool = False
 
-    @property
-    def sites(self) -> dict[str, int]:
+    @cached_property  # read per size and per pattern by every check: made once, read-only
+    def sites(self) -> Mapping[str, int]:
         norm_sites = NORM_SITES_PER_LAYER * self.layers
         if self.embedding_fused:
-            return {PLAIN: 0, FUSED: norm_sites + PLAIN_SITES_PER_STEP}
-        return {PLAIN: PLAIN_SITES_PER_STEP, FUSED: norm_sites}
+            return MappingProxyType({PLAIN: 0, FUSED: norm_sites + PLAIN_SITES_PER_STEP})
+        return MappingProxyType({PLAIN: PLAIN_SITES_PER_STEP, FUSED: norm_sites})
 
     @property
     def calls(self) -> int:
@@ -695,6 +696,22 @@ class Total:
 
 def total(plan: Side, default: Side, pricing: Pricing, workload: Workload) -> Total:
     """The workload's step costs (module docstring, "The objective")."""
+    return _total(Same(plan), Same(default), *_pricing_key(pricing), workload)
+
+
+@lru_cache(maxsize=KEPT_VERDICTS)
+def _total(
+    same_plan: Same[Side],
+    same_default: Same[Side],
+    tables: Same[Mapping[str, PriceTable]],
+    step: Step,
+    row_bytes: int,
+    in_context: frozenset[tuple[str, int]],
+    bounded_share: float,
+    workload: Workload,
+) -> Total:
+    plan, default = same_plan.item, same_default.item
+    pricing = _pricing_of(tables, step, row_bytes, in_context, bounded_share)
     return Total(
         tuple(_step_cost(tokens, weight, plan, default, pricing) for tokens, weight in workload.steps)
     )

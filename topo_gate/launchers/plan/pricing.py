@@ -60,6 +60,12 @@ class Latency:
     high: float
 
 
+#: Kernel names ``table_name`` and ``buffer_of`` keep their answers for: a profile's tables name a
+#: few dozen.
+KEPT_BUFFER_NAMES = 1024
+
+
+@lru_cache(maxsize=KEPT_BUFFER_NAMES)  # asked per size of every candidate, of a few dozen names
 def table_name(pattern: str, routed: str | None, nccl: str = NCCL) -> str:
     """The measurement-table name of what a route sends a message of ``pattern`` to; ``nccl`` is the
     name of the NCCL the launcher runs (``routes.nccl.nccl_path``: the measured one, or NVLS)."""
@@ -68,10 +74,6 @@ def table_name(pattern: str, routed: str | None, nccl: str = NCCL) -> str:
     if pattern == FUSED_PATTERN and not is_fused(routed):
         return routed + COMPOSITE_SUFFIX
     return routed
-
-
-#: Kernel names ``buffer_of`` keeps its answer for: a profile's tables name a few dozen.
-KEPT_BUFFER_NAMES = 1024
 
 
 @lru_cache(maxsize=KEPT_BUFFER_NAMES)  # a plan asks tens of thousands of times, of a few dozen names
