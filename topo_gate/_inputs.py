@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 #: Nesting of JSON/YAML input. Real files nest six or seven levels deep; hostile ``[[[[...`` does not
 #: get to recurse through the tools.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 #: The releases topo-gate has a route model and a knob manifest for, oldest first (``releases`` says
@@ -29,6 +29,9 @@ PINNED: dict[str, str] = {launcher: releases[-1] for launcher, releases in SUPPO
 LAUNCHERS: tuple[str, ...] = tuple(SUPPORTED)
 LIBRARIES: dict[str, str] = {library: releases[-1] for library, releases in LIBRARY_RELEASES.items()}
 MiB = 1 << 20
+#: Where the manifests are installed: package data beside this module (``pyproject.toml``), read as
+#: files (``importlib.resources`` would cost a launcher's start its zipfile and tempfile imports).
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def releases_of(name: str) -> tuple[str, ...]:
@@ -44,8 +47,7 @@ def manifest(launcher: str, release: str | None = None) -> dict[str, Any]:
     if release not in releases_of(launcher):
         raise KeyError(f"{launcher} {release} is not a modelled release ({', '.join(releases_of(launcher))})")
     name = f"knobs-{launcher}-{release}.json"
-    # One joinpath() per component: several arguments need Python 3.11's Traversable.
-    text = resources.files("topo_gate.launchers").joinpath("data").joinpath(name).read_text("utf-8")
+    text = (DATA / name).read_text("utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 

@@ -27,7 +27,7 @@ from topo_gate._terminal import shown
 from topo_gate.launchers import PLANNERS, LaunchPlan, PlanRequest, plan_without_profile
 from topo_gate.launchers.plan.request import DEFAULT_FALLBACK, FALLBACKS
 from topo_gate.profile.given_fingerprint import FINGERPRINT_ENV, env_fingerprint
-from topo_gate.profile.reader import SYNTHETIC_PROFILE
+from topo_gate.profile.reader import SYNTHETIC_PROFILE, load_once
 
 PROFILE_ENV = "TOPO_GATE_PROFILE"
 APPLIED_ENV = "TOPO_GATE_PLUGIN_APPLIED"
@@ -130,8 +130,8 @@ def _ancestors() -> set[int]:
 
 def profile_digest(path: str, fingerprint: str | None = None) -> str:
     """The digest of the profile the plan followed, for the log line, or why it could not be read (the
-    plan says so too). For a profile set (a folder), the member chosen for ``fingerprint``, named."""
-    from topo_gate.profile.io import load_profile
+    plan says so too). For a profile set (a folder), the member chosen for ``fingerprint``, named.
+    The profile is the copy the plan read (``load_once``): it is not parsed again."""
     from topo_gate.profile.profile_set import choose_member, is_profile_set
 
     try:
@@ -139,9 +139,9 @@ def profile_digest(path: str, fingerprint: str | None = None) -> str:
             choice = choose_member(path, fingerprint)
             if choice.path is None:
                 return f"no member of the set ({choice.reason})"
-            member = load_profile(choice.path).digest or "unsealed"
+            member = load_once(choice.path).digest or "unsealed"
             return f"{member} (member {os.path.basename(choice.path)} of the set)"
-        return load_profile(path).digest or "unsealed"
+        return load_once(path).digest or "unsealed"
     except Exception as error:  # noqa: BLE001 -- the planner turns the same failure into NCCL
         return f"unreadable ({type(error).__name__})"
 

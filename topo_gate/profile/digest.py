@@ -7,24 +7,9 @@ another language can verify a profile without a YAML library that formats floats
 from __future__ import annotations
 
 import json
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from hashlib import sha256
-    from typing import Any
-else:
-    # The interpreter's own SHA-256, the same digest as hashlib's: importing hashlib loads OpenSSL's
-    # libcrypto, ~3 ms of a launcher's start for one hash of a few kilobytes.
-    for _module in ("_sha2", "_sha256"):  # its name from Python 3.12 on, and before
-        try:
-            sha256 = __import__(_module).sha256
-            break
-        except ImportError:
-            continue
-    else:  # an interpreter built without its own hashes
-        from hashlib import sha256
-
+from collections.abc import Mapping
+from hashlib import sha256
+from typing import Any
 
 DIGEST_KEY = "digest"
 

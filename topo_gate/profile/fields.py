@@ -8,6 +8,7 @@ callers import them from. The helpers build one field from plain data and say wh
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.validate import (
@@ -19,11 +20,7 @@ from topo_gate.profile.validate import (
     require,
 )
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
-if TYPE_CHECKING:
-    from typing import Any, TypeVar
-
-    _T = TypeVar("_T")
+_T = TypeVar("_T")
 
 #: What writers emit. v1.1 added ``Rule.alternatives``; v1.2 added ``Rule.in_context``,
 #: ``DecisionEntry.failed``, ``Profile.fleet`` and one backend name per launcher call sequence; v1.3

@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.validate import describe, expect_int, expect_list, expect_mapping, expect_str
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
-if TYPE_CHECKING:
-    from typing import Any
 
 #: CUDA compute capability as the topology layer writes it: "9.0", "12.0" (ASCII digits only).
 _SM = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}")

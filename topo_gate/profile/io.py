@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Any
 
 from topo_gate._inputs import InputError, RegularFile
 from topo_gate.profile.digest import DIGEST_KEY, compute_digest
@@ -10,12 +12,6 @@ from topo_gate.profile.errors import ProfileDigestMismatch, ProfileInvalid, Prof
 from topo_gate.profile.schema import Profile
 from topo_gate.profile.semantics import check_semantics
 from topo_gate.profile.validate import expect_plain_data
-from topo_gate.profile.yaml_lines import UNSURE, read_canonical
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
-if TYPE_CHECKING:
-    from pathlib import Path
-    from typing import Any
 
 MAX_PROFILE_BYTES = 16 * 1024 * 1024
 
@@ -57,12 +53,9 @@ class ProfileFile:
 
 def profile_from_text(text: str, *, verify_digest: bool = True) -> Profile:
     """Parse, check the schema, then the digest over the document's own content."""
-    data = read_canonical(text)
-    if data is UNSURE:
-        # Text topo-gate did not write (a hand edit, JSON, damage): PyYAML reads it, and words errors.
-        from topo_gate.profile.yaml_format import parse_yaml
+    from topo_gate.profile.yaml_format import parse_yaml  # here: a caller that reads no profile skips PyYAML
 
-        data = parse_yaml(text)
+    data = parse_yaml(text)
     profile = Profile.from_dict(data)
     # Unknown (newer-minor) keys are ignored, but the digest hashes them: they must be JSON data too.
     expect_plain_data(data, "")
@@ -104,7 +97,7 @@ def load_profile(path: str | os.PathLike[str], *, verify_digest: bool = True) ->
 
 def profile_to_yaml(profile: Profile) -> str:
     """The canonical YAML text of ``profile`` (fields in schema order), as written by ``dump_profile``."""
-    from topo_gate.profile.yaml_format import to_yaml  # here: PyYAML costs a launcher ~15 ms; it never writes
+    from topo_gate.profile.yaml_format import to_yaml
 
     return to_yaml(profile.to_dict())
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.fields import BACKENDS, COMPOSITE_SUFFIX, DTYPES, PATTERNS, gpu_group, of_type, sub
@@ -28,13 +30,6 @@ from topo_gate.profile.validate import (
     located,
     require,
 )
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-    from typing import Any
-else:  # the same classes, made without importing dataclasses at a launcher's start (frozen.py)
-    from topo_gate.profile.frozen import dataclass
 
 #: Per size: ``ok`` measured; ``stopped`` measured, then stopped early as a clear loser (fewer rounds,
 #: still a measurement); ``wrong`` a wrong answer (no price: it must not run there); ``unavailable``

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.fields import (
@@ -33,13 +35,6 @@ from topo_gate.profile.validate import (
     located,
     require,
 )
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
-if TYPE_CHECKING:
-    from dataclasses import dataclass, field
-    from typing import Any
-else:  # the same classes, made without importing dataclasses at a launcher's start (frozen.py)
-    from topo_gate.profile.frozen import dataclass, field
 
 _TP_KEY_RE = re.compile(r"[1-9][0-9]*")
 

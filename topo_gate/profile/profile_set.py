@@ -23,16 +23,11 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 
 from topo_gate.profile.errors import ProfileError
 from topo_gate.profile.given_fingerprint import given_text
 from topo_gate.profile.io import ProfileFile
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:  # the same class, made without importing dataclasses at a launcher's start (frozen.py)
-    from topo_gate.profile.frozen import dataclass
 
 MEMBER_SUFFIXES = (".yaml", ".yml")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from topo_gate.profile.digest import compute_digest
 from topo_gate.profile.drift import software_drift
@@ -30,13 +31,7 @@ from topo_gate.profile.profile_set import choose_member, is_profile_set
 from topo_gate.profile.schema import NCCL, PATTERNS, Profile, Rule
 from topo_gate.profile.semantics import check_semantics
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-
-    ProfileSource = str | os.PathLike[str] | Profile
-else:  # the same class, made without importing dataclasses at a launcher's start (frozen.py)
-    from topo_gate.profile.frozen import dataclass
+ProfileSource = str | os.PathLike[str] | Profile
 
 _UNVERIFIED = (
     "node not verified against the profile's fingerprint (use `topo-gate exec`, pass fingerprint= or "
@@ -430,3 +425,10 @@ class _ProfileCache:
 
 
 _CACHE = _ProfileCache()
+
+
+def load_once(path: str) -> Profile:
+    """The valid, untampered profile at ``path``, parsed once per file version in this process: the
+    copy ``gate()`` and ``admit()`` read (so a caller that names the profile after planning with it
+    does not parse it again). Raises the loader's ``ProfileError``, as ``io.load_profile`` does."""
+    return _CACHE.load(path)

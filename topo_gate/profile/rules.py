@@ -7,6 +7,9 @@ may claim given the rest of the profile (the node, the measurements) is ``semant
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.fields import (
     BACKENDS,
@@ -28,13 +31,6 @@ from topo_gate.profile.validate import (
     expect_str,
     require,
 )
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-    from typing import Any
-else:  # the same classes, made without importing dataclasses at a launcher's start (frozen.py)
-    from topo_gate.profile.frozen import dataclass
 
 
 @dataclass(frozen=True)

@@ -57,12 +57,8 @@ __all__ = [
     "plain_copy",
 ]
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-    from typing import Any
-else:  # the same classes, made without importing dataclasses at a launcher's start (frozen.py)
-    from topo_gate.profile.frozen import dataclass
+from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, kw_only=True)

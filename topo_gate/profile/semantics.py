@@ -22,6 +22,7 @@ refuses, naming the field, every claim no measurement can make:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.fields import COMPOSITE_SUFFIX, NCCL
@@ -29,10 +30,6 @@ from topo_gate.profile.measurements import Measurement
 from topo_gate.profile.rules import DecisionEntry, Rule
 from topo_gate.profile.schema import Profile
 from topo_gate.profile.validate import located
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
-if TYPE_CHECKING:
-    from typing import Any
 
 #: The CPU test harness's backends: only a CPU-harness profile (``hardware.device: cpu``) may name them,
 #: and it may name no GPU backend but the final NCCL rung.

@@ -13,13 +13,10 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 from topo_gate._inputs import MAX_DEPTH, MAX_INT
 from topo_gate.profile.errors import ProfileError, ProfileInvalid, ProfileSchemaTooNew
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
-if TYPE_CHECKING:
-    from typing import Any
 
 SCHEMA_NAME = "topo-gate/profile"
 SCHEMA_MAJOR = 1

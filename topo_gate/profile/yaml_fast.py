@@ -20,17 +20,17 @@ the careful loader (``tests/profile/test_yaml_loaders.py`` holds the two to the 
 
 from __future__ import annotations
 
+from typing import Any
+
 import yaml
 from yaml.constructor import SafeConstructor
 
 from topo_gate._inputs import MAX_DEPTH
-from topo_gate.profile.yaml_lines import UNSURE  # one answer for "the careful loader decides"
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = ["UNSURE", "plain_data"]
+
+#: ``plain_data``'s answer for a document it leaves to the careful loader.
+UNSURE: Any = object()
 
 _TAG = "tag:yaml.org,2002:"
 _STR, _INT, _FLOAT, _BOOL, _NULL = (_TAG + name for name in ("str", "int", "float", "bool", "null"))

@@ -15,14 +15,16 @@ null), so the digest hashes exactly what was read. It is stricter than ``yaml.sa
 Tags such as ``!!python/object`` construct nothing: construction is ``yaml.SafeConstructor``'s.
 Scanning uses libyaml when PyYAML was built with it (about 6x faster on a profile, which a launcher
 pays at startup); composition runs here, in Python, so the limits above hold either way -- except on
-the fast path (``yaml_fast``): a document of plain data that libyaml composes and a constructor of
-plain data builds, refusing to the careful path all that it treats specially, so the answer is the
-same (``tests/profile/test_yaml_loaders.py``).
+the fast path (``yaml_fast``): a document of plain data that PyYAML's libyaml loader
+(``yaml.CSafeLoader``) composes and a constructor of plain data builds, refusing to the careful path
+all that it treats specially, so the answer is the same (``tests/profile/test_yaml_loaders.py``).
+Without libyaml, PyYAML's pure-Python scanner and parser feed the same careful composition.
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from yaml.composer import Composer, ComposerError
@@ -32,11 +34,6 @@ from yaml.resolver import Resolver
 from topo_gate._inputs import MAX_DEPTH, long_integer_words
 from topo_gate.profile.errors import ProfileUnreadable
 from topo_gate.profile.yaml_fast import UNSURE, plain_data
-from topo_gate.profile.yaml_lines import read_canonical
-
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a launcher ~2 ms
-if TYPE_CHECKING:
-    from typing import Any
 
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -113,14 +110,11 @@ if yaml.__with_libyaml__:
             CParser.__init__(self, stream)
             _ProfileRules.__init__(self)
 
-    class _LibyamlComposer(CParser, Resolver):
-        """libyaml's own composer with the profile's resolvers: the fast path's node tree."""
+    class _LibyamlComposer(yaml.CSafeLoader):
+        """PyYAML's libyaml loader with the profile's resolvers: libyaml composes the fast path's node
+        tree, and its safe constructor converts the scalars ``yaml_fast`` leaves to it."""
 
         yaml_implicit_resolvers = _ProfileRules.yaml_implicit_resolvers
-
-        def __init__(self, stream: str) -> None:
-            CParser.__init__(self, stream)
-            Resolver.__init__(self)
 
         def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
             # A price table is thousands of plain decimals and a few words said again and again: tag a
@@ -180,14 +174,9 @@ def parse_yaml(
     """YAML (or JSON) text -> plain data; a one-line ``ProfileUnreadable`` on any syntax problem.
 
     No document is an error, or None with ``allow_empty`` (a launcher's config file may be empty).
-    With ``loader`` the default and ``fast``, the text topo-gate writes is read without PyYAML
-    (``yaml_lines``), and with libyaml a document of plain data takes the fast path (``yaml_fast``):
-    both answer what the careful loader would; anything else, and every error, is the careful
-    loader's own."""
-    if fast and loader is ProfileLoader:
-        data = read_canonical(text)
-        if data is not UNSURE:
-            return data
+    With ``loader`` the default and ``fast``, and libyaml present, a document of plain data takes
+    the fast path (``yaml_fast``), which answers what the careful loader would; anything else, and
+    every error, is the careful loader's own."""
     if fast and _FAST and loader is ProfileLoader:
         data = _fast(text)
         if data is not UNSURE and data is not None:
@@ -210,15 +199,13 @@ def parse_yaml(
 
 
 def _fast(text: str) -> Any:
+    loader = _LibyamlComposer(text)
     try:
-        root = _LibyamlComposer(text).get_single_node()
+        root = loader.get_single_node()
     except Exception:  # noqa: BLE001 -- a syntax error (or anything): the careful loader words it
         return UNSURE
     # No "&" in the text: no anchor, so no alias either (one without its anchor fails to compose).
-    return UNSURE if root is None else plain_data(root, _CONSTRUCTOR, anchors="&" in text)
-
-
-_CONSTRUCTOR = SafeConstructor()
+    return UNSURE if root is None else plain_data(root, loader, anchors="&" in text)
 
 
 def to_yaml(data: Any) -> str:

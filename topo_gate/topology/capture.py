@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from topo_gate._atomic import write_atomic
 from topo_gate._inputs import InputError, parse_json, read_text
 from topo_gate.topology.answers import (
     Capture,
@@ -58,6 +57,8 @@ _MAX_BYTES = 64 * 1024 * 1024  # a 72-GPU capture is ~10 MiB; anything far large
 
 def save_capture(capture: Capture, path: str | os.PathLike[str]) -> Path:
     """Write ``capture`` as JSON, atomically: one GPU field, link or pair per line, for diffs."""
+    from topo_gate._atomic import write_atomic  # here: reading a capture (a node check) never writes
+
     return write_atomic(path, _readable_json(capture_to_dict(capture)) + "\n")
 
 

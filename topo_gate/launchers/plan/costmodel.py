@@ -38,6 +38,12 @@ it in its buffer, as not measured, and the default is charged 0 there. It never 
 
 **The objective.** The expected all-reduce time of one step over the workload: each token count's
 step (above) weighted by its share. Sizes between rungs are interpolated linearly in log(size).
+
+**Computed once.** A plan prices hundreds of candidate knob sets, and most route alike on the sizes
+that matter: the same route set (``Side.of``), the same kernel at the same size after the same
+messages (``price_at``), the same pair of sides (``step_check``, ``problems``, ``total``). Each is a function of
+immutable inputs -- routes and workloads are tuples, price tables are never changed once read -- so
+each is kept (``functools.lru_cache``, bounded) and a repeat is a lookup, with the same answer.
 """
 
 from __future__ import annotations
@@ -45,6 +51,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
+from types import MappingProxyType
+from typing import Generic, TypeVar
 
 from topo_gate.launchers.plan.pricing import (
     IN_CONTEXT,
@@ -73,6 +82,37 @@ DEFAULT_LAYERS = 32
 EMBEDDING_FUSED_LAUNCHERS = frozenset({"vllm"})
 #: The order of a step's call sites: the embedding's all-reduce first, then the layers' norm sites.
 SITE_ORDER = (PLAIN, FUSED)
+#: Route sets kept priced (``Side.of``): a plan meets a few dozen distinct ones among its hundreds of
+#: candidates, on each node variant; a side is a few hundred bytes.
+KEPT_SIDES = 1024
+#: Prices kept (``price_at``): about a thousand distinct ones in the widest plan here (SGLang's, on
+#: the bundled H200 profile); each is three floats.
+KEPT_PRICES = 8192
+#: Step checks kept (``step_check``): up to about three thousand distinct ones in a plan (vLLM's on
+#: the bundled H200 profile); each holds both sides' sites at one size, about a kilobyte.
+KEPT_CHECKS = 8192
+#: Constraint verdicts and workload totals kept (``problems``, ``total``): one per distinct pair of
+#: sides, a few hundred in a plan.
+KEPT_VERDICTS = 1024
+
+_T = TypeVar("_T")
+
+
+class Same(Generic[_T]):
+    """A cache key standing for one object by identity: for inputs that are immutable in use but not
+    hashable (a side holds mappings). The key keeps its object alive, so the identity is never reused
+    while the cache holds it."""
+
+    __slots__ = ("item",)
+
+    def __init__(self, item: _T) -> None:
+        self.item = item
+
+    def __hash__(self) -> int:
+        return id(self.item)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Same) and other.item is self.item
 
 
 @dataclass(frozen=True)
@@ -89,12 +129,12 @@ class Step:
     layers_known: bool = False
     embedding_fused: bool = False
 
-    @property
-    def sites(self) -> dict[str, int]:
+    @cached_property  # read per size and per pattern by every check: made once, read-only
+    def sites(self) -> Mapping[str, int]:
         norm_sites = NORM_SITES_PER_LAYER * self.layers
         if self.embedding_fused:
-            return {PLAIN: 0, FUSED: norm_sites + PLAIN_SITES_PER_STEP}
-        return {PLAIN: PLAIN_SITES_PER_STEP, FUSED: norm_sites}
+            return MappingProxyType({PLAIN: 0, FUSED: norm_sites + PLAIN_SITES_PER_STEP})
+        return MappingProxyType({PLAIN: PLAIN_SITES_PER_STEP, FUSED: norm_sites})
 
     @property
     def calls(self) -> int:
@@ -174,13 +214,23 @@ class Side:
         workload: Workload,
         step: Step | None = None,
     ) -> Side:
-        return cls(routes, nccl, priors(routes, row_bytes, workload, nccl, step))
+        return _side(tuple(routes.items()), nccl, row_bytes, workload, step)
 
     def name_at(self, pattern: str, nbytes: int) -> str:
         return table_name(pattern, at(self.routes[pattern], nbytes), self.nccl)
 
     def priors_of(self, name: str) -> Priors:
         return self.priors.get(buffer_of(name), ())
+
+
+@lru_cache(maxsize=KEPT_SIDES)
+def _side(
+    routes: tuple[tuple[str, Route], ...], nccl: str, row_bytes: int, workload: Workload, step: Step | None
+) -> Side:
+    """One ``Side`` per distinct route set: its priors are computed once, and equal sides are one object
+    (which ``step_check`` and ``problems`` are kept by)."""
+    mapping = dict(routes)
+    return Side(mapping, nccl, priors(mapping, row_bytes, workload, nccl, step))
 
 
 @dataclass(frozen=True)
@@ -208,7 +258,11 @@ class Pricing:
     bounded_share: float = 1.0
 
     def source(self, pattern: str, rung: int) -> str:
-        return IN_CONTEXT if (pattern, rung) in self.in_context else ISOLATED
+        return _source(self.in_context, pattern, rung)
+
+
+def _source(in_context: frozenset[tuple[str, int]], pattern: str, rung: int) -> str:
+    return IN_CONTEXT if (pattern, rung) in in_context else ISOLATED
 
 
 def _rung_price(
@@ -216,21 +270,22 @@ def _rung_price(
     name: str,
     rung: int,
     nbytes: int,
-    pricing: Pricing,
     before: Priors,
+    in_context: frozenset[tuple[str, int]],
+    bounded_share: float,
     *,
     pessimistic: bool,
 ) -> Price | str:
     """``name`` at ``rung`` for a message of ``nbytes``, after the messages ``before`` (bytes, chance
     it was the last in the buffer): the expected transition is the sum over the larger ones of chance
-    x cost. A string says why it cannot be priced."""
-    latency = table.latency(name, rung, pricing.source(table.pattern, rung))
+    x cost. A string says why it cannot be priced. ``in_context``, ``bounded_share``: ``Pricing``'s."""
+    latency = table.latency(name, rung, _source(in_context, table.pattern, rung))
     if latency is None:
         return f"{name} {table.status(name, rung)} at {table.sizes[rung]} bytes"
     if not table.lamport(name):
         return Price(latency.median, latency.high, 0.0)
     expected = expected_transition(
-        table, name, rung, nbytes, before, pessimistic=pessimistic, bounded_share=pricing.bounded_share
+        table, name, rung, nbytes, before, pessimistic=pessimistic, bounded_share=bounded_share
     )
     return expected if isinstance(expected, str) else Price(latency.median, latency.high, expected)
 
@@ -239,14 +294,39 @@ def price_at(
     pattern: str, name: str, nbytes: int, side: Side, pricing: Pricing, *, pessimistic: bool
 ) -> Price | str:
     """``name`` at ``nbytes`` on ``side``: linear in log(size) between the two rungs around it (at or
-    below the smallest rung, the smallest rung's price); a string says why it cannot be priced."""
-    table = pricing.tables[pattern]
+    below the smallest rung, the smallest rung's price); a string says why it cannot be priced.
+
+    The price depends on the side only through the messages before it in its buffer."""
+    return _price(
+        Same(pricing.tables[pattern]),
+        name,
+        nbytes,
+        side.priors_of(name),
+        pricing.in_context,
+        pricing.bounded_share,
+        pessimistic,
+    )
+
+
+@lru_cache(maxsize=KEPT_PRICES)
+def _price(
+    same_table: Same[PriceTable],
+    name: str,
+    nbytes: int,
+    before: Priors,
+    in_context: frozenset[tuple[str, int]],
+    bounded_share: float,
+    pessimistic: bool,
+) -> Price | str:
+    table = same_table.item
     around = bracket(table.sizes, nbytes)
     if around is None:
         return f"beyond the largest measured size ({table.sizes[-1]} bytes)"
     ends = []
     for rung in dict.fromkeys(around):
-        price = _rung_price(table, name, rung, nbytes, pricing, side.priors_of(name), pessimistic=pessimistic)
+        price = _rung_price(
+            table, name, rung, nbytes, before, in_context, bounded_share, pessimistic=pessimistic
+        )
         if isinstance(price, str):
             return price
         ends.append(price)
@@ -358,20 +438,61 @@ def tokens_of(nbytes: int, row_bytes: int) -> str:
 def step_check(nbytes: int, plan: Side, default: Side, pricing: Pricing) -> StepCheck:
     """The constraint at ``nbytes`` (module docstring). A changed path the plan cannot price is priced
     as the default's meanwhile (the check refuses the plan, ``why``); a default path that was not
-    measured leaves the step incomplete."""
+    measured leaves the step incomplete.
+
+    It depends on the sides only through, per pattern, the path each takes at ``nbytes`` and the
+    messages before it in its buffer: candidates that differ elsewhere share one check."""
     sites = pricing.step.sites
-    where = f"{tokens_of(nbytes, pricing.row_bytes)} ({nbytes} B)"
+    paths = tuple(
+        (pattern, sites[pattern], theirs, default.priors_of(theirs), mine, plan.priors_of(mine))
+        for pattern in SITE_ORDER
+        if sites.get(pattern, 0) and pattern in plan.routes
+        for theirs, mine in [(default.name_at(pattern, nbytes), plan.name_at(pattern, nbytes))]
+    )
+    return _step_check(
+        nbytes, paths, Same(pricing.tables), pricing.row_bytes, pricing.in_context, pricing.bounded_share
+    )
+
+
+#: Per pattern with call sites, in ``SITE_ORDER``: its sites in the step, the default's path and the
+#: messages before it in its buffer, the plan's path and the messages before that.
+Paths = tuple[tuple[str, int, str, "Priors", str, "Priors"], ...]
+
+
+def _pricing_key(
+    pricing: Pricing,
+) -> tuple[Same[Mapping[str, PriceTable]], Step, int, frozenset[tuple[str, int]], float]:
+    return Same(pricing.tables), pricing.step, pricing.row_bytes, pricing.in_context, pricing.bounded_share
+
+
+def _pricing_of(
+    tables: Same[Mapping[str, PriceTable]],
+    step: Step,
+    row_bytes: int,
+    in_context: frozenset[tuple[str, int]],
+    bounded_share: float,
+) -> Pricing:
+    return Pricing(tables.item, step, row_bytes, in_context, bounded_share)
+
+
+@lru_cache(maxsize=KEPT_CHECKS)
+def _step_check(
+    nbytes: int,
+    paths: Paths,
+    tables: Same[Mapping[str, PriceTable]],
+    row_bytes: int,
+    in_context: frozenset[tuple[str, int]],
+    bounded_share: float,
+) -> StepCheck:
+    where = f"{tokens_of(nbytes, row_bytes)} ({nbytes} B)"
     theirs_parts: list[tuple[str, str, int, Price]] = []
     mine_parts: list[tuple[str, str, int, Price]] = []
     changed: list[str] = []
     allowance, complete, why = 0.0, True, None
-    for pattern in SITE_ORDER:
-        count = sites.get(pattern, 0)
-        if not count or pattern not in plan.routes:
-            continue
-        default_name, plan_name = default.name_at(pattern, nbytes), plan.name_at(pattern, nbytes)
-        theirs = price_at(pattern, default_name, nbytes, default, pricing, pessimistic=False)
-        same = same_path(pattern, nbytes, plan, default, pricing)
+    for pattern, count, default_name, default_before, plan_name, plan_before in paths:
+        table = tables.item[pattern]
+        theirs = _price(Same(table), default_name, nbytes, default_before, in_context, bounded_share, False)
+        same = plan_name == default_name and (not table.lamport(plan_name) or plan_before == default_before)
         if not same:
             changed.append(pattern)
         if isinstance(theirs, str):
@@ -383,7 +504,7 @@ def step_check(nbytes: int, plan: Side, default: Side, pricing: Pricing) -> Step
         if same:
             mine_parts.append((pattern, plan_name, count, theirs))
             continue
-        mine = price_at(pattern, plan_name, nbytes, plan, pricing, pessimistic=True)
+        mine = _price(Same(table), plan_name, nbytes, plan_before, in_context, bounded_share, True)
         if isinstance(mine, str):
             why = why or f"{pattern}: not measured at {where} ({mine})"
             mine_parts.append((pattern, default_name, count, theirs))
@@ -392,7 +513,7 @@ def step_check(nbytes: int, plan: Side, default: Side, pricing: Pricing) -> Step
         allowance += count * (theirs.high - theirs.median)
     check = StepCheck(
         nbytes,
-        nbytes / pricing.row_bytes,
+        nbytes / row_bytes,
         _sites(theirs_parts),
         _sites(mine_parts),
         allowance,
@@ -474,12 +595,29 @@ def step_checks(plan: Side, default: Side, pricing: Pricing) -> list[StepCheck] 
 def problems(plan: Side, default: Side, pricing: Pricing) -> list[Problem]:
     """The first size where the plan breaks the constraint (module docstring), as a one-element
     list; empty: admissible."""
-    checks = step_checks(plan, default, pricing)
-    if isinstance(checks, Problem):
-        return [checks]
+    return list(_problems(Same(plan), Same(default), *_pricing_key(pricing)))
+
+
+@lru_cache(maxsize=KEPT_VERDICTS)
+def _problems(
+    same_plan: Same[Side],
+    same_default: Same[Side],
+    tables: Same[Mapping[str, PriceTable]],
+    step: Step,
+    row_bytes: int,
+    in_context: frozenset[tuple[str, int]],
+    bounded_share: float,
+) -> tuple[Problem, ...]:
+    plan, default = same_plan.item, same_default.item
+    pricing = _pricing_of(tables, step, row_bytes, in_context, bounded_share)
+    sizes = step_sizes(plan, default, pricing)
+    if isinstance(sizes, Problem):
+        return (sizes,)
+    # Checked in order up to the first failure, the one reported: the sizes after it need no check.
+    checks = (step_check(nbytes, plan, default, pricing) for nbytes in sizes)
     failed = next((check for check in checks if check.why is not None), None)
     if failed is None:
-        return []
+        return ()
     names = [
         (mine.name, theirs.name)
         for mine, theirs in zip(failed.plan, failed.default, strict=True)
@@ -487,7 +625,9 @@ def problems(plan: Side, default: Side, pricing: Pricing) -> list[Problem]:
     ]
     plan_name, default_name = names[0] if names else ("", "")
     pattern = "+".join(failed.changed)
-    return [Problem(pattern, failed.nbytes, failed.nbytes, plan_name, default_name, failed.why or "", failed)]
+    return (
+        Problem(pattern, failed.nbytes, failed.nbytes, plan_name, default_name, failed.why or "", failed),
+    )
 
 
 def binding(checks: list[StepCheck]) -> StepCheck | None:
@@ -556,6 +696,22 @@ class Total:
 
 def total(plan: Side, default: Side, pricing: Pricing, workload: Workload) -> Total:
     """The workload's step costs (module docstring, "The objective")."""
+    return _total(Same(plan), Same(default), *_pricing_key(pricing), workload)
+
+
+@lru_cache(maxsize=KEPT_VERDICTS)
+def _total(
+    same_plan: Same[Side],
+    same_default: Same[Side],
+    tables: Same[Mapping[str, PriceTable]],
+    step: Step,
+    row_bytes: int,
+    in_context: frozenset[tuple[str, int]],
+    bounded_share: float,
+    workload: Workload,
+) -> Total:
+    plan, default = same_plan.item, same_default.item
+    pricing = _pricing_of(tables, step, row_bytes, in_context, bounded_share)
     return Total(
         tuple(_step_cost(tokens, weight, plan, default, pricing) for tokens, weight in workload.steps)
     )
@@ -566,8 +722,17 @@ def _step_cost(tokens: int, weight: float, plan: Side, default: Side, pricing: P
     check = step_check(tokens * pricing.row_bytes, plan, default, pricing)
     if not check.complete:
         return StepCost(tokens, weight, None, None)
-    per_call = {
-        site.pattern: (check.per_call(site.pattern, 0), check.per_call(site.pattern, 1))
-        for site in check.default
-    }
-    return StepCost(tokens, weight, check.default_us, check.plan_us, per_call)
+    return StepCost(tokens, weight, check.default_us, check.plan_us, _per_call(Same(check)))
+
+
+@lru_cache(maxsize=KEPT_CHECKS)
+def _per_call(same_check: Same[StepCheck]) -> Mapping[str, tuple[float | None, float | None]]:
+    """Per pattern, one call's price on each side at a check (``StepCheck.per_call``), once per
+    check: candidates that share a check share it. Read-only (a ``MappingProxyType``)."""
+    check = same_check.item
+    return MappingProxyType(
+        {
+            site.pattern: (check.per_call(site.pattern, 0), check.per_call(site.pattern, 1))
+            for site in check.default
+        }
+    )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from topo_gate.launchers.routes.base import is_fused
@@ -59,6 +60,12 @@ class Latency:
     high: float
 
 
+#: Kernel names ``table_name`` and ``buffer_of`` keep their answers for: a profile's tables name a
+#: few dozen.
+KEPT_BUFFER_NAMES = 1024
+
+
+@lru_cache(maxsize=KEPT_BUFFER_NAMES)  # asked per size of every candidate, of a few dozen names
 def table_name(pattern: str, routed: str | None, nccl: str = NCCL) -> str:
     """The measurement-table name of what a route sends a message of ``pattern`` to; ``nccl`` is the
     name of the NCCL the launcher runs (``routes.nccl.nccl_path``: the measured one, or NVLS)."""
@@ -69,6 +76,7 @@ def table_name(pattern: str, routed: str | None, nccl: str = NCCL) -> str:
     return routed
 
 
+@lru_cache(maxsize=KEPT_BUFFER_NAMES)  # a plan asks tens of thousands of times, of a few dozen names
 def buffer_of(name: str) -> str:
     """Which Lamport buffer a kernel writes: one launcher's FlashInfer / TensorRT-LLM workspace serves
     its plain and fused, one- and two-shot kernels alike (SGLang: ``srt/layers/flashinfer_comm_fusion.py``

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from topo_gate.models import UnknownModel, lookup_model
 
@@ -172,7 +173,15 @@ def normalised(spans: Iterable[Span]) -> Route:
 
 def first_taker(routes: Iterable[Route]) -> Route:
     """The route of paths tried in order: at each size the first one that is not NCCL."""
-    routes = list(routes)
+    return _first_taker(tuple(routes))
+
+
+#: Route combinations ``first_taker`` keeps its answer for: a plan's candidates combine a few dozen.
+KEPT_COMBINATIONS = 1024
+
+
+@lru_cache(maxsize=KEPT_COMBINATIONS)  # a plan's hundreds of candidates combine the same few routes
+def _first_taker(routes: tuple[Route, ...]) -> Route:
     spans: list[Span] = []
     low = 1
     for high in breakpoints(*routes):

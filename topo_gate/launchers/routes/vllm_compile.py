@@ -14,6 +14,9 @@ fusion pass runs. Both modelled releases resolve the mode alike, in this order
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from topo_gate.launchers import knobs
@@ -44,11 +47,20 @@ MODES = {"NONE": 0, "STOCK_TORCH_COMPILE": 1, "DYNAMO_TRACE_ONCE": 2, "VLLM_COMP
 NONE, VLLM_COMPILE = MODES["NONE"], MODES["VLLM_COMPILE"]
 
 
-def config_arg(knobset: Knobs, flags: tuple[str, ...]) -> dict[str, Any]:
+def config_arg(knobset: Knobs, flags: tuple[str, ...]) -> Mapping[str, Any]:
     """A JSON config flag (``--x JSON`` / ``--x=JSON``) merged with its dotted keys (``--x.a.b=v`` /
-    ``--x.a.b v``; a value that is not JSON is the string), in order: what vLLM's parser builds."""
+    ``--x.a.b v``; a value that is not JSON is the string), in order: what vLLM's parser builds.
+    Read-only: one answer per distinct command line, which a candidate's routes read several times."""
+    return _config_arg(knobset.args, flags)
+
+
+#: Command lines whose configs ``config_arg`` keeps: a plan reads each candidate's a few times in a row.
+KEPT_CONFIGS = 64
+
+
+@lru_cache(maxsize=KEPT_CONFIGS)
+def _config_arg(args: tuple[str, ...], flags: tuple[str, ...]) -> Mapping[str, Any]:
     found: dict[str, Any] = {}
-    args = knobset.args
     for index, token in enumerate(args):
         name, eq, value = token.partition("=")
         following = args[index + 1] if index + 1 < len(args) else ""
@@ -64,7 +76,7 @@ def config_arg(knobset: Knobs, flags: tuple[str, ...]) -> dict[str, Any]:
             for key in reversed(name.split(".")[1:]):
                 nested = {key: nested}
             _merge(found, nested)
-    return found
+    return MappingProxyType(found)
 
 
 def _merge(into: dict[str, Any], update: dict[str, Any]) -> None:

@@ -10,6 +10,8 @@ itself does so up to the capability's *default* size, whatever the pass and its 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from topo_gate.launchers import knobs
 from topo_gate.launchers.routes.base import Context, Knobs, Route, RouteError, clipped, split_at, up_to
 from topo_gate.launchers.routes.vllm_release import LAUNCHER, cites
@@ -60,9 +62,20 @@ _LEVELS = ("0", "1", "2", "3")
 def capability_row(ctx: Context, table: str, key: str) -> float | None:
     """The TP entry of a capability-keyed table (``"int"``: 90, ``"dotted"``: "9.0") of the routed
     release, None if absent."""
-    major, minor = ctx.capability
+    return _capability_row(ctx.capability, ctx.tp, ctx.release, table, key)
+
+
+#: Table rows ``capability_row`` keeps: a few tables, capabilities and TP sizes per process.
+KEPT_ROWS = 256
+
+
+@lru_cache(maxsize=KEPT_ROWS)  # read by every candidate's route, of the same node and release
+def _capability_row(
+    capability: tuple[int, int], tp: int, release: str | None, table: str, key: str
+) -> float | None:
+    major, minor = capability
     spelled = {"int": f"{major}{minor}", "dotted": f"{major}.{minor}"}[key]
-    value = knobs.table(LAUNCHER, table, ctx.release).get(spelled, {}).get(str(ctx.tp))
+    value = knobs.table(LAUNCHER, table, release).get(spelled, {}).get(str(tp))
     return None if value is None else float(value)
 
 
