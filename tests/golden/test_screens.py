@@ -1,0 +1,30 @@
+"""Each screen of cases.yaml, rendered through the real CLI, is its golden file to the character; a
+mismatch shows the unified diff and the command that rewrites the goldens (after a change meant to
+alter what people read)."""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+
+import pytest
+from golden_screens import REGENERATE, REPO, Case, load_cases, render
+
+
+@pytest.mark.parametrize("case", load_cases(), ids=lambda case: case.id)
+def test_the_screen_is_its_golden_file(case: Case) -> None:
+    present = [name for name in case.absent if importlib.util.find_spec(name) is not None]
+    if present:
+        pytest.skip(f"the screen says {', '.join(present)} is not installed, and here it is")
+    shown = render(case)
+    expected = case.golden.read_text(encoding="utf-8")
+    if shown != expected:
+        diff = difflib.unified_diff(
+            expected.splitlines(keepends=True),
+            shown.splitlines(keepends=True),
+            str(case.golden.relative_to(REPO)),
+            "rendered",
+        )
+        pytest.fail(
+            f"{case.id} differs from its golden file:\n{''.join(diff)}\nIf the change is meant: {REGENERATE}"
+        )
