@@ -9,11 +9,12 @@ cannot drift apart. Regenerate them all with one command (also what ``scripts/sc
     python tests/golden/regenerate.py
 
 Every render is made deterministic here, in ``normalised``, and nowhere else: each case runs in a
-fresh scratch folder, which is written ``./``; the repository's own path is cut (inputs read as
-repository-relative paths); a time this render itself wrote (the run's ``Created`` stamp, a log
-folder's name) is written ``<now>``, while the times the inputs record are kept; this process's id
-is written ``<pid>``; this topo-gate's version is written ``<version>``; a progress bar's elapsed
-time is written ``0:00:00``.
+fresh scratch folder, which is written ``./``, with the input folders linked into it (``INPUTS``),
+so inputs are named by repository-relative paths; the repository's own path is cut where a command
+resolves a link; a time this render itself wrote (the run's ``Created`` stamp, a log folder's name)
+is written ``<now>``, while the times the inputs record are kept; this process's id is written
+``<pid>``; this topo-gate's version, where it signs a time of the render, ``<version>``; a progress
+bar's elapsed time is written ``0:00:00``.
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ CASES = HERE / "cases.yaml"
 SCREENS = HERE / "screens"
 DOCS_SCREENS = REPO / "docs" / "screens"
 REGENERATE = "python tests/golden/regenerate.py"
+#: The repository's folders a case reads its inputs from, linked into its scratch folder: a case names
+#: them as relative paths, so a screen shows the same path (and wraps the same) in every checkout.
+INPUTS = ("profiles", "tests")
+#: The width a case names for output to a pipe or a file (no COLUMNS, not a terminal).
+PIPE = "pipe"
 
 #: A time the render wrote is within this of the render's own start and end: the slack covers a
 #: stamp rounded down to its second, and nothing an input records comes near today's clock.
@@ -58,7 +64,7 @@ class Case:
     """One screen at one width: its command line, environment and where its expected text lives."""
 
     name: str
-    columns: int
+    columns: int | None  # None: a pipe, where ``recommend --explain`` writes each line whole (for grep)
     args: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     exit_code: int = 0
@@ -66,10 +72,11 @@ class Case:
     bench: dict[str, Any] | None = None  # the ab stand-in's scenario (tests/ab/data/fake_bench.py)
     docs: bool = False
     absent: tuple[str, ...] = ()  # modules whose presence would change the screen (it says what is installed)
+    file: str | None = None  # the screen is this file the command wrote (a report), not what it printed
 
     @property
     def id(self) -> str:
-        return f"{self.name}-{self.columns}"
+        return f"{self.name}-{PIPE if self.columns is None else self.columns}"
 
     @property
     def golden(self) -> Path:
@@ -85,7 +92,7 @@ def load_cases() -> list[Case]:
             cases.append(
                 Case(
                     name=entry["name"],
-                    columns=columns,
+                    columns=None if columns == PIPE else columns,
                     args=tuple(entry["args"]),
                     env=dict(entry.get("env", {})),
                     exit_code=entry.get("exit", 0),
@@ -93,6 +100,7 @@ def load_cases() -> list[Case]:
                     bench=entry.get("bench"),
                     docs=entry.get("docs", False),
                     absent=tuple(entry.get("absent", ())),
+                    file=entry.get("file"),
                 )
             )
     return cases
@@ -103,18 +111,24 @@ def render(case: Case) -> str:
     started = datetime.now(timezone.utc)
     with tempfile.TemporaryDirectory(prefix="topo-gate-screen-") as scratch_name:
         scratch = Path(scratch_name).resolve()
-        env = {"COLUMNS": str(case.columns), **case.env}
+        env: dict[str, str | None] = {
+            "COLUMNS": None if case.columns is None else str(case.columns),
+            **case.env,
+        }
         if case.bench is not None:
             env.update(_stand_in_bench(case.bench, scratch))
-        args = [arg.replace("{repo}", str(REPO)) for arg in case.args]
+        for name in INPUTS:
+            (scratch / name).symlink_to(REPO / name)
         runner = CliRunner()
         with _inside(scratch), runner.isolation(env=env) as (_, _, shown):
             if case.until is not None:
                 sys.stdout = _ReaderThatStops(sys.stdout, case.until)
-            code = main(args)
+            code = main(list(case.args))
             sys.stdout.flush()
             sys.stderr.flush()
         text = shown.getvalue().decode("utf-8")
+        if case.file is not None:
+            text = (scratch / case.file).read_text(encoding="utf-8")
         if case.until is None and code != case.exit_code:
             raise AssertionError(f"{case.id}: exit {code}, expected {case.exit_code}:\n{text}")
         if case.until is not None:
@@ -136,7 +150,7 @@ def normalised(text: str, scratch: Path, started: datetime, ended: datetime) -> 
     )
     text = _COMPACT_TIME.sub(lambda m: "<now>" if own_time(m.group(), "%Y%m%dT%H%M%SZ") else m.group(), text)
     text = text.replace(f"<now>-{os.getpid()}", "<now>-<pid>")
-    text = text.replace(f"topo-gate {__version__}", "topo-gate <version>")
+    text = text.replace(f"<now> by topo-gate {__version__}", "<now> by topo-gate <version>")
     return _ELAPSED.sub("0:00:00", text)
 
 
