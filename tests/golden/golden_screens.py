@@ -14,7 +14,8 @@ so inputs are named by repository-relative paths; the repository's own path is c
 resolves a link; a time this render itself wrote (the run's ``Created`` stamp, a log folder's name)
 is written ``<now>``, while the times the inputs record are kept; this process's id is written
 ``<pid>``; this topo-gate's version, where it signs a time of the render, ``<version>``; a progress
-bar's elapsed time is written ``0:00:00``.
+bar's elapsed time is written ``0:00:00``; the spaces rich pads a line with to the terminal's width
+are cut (a pid or a time of another length pads its line differently).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class Case:
     docs: bool = False
     absent: tuple[str, ...] = ()  # modules whose presence would change the screen (it says what is installed)
     file: str | None = None  # the screen is this file the command wrote (a report), not what it printed
+    slow: bool = False  # takes seconds (a replay re-decides; show and report plan every launcher)
 
     @property
     def id(self) -> str:
@@ -101,6 +103,7 @@ def load_cases() -> list[Case]:
                     docs=entry.get("docs", False),
                     absent=tuple(entry.get("absent", ())),
                     file=entry.get("file"),
+                    slow=entry.get("slow", False),
                 )
             )
     return cases
@@ -151,7 +154,8 @@ def normalised(text: str, scratch: Path, started: datetime, ended: datetime) -> 
     text = _COMPACT_TIME.sub(lambda m: "<now>" if own_time(m.group(), "%Y%m%dT%H%M%SZ") else m.group(), text)
     text = text.replace(f"<now>-{os.getpid()}", "<now>-<pid>")
     text = text.replace(f"<now> by topo-gate {__version__}", "<now> by topo-gate <version>")
-    return _ELAPSED.sub("0:00:00", text)
+    text = _ELAPSED.sub("0:00:00", text)
+    return "\n".join(line.rstrip() for line in text.split("\n"))
 
 
 def write_all() -> list[Path]:

@@ -11,7 +11,10 @@ import pytest
 from golden_screens import REGENERATE, REPO, Case, load_cases, render
 
 
-@pytest.mark.parametrize("case", load_cases(), ids=lambda case: case.id)
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(case, id=case.id, marks=[pytest.mark.slow] if case.slow else []) for case in load_cases()],
+)
 def test_the_screen_is_its_golden_file(case: Case) -> None:
     present = [name for name in case.absent if importlib.util.find_spec(name) is not None]
     if present:
