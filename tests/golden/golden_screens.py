@@ -8,7 +8,8 @@ cannot drift apart. Regenerate them all with one command (also what ``scripts/sc
 
     python tests/golden/regenerate.py
 
-Every render is made deterministic here, in ``normalised``, and nowhere else: each case runs in a
+Every render is made deterministic here, in ``normalised`` (and the environment it runs in, less
+``_changes_a_screen``'s variables), and nowhere else: each case runs in a
 fresh scratch folder, which is written ``./``, with the input folders linked into it (``INPUTS``),
 so inputs are named by repository-relative paths; the repository's own path is cut where a command
 resolves a link; a time this render itself wrote (the run's ``Created`` stamp, a log folder's name)
@@ -48,6 +49,9 @@ REGENERATE = "python tests/golden/regenerate.py"
 #: The repository's folders a case reads its inputs from, linked into its scratch folder: a case names
 #: them as relative paths, so a screen shows the same path (and wraps the same) in every checkout.
 INPUTS = ("profiles", "tests")
+#: Left out of every render's environment (``_changes_a_screen``); a case sets what it needs itself.
+OWN_VARIABLES = "TOPO_GATE_"
+TERMINAL_VARIABLES = ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "LINES")
 #: The width a case names for output to a pipe or a file (no COLUMNS, not a terminal).
 PIPE = "pipe"
 
@@ -114,10 +118,8 @@ def render(case: Case) -> str:
     started = datetime.now(timezone.utc)
     with tempfile.TemporaryDirectory(prefix="topo-gate-screen-") as scratch_name:
         scratch = Path(scratch_name).resolve()
-        env: dict[str, str | None] = {
-            "COLUMNS": None if case.columns is None else str(case.columns),
-            **case.env,
-        }
+        env: dict[str, str | None] = {name: None for name in os.environ if _changes_a_screen(name)}
+        env.update({"COLUMNS": None if case.columns is None else str(case.columns), **case.env})
         if case.bench is not None:
             env.update(_stand_in_bench(case.bench, scratch))
         for name in INPUTS:
@@ -156,6 +158,12 @@ def normalised(text: str, scratch: Path, started: datetime, ended: datetime) -> 
     text = text.replace(f"<now> by topo-gate {__version__}", "<now> by topo-gate <version>")
     text = _ELAPSED.sub("0:00:00", text)
     return "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+def _changes_a_screen(name: str) -> bool:
+    """A variable of the shell the render runs in that would change what it shows: topo-gate's own
+    (a node fingerprint, a release override) and rich's colour and terminal switches."""
+    return name.startswith(OWN_VARIABLES) or name in TERMINAL_VARIABLES
 
 
 def write_all() -> list[Path]:
