@@ -6,4 +6,4 @@
 #   bash scripts/screens.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec python tests/golden/regenerate.py
+exec python3 tests/golden/regenerate.py
