@@ -21,6 +21,7 @@ are cut (a pid or a time of another length pads its line differently).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -76,7 +77,9 @@ class Case:
     until: str | None = None  # the screen ends after the line holding this (what follows is not shown)
     bench: dict[str, Any] | None = None  # the ab stand-in's scenario (tests/ab/data/fake_bench.py)
     docs: bool = False
-    absent: tuple[str, ...] = ()  # modules whose presence would change the screen (it says what is installed)
+    # The screen says what is installed: the modules it finds, and those it says are missing.
+    installed: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
     file: str | None = None  # the screen is this file the command wrote (a report), not what it printed
     slow: bool = False  # takes seconds (a replay re-decides; show and report plan every launcher)
 
@@ -105,12 +108,24 @@ def load_cases() -> list[Case]:
                     until=entry.get("until"),
                     bench=entry.get("bench"),
                     docs=entry.get("docs", False),
+                    installed=tuple(entry.get("installed", ())),
                     absent=tuple(entry.get("absent", ())),
                     file=entry.get("file"),
                     slow=entry.get("slow", False),
                 )
             )
     return cases
+
+
+def not_this_machine(case: Case) -> str | None:
+    """Why this machine cannot show the case's screen (what it has installed differs), or None."""
+    present = [name for name in case.absent if importlib.util.find_spec(name) is not None]
+    missing = [name for name in case.installed if importlib.util.find_spec(name) is None]
+    if present or missing:
+        return (
+            f"the screen is of a machine with {case.installed or 'none'} and without {case.absent} installed"
+        )
+    return None
 
 
 def render(case: Case) -> str:
@@ -172,6 +187,9 @@ def write_all() -> list[Path]:
     DOCS_SCREENS.mkdir(exist_ok=True)
     written = []
     for case in load_cases():
+        if not_this_machine(case):
+            print(f"kept {case.golden.relative_to(REPO)}: {not_this_machine(case)}", file=sys.stderr)
+            continue
         text = render(case)
         targets = [case.golden] + ([DOCS_SCREENS / f"{case.id}.txt"] if case.docs else [])
         for target in targets:

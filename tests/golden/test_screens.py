@@ -5,10 +5,9 @@ alter what people read)."""
 from __future__ import annotations
 
 import difflib
-import importlib.util
 
 import pytest
-from golden_screens import REGENERATE, REPO, Case, load_cases, render
+from golden_screens import REGENERATE, REPO, Case, load_cases, not_this_machine, render
 
 
 @pytest.mark.parametrize(
@@ -16,9 +15,9 @@ from golden_screens import REGENERATE, REPO, Case, load_cases, render
     [pytest.param(case, id=case.id, marks=[pytest.mark.slow] if case.slow else []) for case in load_cases()],
 )
 def test_the_screen_is_its_golden_file(case: Case) -> None:
-    present = [name for name in case.absent if importlib.util.find_spec(name) is not None]
-    if present:
-        pytest.skip(f"the screen says {', '.join(present)} is not installed, and here it is")
+    why = not_this_machine(case)
+    if why is not None:
+        pytest.skip(why)
     shown = render(case)
     expected = case.golden.read_text(encoding="utf-8")
     if shown != expected:
