@@ -15,7 +15,8 @@ so inputs are named by repository-relative paths; the repository's own path is c
 resolves a link; a time this render itself wrote (the run's ``Created`` stamp, a log folder's name)
 is written ``<now>``, while the times the inputs record are kept; this process's id is written
 ``<pid>``; this topo-gate's version, where it signs a time of the render, ``<version>``; a progress
-bar's elapsed time is written ``0:00:00``; the spaces rich pads a line with to the terminal's width
+bar's elapsed time is written ``0:00:00``; a ``pipe`` case runs with no terminal on the standard
+file descriptors (``_no_terminal``); the spaces rich pads a line with to the terminal's width
 are cut (a pid or a time of another length pads its line differently).
 """
 
@@ -29,7 +30,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -140,7 +141,8 @@ def render(case: Case) -> str:
         for name in INPUTS:
             (scratch / name).symlink_to(REPO / name)
         runner = CliRunner()
-        with _inside(scratch), runner.isolation(env=env) as (_, _, shown):
+        terminal = _no_terminal() if case.columns is None else nullcontext()
+        with _inside(scratch), terminal, runner.isolation(env=env) as (_, _, shown):
             if case.until is not None:
                 sys.stdout = _ReaderThatStops(sys.stdout, case.until)
             code = main(list(case.args))
@@ -206,6 +208,25 @@ def _inside(folder: Path) -> Iterator[None]:
         yield
     finally:
         os.chdir(before)
+
+
+@contextmanager
+def _no_terminal() -> Iterator[None]:
+    """Standard file descriptors that are no terminal, as a pipe's are: without ``COLUMNS`` rich (and
+    click) would size themselves to a terminal found on any of them (regenerating from a shell)."""
+    saved = {fd: os.dup(fd) for fd in (0, 1, 2)}
+    for stream in (sys.__stdout__, sys.__stderr__):
+        if stream is not None:
+            stream.flush()
+    try:
+        with open(os.devnull, "r+b") as nothing:
+            for fd in saved:
+                os.dup2(nothing.fileno(), fd)
+        yield
+    finally:
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)
 
 
 def _stand_in_bench(bench: dict[str, Any], scratch: Path) -> dict[str, str]:
