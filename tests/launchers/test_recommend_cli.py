@@ -281,19 +281,6 @@ def test_explain_prints_each_range_with_both_prices_and_the_workload_total(capsy
     assert "default " in total and " -> plan " in total and "us per step (-" in total
 
 
-def test_explain_says_where_the_default_was_not_measured(capsys, monkeypatch) -> None:
-    monkeypatch.delenv("TOPO_GATE_NODE_FINGERPRINT")  # planned for the bundled profile's node class
-    code, out, _ = run(
-        capsys, str(BUNDLED_H200), "--tp", "2", "--launcher", "vllm", "--model", "llama-3.1-70b", "--explain"
-    )
-    rows = [line for line in out.splitlines() if line.startswith("allreduce")]
-    assert code == 0 and rows
-    assert all("default not measured" in line for line in rows if "mnnvl" in line.split()[2])
-    assert out.splitlines()[-1] == (
-        "workload 'serving': the default's paths were not measured at its sizes; nothing changed"
-    )
-
-
 def test_explain_of_a_fallback_prints_its_reason_only(capsys, tmp_path) -> None:
     code, out, err = run(
         capsys, str(tmp_path / "nope.yaml"), "--tp", "2", "--launcher", "sglang", "--explain"

@@ -1,6 +1,7 @@
 """A probe that could measure nothing writes nothing: on the recorded one-GPU H100 node (a real capture,
 ``fixtures/captures/h100-x1.real.json``) no TP size fits, so it refuses in one line with exit 2, and
-neither a profile nor evidence appears. A TP size that did not fit is never shown as a decision."""
+neither a profile nor evidence appears (its words with the default TP sizes are a golden screen under
+tests/golden). A TP size that did not fit is never shown as a decision."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ TWO_GPUS = Path(__file__).resolve().parents[2] / "profiles" / "examples" / "synt
 @pytest.mark.parametrize(
     ("tps", "words"),
     [
-        ((), "this node has 1 usable GPU: TP 2, 4 and 8 need 2, 4 and 8; nothing to probe"),
         (("--tp", "2"), "this node has 1 usable GPU: TP 2 needs 2; nothing to probe"),
         (("--tp", "4,2"), "this node has 1 usable GPU: TP 4 and 2 need 4 and 2; nothing to probe"),
     ],

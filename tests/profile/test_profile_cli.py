@@ -11,7 +11,6 @@ import pytest
 
 from topo_gate.cli import main
 from topo_gate.profile import load_profile
-from topo_gate.profile.figures import speedup_ci_text
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -97,23 +96,6 @@ class TestValidate:
 
 
 class TestShow:
-    def test_tables(self, capsys, example_path):
-        code, out, _ = run(capsys, "show", str(example_path))
-        assert code == 0
-        rule = load_profile(example_path).decisions[0].rules[0]
-        for text in (
-            "SYNTHETIC",
-            "2x NVIDIA H200, nvswitch",
-            "TP 2 / allreduce / nvswitch",
-            "<= 448 KiB",
-            speedup_ci_text(rule.speedup, rule.ci),
-            "trtllm_fused_oneshot",
-            "> 7 MiB",
-            "TP 4: node has 2 usable GPUs",
-            "Price table: 3 backends x 12 sizes (14 KiB - 28 MiB), 34 cells priced",
-        ):
-            assert text in out, text
-
     def test_json(self, capsys, example_path):
         code, out, _ = run(capsys, "show", "--json", str(example_path))
         document = json.loads(out)
@@ -132,10 +114,6 @@ class TestShow:
 
 
 class TestDiff:
-    def test_same_decisions(self, capsys, example_path):
-        code, out, _ = run(capsys, "diff", str(example_path), str(example_path))
-        assert code == 0 and "Same decisions" in out
-
     def test_changed_ranges(self, capsys, example_path, example_data, write_profile):
         example_data["decisions"][0]["rules"][0]["max_bytes"] = 256 * 1024
         changed = write_profile(example_data)
@@ -175,19 +153,12 @@ def test_real_entry_point_prints_one_line_and_no_traceback(tmp_path):
 
 
 class TestPriceTables:
-    """show and diff summarise the price tables (schema v1.3); they never dump them."""
+    """diff summarises how the price tables (schema v1.3) moved, in JSON; show's and diff's one line per
+    table, never a dump, are golden screens under tests/golden."""
 
     RUNS = [
         Path(__file__).resolve().parents[2] / "profiles" / "h200-x2" / f"h7168-run{i}.yaml" for i in (1, 2)
     ]
-
-    def test_show_gives_one_short_line_per_table(self, capsys, monkeypatch):
-        monkeypatch.setenv("COLUMNS", "200")
-        code, out, _ = run(capsys, "show", str(self.RUNS[0]))
-        lines = [line.strip() for line in out.splitlines() if line.startswith("Price table")]
-        assert code == 0 and len(lines) == 2
-        assert lines[0].startswith("Price table: 10 backends x 14 sizes (14 KiB - 112 MiB), ")
-        assert "no price: pcie" not in lines[0]  # measured (slow) at every size, not refused
 
     def test_diff_summarises_how_the_prices_moved(self, capsys):
         code, out, _ = run(capsys, "diff", "--json", *map(str, self.RUNS))
@@ -202,8 +173,6 @@ class TestPriceTables:
         )
         move = first["largest_move"]
         assert move["before_us"] != move["after_us"] and first["beyond_ci"] > 0
-        code, out, _ = run(capsys, "diff", *map(str, self.RUNS))
-        assert "Price table TP 2 / allreduce / nvswitch: " in out and "cells moved beyond their CIs" in out
 
     def test_a_table_one_profile_lacks_is_added_or_removed(
         self, capsys, example_path, write_profile, example_data

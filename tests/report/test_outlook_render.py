@@ -1,6 +1,7 @@
 """One renderer of "What your launchers will do" for the terminal, summary.md and report.html: the same
 blocks in each, text from files inert, the terminal's lines within its width; and each surface that
-shows a profile's result (show, the probe's summary, the report) carries it."""
+shows a profile's result carries it (show's and the report's, for the bundled profile, are golden
+screens under tests/golden; here the probe's summary and show's JSON)."""
 
 from __future__ import annotations
 
@@ -83,19 +84,11 @@ def test_text_from_a_file_is_inert_in_every_style() -> None:
     assert re.search(r"``x`\|\*_<script>\\x1b\[2J``|`+[^`]*x`", markdown)
 
 
-@pytest.mark.slow  # a whole report or show of the bundled profile
-def test_show_prints_it_after_the_decisions_and_puts_it_in_the_json(capsys) -> None:
-    assert main(["show", str(H200_PATH), "--model", "llama-3-70b"]) == 0
-    out = capsys.readouterr().out
-    assert out.index("each backend vs NCCL") < out.index(TITLE)
+@pytest.mark.slow  # a whole show of the bundled profile
+def test_show_puts_it_in_the_json(capsys) -> None:
     assert main(["show", str(H200_PATH), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [e["launcher"] for e in data["launchers"]["entries"]] == ["sglang", "vllm", "trtllm"]
-
-
-def test_show_refuses_an_unknown_model_with_one_line(capsys) -> None:
-    assert main(["show", str(H200_PATH), "--model", "no-such-model"]) == 2
-    assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
 def test_the_probe_summary_ends_with_it() -> None:
@@ -104,11 +97,3 @@ def test_the_probe_summary_ends_with_it() -> None:
     text = console.export_text()
     assert text.index("profile:  p.yaml") < text.index(TITLE)
     assert all(len(line) <= 80 for line in text.splitlines())
-
-
-@pytest.mark.slow  # a whole report or show of the bundled profile
-def test_the_report_writes_it_in_summary_md_and_report_html(tmp_path) -> None:
-    assert main(["report", str(H200_PATH), "--out", str(tmp_path / "r"), "--format", "md"]) == 0
-    markdown = (tmp_path / "r/summary.md").read_text()
-    assert markdown.index(f"## {TITLE}") < markdown.index("## Decisions (each backend vs NCCL)")
-    assert f"vLLM {PINNED['vllm']}" in markdown

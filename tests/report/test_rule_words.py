@@ -67,28 +67,12 @@ def test_a_cpu_profile_in_summary_md(cpu_profile, tmp_path, capsys) -> None:
     assert any("| not measured |" in row for row in rows)
 
 
-@pytest.mark.slow  # writes a whole report
-def test_summary_md_gives_each_reason_on_one_line(tmp_path, capsys) -> None:
-    assert main(["report", str(RUN1), "--out", str(tmp_path / "r"), "--format", "md"]) == 0
-    capsys.readouterr()
-    summary = (tmp_path / "r" / "summary.md").read_text()
-    profile = load_profile(RUN1)
-    for entry in profile.decisions:
-        for rule in entry.rules:
-            first = one_line_reason(rule.reason)
-            assert f"| `{first}` |" in summary
-            assert rule.reason == first or rule.reason not in summary
-    fused = profile.decisions[1].rules[0]
+def test_a_reason_reads_as_its_first_clause_on_one_line() -> None:
+    """What summary.md's why-cell shows (tests/golden pins the bundled profile's summary.md whole)."""
+    fused = load_profile(RUN1).decisions[1].rules[0]
     assert one_line_reason(fused.reason) == (
         "fusion off: pcie_ipc + norm is faster at 28 KiB-56 KiB (2 sizes), within 5% of fused at 112 KiB"
     )
-    cells = [
-        line.rsplit("|", 2)[-2]
-        for line in summary.splitlines()
-        if line.startswith("| `h7168") or line.startswith("| 2 |")
-    ]
-    assert cells and max(len(cell) for cell in cells) < 130
-    assert "reason in full, size by size, is in `report.html`" in summary
 
 
 def test_report_html_puts_the_first_clause_first_and_the_detail_after() -> None:
