@@ -8,7 +8,7 @@ import pytest
 
 from topo_gate.cli._node import given_fingerprint
 from topo_gate.launchers import plan_without_profile
-from topo_gate.launchers.exec import prepare
+from topo_gate.launchers.exec import prepare, read_for
 from topo_gate.profile.reader import FINGERPRINT_ENV
 
 VERIFIED = "sha256:" + "ab" * 32
@@ -20,7 +20,7 @@ CMD = ("vllm", "serve", "m", "--tensor-parallel-size", "2")
 def test_the_verified_fingerprint_replaces_a_stale_one_in_the_childs_env(launcher: str) -> None:
     plan = plan_without_profile(launcher, "a test plan", fallback="launcher-default")
     user_env = {FINGERPRINT_ENV: STALE, "PATH": "/bin"}
-    merged = prepare(CMD, plan, user_env, verified_fingerprint=VERIFIED)
+    merged = prepare(read_for(plan, CMD), plan, user_env, verified_fingerprint=VERIFIED)
     assert merged.env[FINGERPRINT_ENV] == VERIFIED
     assert merged.env["PATH"] == "/bin"
     assert not any(STALE in warning for warning in merged.warnings)
@@ -29,7 +29,7 @@ def test_the_verified_fingerprint_replaces_a_stale_one_in_the_childs_env(launche
 def test_without_a_verified_node_the_stale_fingerprint_is_not_passed_on() -> None:
     # The node could not be checked (no driver): the child must not read the stale value as checked.
     plan = plan_without_profile("vllm", "node not checked", fallback="launcher-default")
-    merged = prepare(CMD, plan, {FINGERPRINT_ENV: STALE}, verified_fingerprint=None)
+    merged = prepare(read_for(plan, CMD), plan, {FINGERPRINT_ENV: STALE}, verified_fingerprint=None)
     assert FINGERPRINT_ENV not in merged.env
 
 
