@@ -7,7 +7,7 @@ constraint nowhere (never slower than the default beyond noise, never replacing 
 default path, never taking an unmeasured one). Among admissible candidates the one with the lowest
 expected all-reduce time per step over the workload wins; a candidate with more knobs replaces one
 with fewer only when it is cheaper by more than ``TIE_FRACTION`` of the default's total, so a plan
-that saves nothing is "no knobs".
+that saves nothing is "no knobs"; between as many knobs the cheaper wins.
 
 When the profile does not pin down the node (unknown capability or group class), a candidate must
 be admissible in every variant the launcher's tables distinguish, and it is scored by its worst one.
@@ -113,12 +113,15 @@ class Choice:
 
     ``unlock`` is the refused candidate that a missing measurement could admit with the largest
     saving (None: none could). It re-prices every refused candidate, so it is searched only when
-    asked (``--explain``, the JSON), never for ``exec`` or a plugin at a launcher's start-up."""
+    asked (``--explain``, the JSON), never for ``exec`` or a plugin at a launcher's start-up.
+    ``admitted``: every admissible candidate as priced, the chosen one among them (what a saving is
+    compared with: ``benchmarks/plan_prices.py``'s share of the best)."""
 
     candidate: Candidate
     variants: tuple[Variant, ...]
     rejected: tuple[tuple[Candidate, str], ...] = ()
     unlock_search: Callable[[], Unlock | None] = field(default=_nothing_to_unlock, compare=False, repr=False)
+    admitted: tuple[tuple[Candidate, tuple[Variant, ...]], ...] = field(default=(), compare=False, repr=False)
 
     @cached_property
     def unlock(self) -> Unlock | None:
@@ -236,7 +239,7 @@ def choose(
         unlocks = [evaluate.unlock(candidate, routes, best_us) for candidate, routes in refused_routes]
         return max((u for u in unlocks if u is not None), key=lambda u: u.saving_us, default=None)
 
-    return Choice(best[0], best[1], tuple(rejected), unlock_search)
+    return Choice(best[0], best[1], tuple(rejected), unlock_search, tuple(priced))
 
 
 class _Evaluator:
@@ -446,15 +449,18 @@ def _score(variants: Sequence[Variant]) -> tuple[float, float]:
 
 
 def _best(priced: Sequence[tuple[Candidate, tuple[Variant, ...]]]) -> tuple[Candidate, tuple[Variant, ...]]:
-    """Fewest knobs first; a candidate with more replaces the best so far only when cheaper by more
-    than TIE_FRACTION of the default's total (ties go to fewer knobs; then to the earlier one).
-    "No knobs" is always admissible (it is the default), so ``priced`` is never empty."""
+    """Fewest knobs first; a candidate with more knobs replaces the best so far only when cheaper by
+    more than TIE_FRACTION of the default's total, one with as many whenever it is cheaper (the margin
+    buys a shorter command line; between two as long, it would only keep the one tried first).
+    Exact ties go to fewer knobs, then to the earlier one. "No knobs" is always admissible (it is the
+    default), so ``priced`` is never empty."""
     order = sorted(priced, key=lambda item: item[0].knob_count)
     best = order[0]
     best_us, default_us = _score(best[1])
     for item in order[1:]:
         plan_us, _ = _score(item[1])
-        if plan_us < best_us - TIE_FRACTION * default_us:
+        margin = TIE_FRACTION * default_us if item[0].knob_count > best[0].knob_count else 0.0
+        if plan_us < best_us - margin:
             best, best_us = item, plan_us
     return best
 
