@@ -102,6 +102,7 @@ class PriceTable:
     """One pattern's measurement table, read by name and rung."""
 
     def __init__(self, measurement: Measurement) -> None:
+        self.measurement = measurement  # what a table with one measurement more is made from
         self.pattern = measurement.pattern
         self.sizes = tuple(measurement.sizes)
         self.hidden = measurement.hidden
