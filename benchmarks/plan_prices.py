@@ -77,7 +77,7 @@ def _binds(data: dict) -> str:
         found.append(
             f"{' '.join(unlock['args']) or unlock['env']}: up to {-unlock['saving_us_per_step']:+.0f} us/step "
             f"if {unlock['kernel']} after {unlock['after_tokens']:g} tokens <= {unlock['at_most_us']:.0f} us "
-            f"at {unlock['at_tokens']:g}"
+            f"at each smaller size not timed after it (binding at {unlock['at_tokens']:g})"
         )
     return "; ".join(found)
 
