@@ -581,7 +581,6 @@ def unlock(*, default_us: float = 200.0, bounded_by: int | None = 4 * ROW) -> Un
         room_us=1.23456,
         bound_us=3.0,
         bounded_by=bounded_by,
-        measure_after=3 * ROW + 100,
         threshold_us=2.46912,
     )
 

@@ -471,7 +471,7 @@ def test_a_transition_known_only_by_its_bound_could_unlock_a_plan() -> None:
     assert (found.room_us, found.bound_us) == (pytest.approx(4.08), pytest.approx(150.0))
     # The room admits up to 8.16 us (4.08 / 0.5), but the plan takes the candidate only while it still
     # saves more than the tie share (2.08 us of the default's 208): 4 - 0.25 x T > 2.08.
-    assert (found.measure_after, found.threshold_us) == (8 * ROW, pytest.approx(7.68, rel=2e-3))
+    assert (found.largest_prior, found.threshold_us) == (8 * ROW, pytest.approx(7.68, rel=2e-3))
 
 
 def test_the_unlock_with_the_largest_saving_is_named() -> None:

@@ -60,7 +60,7 @@ def test_the_first_line_names_a_saving_refused_for_want_of_one_measurement(capsy
     first = _explain_lines(out)[0]
     assert first.startswith(
         "no knobs, because --flashinfer-allreduce-fusion-backend trtllm is refused only for want of one "
-        "measurement: trtllm_oneshot_sglang's size transition after 3584 tokens."
+        "measurement: trtllm_oneshot_sglang's size transition after 2048 tokens."
     )
 
 

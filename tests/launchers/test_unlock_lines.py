@@ -34,11 +34,11 @@ def measured(spec: dict, unlock: Unlock, cost_us: float) -> dict:
     out = copy.deepcopy(spec)
     backend = out[unlock.kernel]
     rows = backend.setdefault("transition", {})
-    row = list(rows.get(unlock.measure_after, [None] * len(SIZES)))
+    row = list(rows.get(unlock.largest_prior, [None] * len(SIZES)))
     for rung, size in enumerate(SIZES):
-        if size < unlock.measure_after and row[rung] is None:
+        if size < unlock.largest_prior and row[rung] is None:
             row[rung] = cost_us
-    rows[unlock.measure_after] = row
+    rows[unlock.largest_prior] = row
     return out
 
 
@@ -81,7 +81,7 @@ def test_a_refusal_on_isolated_prices_that_context_would_pass_is_named() -> None
     candidate = fast(8, "trtllm_oneshot")
     assert plan(facts(plain), [candidate]).candidate != candidate
     found = held_to_its_word(plain, None, [candidate])
-    assert (found.kernel, found.measure_after, found.check.nbytes) == ("trtllm_oneshot", 8 * ROW, ROW)
+    assert (found.kernel, found.largest_prior, found.check.nbytes) == ("trtllm_oneshot", 8 * ROW, ROW)
     assert found.threshold_us == pytest.approx(2.16, rel=2e-3)
 
 

@@ -14,7 +14,9 @@ SIDES = ((0.99, True), (1.01, False))
 ONESHOT_KERNELS = ("trtllm_oneshot", "trtllm_fused_oneshot", "trtllm_twoshot", "trtllm_fused_twoshot")
 
 
-@pytest.mark.parametrize("model", ["deepseek-v3", "llama-3.1-70b"])
+#: Served models whose messages are sizes of the profile's ladder (hidden 7168): the measurement a
+#: line names is then one a profile can hold (a probe with another model's shape ladders its own).
+@pytest.mark.parametrize("model", ["deepseek-v3"])
 def test_trtllm_oneshot_line_keeps_its_word_where_context_favours_it(model: str) -> None:
     """The ``trtllm-oneshot`` node (TP4, one-shot 0.5x NCCL) with its one-shot kernels timed in layer
     graphs at half their isolated cost there, and every transition timed only after the largest size
@@ -34,7 +36,7 @@ def test_trtllm_oneshot_line_keeps_its_word_where_context_favours_it(model: str)
     assert found.candidate.knobs.config == {"allreduce_strategy": "ONESHOT"}
     for factor, plans in SIDES:
         again = case.plan(
-            with_transition(profile, found.kernel, found.measure_after, factor * found.threshold_us),
+            with_transition(profile, found.kernel, found.largest_prior, factor * found.threshold_us),
             model=model,
         )
         assert (again.config == {"allreduce_strategy": "ONESHOT"}) is plans, factor

@@ -38,7 +38,6 @@ from topo_gate.launchers.plan.request import ProfileFacts
 from topo_gate.launchers.plan.workload import Workload
 from topo_gate.launchers.routes import Context, Knobs, Route, RouteError, route
 from topo_gate.launchers.routes.nccl import nccl_path
-from topo_gate.profile.measurements import Transition
 
 #: Capabilities tried when the profile does not record one: each row the launchers' tables key on.
 CAPABILITY_VARIANTS = ((9, 0), (10, 0), (10, 3), (12, 0))
@@ -93,12 +92,11 @@ class Unlock:
     At ``check`` (the size that binds), the plan's bounded transitions may add at most ``room_us``
     to the step; today's bound adds ``bound_us``. They are the transitions of ``kernel`` after
     earlier messages of up to ``largest_prior`` bytes, which together are ``chance`` of what its
-    buffer held last. The measurement is ``kernel``'s transition after ``measure_after`` bytes (the
-    smallest size of its table no smaller than ``largest_prior``: a probe times transitions after its
-    own sizes, at every smaller one) at each size of its table where it is not timed yet: at most
-    ``threshold_us`` at every one of them, the plan takes the candidate; at more at all of them, it
-    does not (``choose`` re-run on the table with that measurement added: the same screening as any
-    plan)."""
+    buffer held last. The measurement is ``kernel``'s transition after ``largest_prior`` bytes (a
+    message of the served model's: a probe with its shape times after it, at every smaller size of
+    its ladder) at each size of the table where it is not timed yet: at most ``threshold_us`` at
+    every one of them, the plan takes the candidate; at more at all of them, it does not (``choose``
+    re-run on the table with that measurement added: the same screening as any plan)."""
 
     candidate: Candidate
     saving_us: float
@@ -110,7 +108,6 @@ class Unlock:
     room_us: float
     bound_us: float
     bounded_by: int | None
-    measure_after: int
     threshold_us: float
 
 
@@ -403,7 +400,6 @@ class _Evaluator:
             max(slack, 0.0),
             bound,
             bounded_by,
-            prior,
             max(slack, 0.0) / chance,
         )
 
@@ -422,9 +418,7 @@ def _kept_word(
     left out (after a larger message, a transition measured smaller than after a smaller one)."""
     pattern = next(site.pattern for site in unlock.check.plan if site.name == unlock.kernel)
     table = tables[pattern]
-    after = next((size for size in table.sizes if size >= unlock.largest_prior), None)
-    if after is None:
-        return None
+    after = unlock.largest_prior
     rungs = [
         rung
         for rung, size in enumerate(table.sizes)
@@ -434,7 +428,7 @@ def _kept_word(
         return None
 
     def takes(cost_us: float) -> bool:
-        added = _with_transition(table, unlock.kernel, after, rungs, cost_us)
+        added = table.with_transition(unlock.kernel, after, rungs, cost_us)
         return chosen({**tables, pattern: added}, unlock.candidate)
 
     if not takes(0.0):
@@ -447,24 +441,7 @@ def _kept_word(
     while high - low > UNLOCK_PRECISION * high:
         middle = (low + high) / 2
         low, high = (middle, high) if takes(middle) else (low, middle)
-    return replace(unlock, measure_after=after, threshold_us=low)
-
-
-def _with_transition(
-    table: PriceTable, name: str, after: int, rungs: Sequence[int], cost_us: float
-) -> PriceTable:
-    """``table`` with ``name``'s transition after ``after`` bytes timed at ``rungs`` as ``cost_us``."""
-    measurement = table.measurement
-    prices = measurement.backends[name]
-    old = prices.transition
-    rows = {} if old is None else dict(zip(old.after_bytes, old.cost_us, strict=True))
-    row = list(rows.get(after, (None,) * len(measurement.sizes)))
-    for rung in rungs:
-        row[rung] = cost_us
-    rows[after] = tuple(row)
-    transition = Transition(tuple(sorted(rows)), tuple(rows[size] for size in sorted(rows)))
-    backends = {**measurement.backends, name: replace(prices, transition=transition)}
-    return PriceTable(replace(measurement, backends=backends))
+    return replace(unlock, threshold_us=low)
 
 
 def _bounded_priors(check: StepCheck, side: Side, pricing: Pricing) -> tuple[str, int, float, int | None]:
