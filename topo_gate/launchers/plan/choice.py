@@ -119,8 +119,8 @@ def _nothing_to_unlock() -> Unlock | None:
 class Choice:
     """The chosen candidate, priced on every variant; ``rejected`` says why others were refused.
 
-    ``unlock`` is the refused candidate that a missing measurement could admit with the largest
-    saving (None: none could). It re-prices every refused candidate, so it is searched only when
+    ``unlock`` is the refused candidate with the largest saving that one more measurement gets
+    planned (None: none does). It re-prices every refused candidate, so it is searched only when
     asked (``--explain``, the JSON), never for ``exec`` or a plugin at a launcher's start-up.
     ``admitted``: every admissible candidate as priced, the chosen one among them (what a saving is
     compared with: ``benchmarks/plan_prices.py``'s share of the best)."""
