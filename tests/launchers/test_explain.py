@@ -581,6 +581,7 @@ def unlock(*, default_us: float = 200.0, bounded_by: int | None = 4 * ROW) -> Un
         room_us=1.23456,
         bound_us=3.0,
         bounded_by=bounded_by,
+        threshold_us=2.46912,
     )
 
 
@@ -843,7 +844,8 @@ def test_the_headline_names_each_unmeasured_default_and_the_unlock() -> None:
         "not measured: the default runs mystery at 2-8 tokens of this workload (no price): left as it is. "
         "To plan there: re-probe.",
         "could unlock: --fast A=1: up to +10.1 us/step (+4.9%) over the workload if vllm_custom's size "
-        "transition after 3.098 tokens (3.09766 KiB) is at most 2.5 us at 2 tokens (bounded today by the one "
+        "transition after 3.098 tokens (3.09766 KiB) is at most 2.5 us at each smaller size not yet timed after "
+        "it (binding at 2 tokens; bounded today by the one "
         "after 1.17737 MiB); re-probe this node with evidence v1.2 (`topo-gate probe` with the served --model) "
         "to measure it.",
     ]
@@ -854,7 +856,7 @@ def test_an_unlock_with_no_bound_and_no_share_says_so() -> None:
         data(unlock={**UNLOCK_DATA, "bounded_by_bytes": None, "saving": None, "at_tokens": 1.0})
     )
     assert "up to +10.1 us/step over the workload" in line
-    assert "at 1 token (nothing measured after a larger size);" in line
+    assert "(binding at 1 token; nothing measured after a larger size);" in line
 
 
 def test_nothing_to_head_with() -> None:

@@ -7,7 +7,7 @@ constraint nowhere (never slower than the default beyond noise, never replacing 
 default path, never taking an unmeasured one). Among admissible candidates the one with the lowest
 expected all-reduce time per step over the workload wins; a candidate with more knobs replaces one
 with fewer only when it is cheaper by more than ``TIE_FRACTION`` of the default's total, so a plan
-that saves nothing is "no knobs".
+that saves nothing is "no knobs"; between as many knobs the cheaper wins.
 
 When the profile does not pin down the node (unknown capability or group class), a candidate must
 be admissible in every variant the launcher's tables distinguish, and it is scored by its worst one.
@@ -16,7 +16,7 @@ be admissible in every variant the launcher's tables distinguish, and it is scor
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from topo_gate._units import human_bytes
@@ -47,6 +47,14 @@ GROUP_VARIANTS = ("nvswitch", "pcie-switch")
 #: A knob set with more knobs must save more than this share of the default's expected step time
 #: over one with fewer: a difference smaller than that is within what run-to-run drift moves.
 TIE_FRACTION = 0.01
+#: An unlock's stated limit is bisected until the value the plan takes and the one it refuses are
+#: this share apart: a line tested at 0.99x and 1.01x its limit holds with room to spare.
+UNLOCK_PRECISION = 0.001
+#: Where the bisection for an unlock's limit starts when the room at the binding size says 0 us:
+#: a tenth of a microsecond, under any transition a probe resolves.
+UNLOCK_FLOOR_US = 0.1
+#: A transition the plan would still take at a second per call is not what refuses it.
+UNLOCK_CEILING_US = 1e6
 
 
 @dataclass(frozen=True)
@@ -79,14 +87,17 @@ class Variant:
 
 @dataclass(frozen=True)
 class Unlock:
-    """A refused candidate that a measurement could admit: priced with every bounded size transition
-    at its lower bound it passes, and saves ``saving_us`` per step over the workload at most.
+    """A refused candidate that one more measurement admits: priced with every bounded size
+    transition at its lower bound it passes, and saves ``saving_us`` per step over the workload at most.
 
     At ``check`` (the size that binds), the plan's bounded transitions may add at most ``room_us``
     to the step; today's bound adds ``bound_us``. They are the transitions of ``kernel`` after
     earlier messages of up to ``largest_prior`` bytes, which together are ``chance`` of what its
-    buffer held last: a measurement after ``largest_prior`` bytes that is at most ``room_us /
-    chance`` there admits the plan."""
+    buffer held last. The measurement is ``kernel``'s transition after ``largest_prior`` bytes (a
+    message of the served model's: a probe with its shape times after it, at every smaller size of
+    its ladder) at each size of the table where it is not timed yet: at most ``threshold_us`` at
+    every one of them, the plan takes the candidate; at more at all of them, it does not (``choose``
+    re-run on the table with that measurement added: the same screening as any plan)."""
 
     candidate: Candidate
     saving_us: float
@@ -98,10 +109,7 @@ class Unlock:
     room_us: float
     bound_us: float
     bounded_by: int | None
-
-    @property
-    def threshold_us(self) -> float:
-        return self.room_us / self.chance
+    threshold_us: float
 
 
 def _nothing_to_unlock() -> Unlock | None:
@@ -112,14 +120,17 @@ def _nothing_to_unlock() -> Unlock | None:
 class Choice:
     """The chosen candidate, priced on every variant; ``rejected`` says why others were refused.
 
-    ``unlock`` is the refused candidate that a missing measurement could admit with the largest
-    saving (None: none could). It re-prices every refused candidate, so it is searched only when
-    asked (``--explain``, the JSON), never for ``exec`` or a plugin at a launcher's start-up."""
+    ``unlock`` is the refused candidate with the largest saving that one more measurement gets
+    planned (None: none does). It re-prices every refused candidate, so it is searched only when
+    asked (``--explain``, the JSON), never for ``exec`` or a plugin at a launcher's start-up.
+    ``admitted``: every admissible candidate as priced, the chosen one among them (what a saving is
+    compared with: ``benchmarks/plan_prices.py``'s share of the best)."""
 
     candidate: Candidate
     variants: tuple[Variant, ...]
     rejected: tuple[tuple[Candidate, str], ...] = ()
     unlock_search: Callable[[], Unlock | None] = field(default=_nothing_to_unlock, compare=False, repr=False)
+    admitted: tuple[tuple[Candidate, tuple[Variant, ...]], ...] = field(default=(), compare=False, repr=False)
 
     @cached_property
     def unlock(self) -> Unlock | None:
@@ -236,10 +247,26 @@ def choose(
     best_us = _score(best[1])[0]
 
     def unlock_search() -> Unlock | None:
-        unlocks = [evaluate.unlock(candidate, routes, best_us) for candidate, routes in refused_routes]
-        return max((u for u in unlocks if u is not None), key=lambda u: u.saving_us, default=None)
+        def chosen(tables: Mapping[str, PriceTable], candidate: Candidate) -> bool:
+            again = choose(
+                launcher,
+                [best[0], candidate],
+                replace(facts, tables=tables),
+                tp,
+                user=user,
+                workload=workload,
+                step=step,
+            )
+            return again.candidate == candidate
 
-    return Choice(best[0], best[1], tuple(rejected), unlock_search)
+        found = [evaluate.unlock(candidate, routes, best_us) for candidate, routes in refused_routes]
+        for unlock in sorted((u for u in found if u is not None), key=lambda u: -u.saving_us):
+            kept = _kept_word(unlock, facts.tables, chosen)
+            if kept is not None:
+                return kept
+        return None
+
+    return Choice(best[0], best[1], tuple(rejected), unlock_search, tuple(priced))
 
 
 class _Evaluator:
@@ -320,16 +347,22 @@ class _Evaluator:
         )
 
     def unlock(self, candidate: Candidate, routes: Sequence[Routed], best_us: float) -> Unlock | None:
-        """``candidate``, refused today, as an ``Unlock`` when only bounded transitions refuse it and
-        at their lower bounds it would beat the chosen plan (``best_us`` per step on its worst variant)."""
+        """``candidate``, refused today, as an ``Unlock`` to be confirmed (``_kept_word``) when only
+        bounded transitions refuse it and at their lower bounds it would beat the chosen plan
+        (``best_us`` per step on its worst variant). Admission screens every candidate on isolated
+        prices first and then on its in-context ones, so the size that binds is sought in both."""
         context = self.context
         self.price_in_context([routes])  # priced as if it were the one admitted: its own paths' rungs
+        own = self.context
         self.bounded_share = 0.0
         try:
-            if self.refusal(routes):
-                return None
+            screens = []
+            for rungs in (frozenset(), own):
+                self.context = rungs
+                if self.refusal(routes):
+                    return None
+                screens.append(self._sides(routes))
             optimistic = self.price(routes)
-            sides = self._sides(routes)
         finally:
             self.bounded_share = 1.0
             self.context = context
@@ -337,25 +370,28 @@ class _Evaluator:
         if worst.total.plan_us is None or worst.total.default_us is None or worst.total.plan_us >= best_us:
             return None
         room = None
-        for _ctx, mine, theirs, pricing in sides:
-            free = step_checks(mine, theirs, pricing)
-            # At the bound, on the candidate's own in-context rungs (``pricing``'s), not the chosen
-            # plan's, which the ``finally`` above put back.
-            bounded = step_checks(
-                mine, theirs, Pricing(pricing.tables, pricing.step, pricing.row_bytes, pricing.in_context)
-            )
-            if isinstance(free, Problem) or isinstance(bounded, Problem):
-                return None
-            for low, high in zip(free, bounded, strict=True):
-                if high.why is None or high.plan_us <= high.limit_us:
-                    continue
-                tight = (low.limit_us - low.plan_us, high.plan_us - low.plan_us, low, mine, pricing)
-                if room is None or tight[0] / tight[1] < room[0] / room[1]:
-                    room = tight
+        for sides in screens:
+            for _ctx, mine, theirs, pricing in sides:
+                free = step_checks(mine, theirs, pricing)
+                # At the bound, on this screen's rungs (``pricing``'s), not the chosen plan's, which
+                # the ``finally`` above put back.
+                bounded = step_checks(
+                    mine, theirs, Pricing(pricing.tables, pricing.step, pricing.row_bytes, pricing.in_context)
+                )
+                if isinstance(free, Problem) or isinstance(bounded, Problem):
+                    return None
+                for low, high in zip(free, bounded, strict=True):
+                    if high.why is None or high.plan_us <= high.limit_us:
+                        continue
+                    tight = (low.limit_us - low.plan_us, high.plan_us - low.plan_us, low, mine, pricing)
+                    if room is None or tight[0] / tight[1] < room[0] / room[1]:
+                        room = tight
         if room is None:
             return None
         slack, bound, check, mine, pricing = room
         kernel, prior, chance, bounded_by = _bounded_priors(check, mine, pricing)
+        if not kernel:
+            return None
         return Unlock(
             candidate,
             worst.total.default_us - worst.total.plan_us,
@@ -367,7 +403,48 @@ class _Evaluator:
             max(slack, 0.0),
             bound,
             bounded_by,
+            max(slack, 0.0) / chance,
         )
+
+
+def _kept_word(
+    unlock: Unlock,
+    tables: Mapping[str, PriceTable],
+    chosen: Callable[[Mapping[str, PriceTable], Candidate], bool],
+) -> Unlock | None:
+    """``unlock`` with the measurement it names and the largest value of it that the plan takes
+    (``chosen``: re-planned on tables with that measurement added), or None when even a free
+    transition there would not get the candidate planned: then no one measurement unlocks it.
+
+    The value is bisected, not derived from the room at one size: the measurement is priced at
+    every size it bounds, on isolated and in-context prices alike, and it can move bounds the room
+    left out (after a larger message, a transition measured smaller than after a smaller one)."""
+    pattern = next(site.pattern for site in unlock.check.plan if site.name == unlock.kernel)
+    table = tables[pattern]
+    after = unlock.largest_prior
+    rungs = [
+        rung
+        for rung, size in enumerate(table.sizes)
+        if size < after and not table.transition_measured(unlock.kernel, rung, after)
+    ]
+    if not rungs:
+        return None
+
+    def takes(cost_us: float) -> bool:
+        added = table.with_transition(unlock.kernel, after, rungs, cost_us)
+        return chosen({**tables, pattern: added}, unlock.candidate)
+
+    if not takes(0.0):
+        return None
+    low, high = 0.0, max(unlock.threshold_us, UNLOCK_FLOOR_US)
+    while takes(high):
+        if high > UNLOCK_CEILING_US:
+            return None  # free whatever it measures: not bound by this measurement after all
+        low, high = high, 2 * high
+    while high - low > UNLOCK_PRECISION * high:
+        middle = (low + high) / 2
+        low, high = (middle, high) if takes(middle) else (low, middle)
+    return replace(unlock, threshold_us=low)
 
 
 def _bounded_priors(check: StepCheck, side: Side, pricing: Pricing) -> tuple[str, int, float, int | None]:
@@ -449,15 +526,18 @@ def _score(variants: Sequence[Variant]) -> tuple[float, float]:
 
 
 def _best(priced: Sequence[tuple[Candidate, tuple[Variant, ...]]]) -> tuple[Candidate, tuple[Variant, ...]]:
-    """Fewest knobs first; a candidate with more replaces the best so far only when cheaper by more
-    than TIE_FRACTION of the default's total (ties go to fewer knobs; then to the earlier one).
-    "No knobs" is always admissible (it is the default), so ``priced`` is never empty."""
+    """Fewest knobs first; a candidate with more knobs replaces the best so far only when cheaper by
+    more than TIE_FRACTION of the default's total, one with as many whenever it is cheaper (the margin
+    buys a shorter command line; between two as long, it would only keep the one tried first).
+    Exact ties go to fewer knobs, then to the earlier one. "No knobs" is always admissible (it is the
+    default), so ``priced`` is never empty."""
     order = sorted(priced, key=lambda item: item[0].knob_count)
     best = order[0]
     best_us, default_us = _score(best[1])
     for item in order[1:]:
         plan_us, _ = _score(item[1])
-        if plan_us < best_us - TIE_FRACTION * default_us:
+        margin = TIE_FRACTION * default_us if item[0].knob_count > best[0].knob_count else 0.0
+        if plan_us < best_us - margin:
             best, best_us = item, plan_us
     return best
 

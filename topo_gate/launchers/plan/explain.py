@@ -635,8 +635,8 @@ def headline(data: dict[str, Any]) -> list[str]:
         out.append(
             f"could unlock: {knobs}: up to {-unlock['saving_us_per_step']:+.1f} us/step{saving} over the workload "
             f"if {unlock['kernel']}'s size transition after {_tokens(unlock['after_tokens'])} "
-            f"({human_bytes(unlock['after_bytes'], digits=6)}) is at most {unlock['at_most_us']:.1f} us at "
-            f"{_tokens(unlock['at_tokens'])} ({today}); re-probe this node with evidence v1.2 "
+            f"({human_bytes(unlock['after_bytes'], digits=6)}) is at most {unlock['at_most_us']:.1f} us at each "
+            f"smaller size not yet timed after it (binding at {_tokens(unlock['at_tokens'])}; {today}); re-probe this node with evidence v1.2 "
             "(`topo-gate probe` with the served --model) to measure it."
         )
     return out

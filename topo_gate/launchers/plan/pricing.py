@@ -200,6 +200,27 @@ class PriceTable:
             for prior, row in zip(prices.transition.after_bytes, prices.transition.cost_us, strict=True)
         )
 
+    def with_transition(self, name: str, after: int, rungs: Sequence[int], cost_us: float) -> PriceTable:
+        """This table with ``name``'s transition after ``after`` bytes timed at ``rungs`` as ``cost_us``:
+        what one more measurement would make of it (an unlock line's test). ``after`` need not be a
+        size of the ladder: a probe with the served model's shape times after that model's messages."""
+        import copy  # only an unlock search pays for these imports (not a launcher at start-up)
+        from dataclasses import replace
+
+        from topo_gate.profile.measurements import Transition
+
+        prices = self._backends[name]
+        old = prices.transition
+        rows = {} if old is None else dict(zip(old.after_bytes, old.cost_us, strict=True))
+        row = list(rows.get(after, (None,) * len(self.sizes)))
+        for rung in rungs:
+            row[rung] = cost_us
+        rows[after] = tuple(row)
+        transition = Transition(tuple(sorted(rows)), tuple(rows[size] for size in sorted(rows)))
+        table = copy.copy(self)
+        table._backends = {**self._backends, name: replace(prices, transition=transition)}
+        return table
+
     def transition_priors(self, name: str) -> tuple[int, ...]:
         """The earlier message sizes (bytes) ``name``'s transitions were timed after."""
         prices = self._backends.get(name)
