@@ -138,7 +138,7 @@ def _trtllm(cmd: Sequence[str], entry: Entry | None) -> tuple[str | None, str | 
         return None, None
     options = forms.trtllm_options(entry.args)
     model = _trtllm_positional(entry.args, options)
-    path = next((o.value for o in reversed(options) if o.name == "--extra_llm_api_options"), None)
+    path = next((o.value for o in reversed(options) if o.name == forms.TRTLLM_OPTIONS), None)
     if path is not None:
         extra = options_file(path).get("model")
         if isinstance(extra, str):

@@ -25,13 +25,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from topo_gate.launchers.routes.base import is_fused
+from topo_gate.profile.schema import COMPOSITE_SUFFIX, FUSED_PATTERN
 
 if TYPE_CHECKING:
     from topo_gate.profile.measurements import BackendPrices, Measurement
 
 NCCL = "nccl"
-COMPOSITE_SUFFIX = "+rmsnorm"
-FUSED_PATTERN = "allreduce_rmsnorm"
 ISOLATED = "isolated"
 IN_CONTEXT = "in context"
 #: Statuses whose median is a measurement (an early-stopped loser ran fewer rounds, but ran).

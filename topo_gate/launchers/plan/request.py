@@ -11,18 +11,16 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from topo_gate.launchers.plan.pricing import PriceTable
+from topo_gate.profile.schema import PATTERNS
 
 if TYPE_CHECKING:
     from topo_gate.launchers.command.releases import Installed
     from topo_gate.launchers.plan.workload import Workload
     from topo_gate.profile.schema import Profile, Rule
 
-PATTERNS = ("allreduce", "allreduce_rmsnorm")
 #: What a plan does when the profile cannot be used: the first is the default.
 FALLBACKS = ("launcher-default", "nccl")
 DEFAULT_FALLBACK = FALLBACKS[0]
-# Element sizes of the dtypes a profile's trials may use; a launcher's token caps become bytes with them.
-ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 
 @dataclass(frozen=True)
