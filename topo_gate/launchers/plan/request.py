@@ -80,7 +80,7 @@ class PlanRequest:
 @dataclass(frozen=True)
 class ProfileFacts:
     """What a planner prices from for one TP size: both patterns' price tables and the trial shape from
-    the profile, and the served model (``follow.served_model`` fills its fields in).
+    the profile, and the served model (``flow.served_model`` fills its fields in).
 
     ``fallback_reason`` is set (and the tables empty) when the profile cannot be used at all.
     ``hidden`` is the profile's trial hidden size; ``served_hidden`` the served model's, which the
