@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from topo_gate.evidence.stats import bootstrap_speedups
 from topo_gate.launchers.plan.costmodel import Pricing, Side, price_at
 from topo_gate.launchers.plan.pricing import bracket, buffer_of
+from topo_gate.profile.schema import FUSED_PATTERN as FUSED  # every site timed: all-reduce + add + RMSNorm
 
-#: Every site the benchmark times is an all-reduce followed by the residual add + RMSNorm.
-FUSED = "allreduce_rmsnorm"
 DEFAULT_TOKENS = (1, 8, 32, 128, 512, 2048)
 #: The order configurations are listed in; rounds rotate it (drift hits all alike).
 CONFIGS = ("default", "plan", "nccl")

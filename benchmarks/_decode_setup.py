@@ -19,8 +19,9 @@ from _decode_cases import FUSED, Case, Routing, everywhere, side_routing, step_n
 
 from topo_gate.launchers.plan.costmodel import Pricing, Step
 from topo_gate.launchers.plan.pricing import bracket, in_context_rungs
+from topo_gate.profile.schema import DTYPE_BYTES
 
-ITEMSIZE = 2  # bfloat16: the trials' dtype and the served models'
+ITEMSIZE = DTYPE_BYTES["bfloat16"]  # the trials' dtype and the served models'
 
 
 @dataclass(frozen=True)

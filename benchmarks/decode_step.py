@@ -228,7 +228,8 @@ def run_rank(args: argparse.Namespace) -> None:
     from _decode_graph import Kernels, Model, join_group
 
     from topo_gate.models import lookup_model
-    from topo_gate.trials.backends.base import PATTERN_ALLREDUCE_RMSNORM, BackendContext
+    from topo_gate.profile.schema import FUSED_PATTERN
+    from topo_gate.trials.backends.base import BackendContext
     from topo_gate.trials.worker.timing import make_timer
 
     env, device = join_group(args.device)
@@ -242,7 +243,7 @@ def run_rank(args: argparse.Namespace) -> None:
     ctx = BackendContext(
         rank=env.rank, world_size=env.world_size, local_rank=env.local_rank, device=device,
         dtype=torch.bfloat16, hidden=hidden.pop(), max_tokens=max(max(c.steps) for c in args.cases),
-        pattern=PATTERN_ALLREDUCE_RMSNORM, allow_multicast=args.allow_multicast,
+        pattern=FUSED_PATTERN, allow_multicast=args.allow_multicast,
         group=torch.distributed.group.WORLD, group_class=next((x.group_class for x in ran), None),
     )  # fmt: skip
     header = {

@@ -39,6 +39,7 @@ from topo_gate.launchers.routes import flashinfer as flashinfer_route
 from topo_gate.launchers.routes import sglang as sglang_routes
 from topo_gate.launchers.routes import sglang_custom_v2, sglang_fusion, torch_symm
 from topo_gate.launchers.routes.base import Cite, Knobs, RouteError
+from topo_gate.profile.schema import PATTERNS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conformance_points import Setting  # noqa: E402  (the run's modules, next to this one)
@@ -46,7 +47,6 @@ from conformance_strict import Record, Unset, strict  # noqa: E402
 
 LAUNCHER = "sglang"
 RELEASE = "sglang 0.5.23"
-PATTERNS = ("allreduce", "allreduce_rmsnorm")
 
 
 def _cite(path: str, lines: str) -> str:

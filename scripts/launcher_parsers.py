@@ -36,8 +36,8 @@ from typing import Any
 from topo_gate.launchers import PLANNERS, LaunchPlan, plan_without_profile
 from topo_gate.launchers.command.merge import split_flags
 from topo_gate.launchers.knobs import manifest
-from topo_gate.launchers.plan.request import PATTERNS
 from topo_gate.plugins.fields import FLAG_FIELDS, VLLM_COMPILATION_FLAG
+from topo_gate.profile.schema import PATTERNS
 
 ROOT = Path(__file__).resolve().parent.parent
 PATTERN_OPTIONS = (PATTERNS, *((pattern,) for pattern in PATTERNS))

@@ -49,8 +49,9 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402, TID251 -- the trial backends' admission rules below take a torch dtype
 
+from topo_gate.evidence.bar import STEP_CALLS  # noqa: E402
+from topo_gate.profile.schema import FUSED_PATTERN  # noqa: E402
 from topo_gate.trials.backends import load_backend  # noqa: E402
-from topo_gate.trials.backends.base import PATTERN_ALLREDUCE_RMSNORM  # noqa: E402
 from topo_gate.trials.backends.launch_styles import STYLES  # noqa: E402
 from topo_gate.trials.backends.names import is_composite, plain_of  # noqa: E402
 from topo_gate.trials.backends.pcie_ipc import pcie_ipc_unavailable  # noqa: E402
@@ -259,7 +260,7 @@ def _run_refusal(run: Run, name: str, sm: int) -> str | None:
     plain = plain_of(name) if is_composite(name) else name
     if plain in STYLES:
         # A composite runs its plain kernel in the allreduce pattern: only a fused name is fused.
-        fused = not is_composite(name) and run.pattern == PATTERN_ALLREDUCE_RMSNORM
+        fused = not is_composite(name) and run.pattern == FUSED_PATTERN
         return trtllm_unavailable(sm=sm, world_size=run.tp, hidden=run.hidden, dtype=DTYPE, fused=fused)
     if plain == "vllm_custom":
         return vllm_custom_unavailable(world_size=run.tp, group_class=run.group_class, dtype=DTYPE)
@@ -382,7 +383,11 @@ def _context(run: Run, key: str, medians: Mapping[tuple[str, int], float]) -> li
             median = medians.get((name, nbytes))
             if median is None:
                 continue  # refused at this size, or for the whole run
-            charge = _transition_us(max(n for (b, n) in medians if b == name)) / 64 if _lamport(name) else 0.0
+            charge = (
+                _transition_us(max(n for (b, n) in medians if b == name)) / STEP_CALLS
+                if _lamport(name)
+                else 0.0
+            )
             if median is not None and base / (median + charge) >= 1 + MARGIN and name not in chosen:
                 chosen.append(name)
         for name in ["gemm", *chosen]:

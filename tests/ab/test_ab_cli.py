@@ -15,7 +15,7 @@ from topo_gate.ab.arms import plan_arm
 from topo_gate.ab.record import load_record
 from topo_gate.cli import main
 from topo_gate.launchers import PlanRequest
-from topo_gate.launchers.trtllm import OPTIONS_FLAG
+from topo_gate.launchers.command.forms import TRTLLM_OPTIONS
 from topo_gate.profile import load_profile
 
 pytestmark = pytest.mark.slow
@@ -153,7 +153,7 @@ def test_trtllm_no_difference_reads_the_options_file_the_plan_wrote(bench, capsy
     assert "config" in markers[0]  # TensorRT-LLM's knob lives in its options file
     bench.scenario(
         arms=markers,
-        config_flag=OPTIONS_FLAG,
+        config_flag=TRTLLM_OPTIONS,
         values={"default": [100, 100, 102, 98, 101, 99], "plan": [100, 101, 99, 100, 102, 98]},
         template=str(DATA / "trtllm-throughput.json"),
         set=["performance", "system_output_throughput_tok_s"],
@@ -165,11 +165,11 @@ def test_trtllm_no_difference_reads_the_options_file_the_plan_wrote(bench, capsy
     record = json.loads(stdout)
     assert record["verdict"] == "no difference" and record["tp"] == 2
     options = [
-        call["argv"][call["argv"].index(OPTIONS_FLAG) + 1] for call in bench.seen() if call["arm"] == "plan"
+        call["argv"][call["argv"].index(TRTLLM_OPTIONS) + 1] for call in bench.seen() if call["arm"] == "plan"
     ]
     assert len(options) == 6
     assert not any(os.path.exists(path) for path in options)  # the options files are removed afterwards
-    assert all(OPTIONS_FLAG not in call["argv"] for call in bench.seen() if call["arm"] == "default")
+    assert all(TRTLLM_OPTIONS not in call["argv"] for call in bench.seen() if call["arm"] == "default")
 
 
 def test_a_failing_run_and_a_missing_metric_are_failed_runs_not_zeros(bench, capsys, sglang_node) -> None:

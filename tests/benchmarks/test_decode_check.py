@@ -11,7 +11,8 @@ import torch  # the benchmark's rank code is torch code; its tests run it for re
 import torch.distributed as dist
 from _decode_graph import Kernels, Model, check, sequence
 
-from topo_gate.trials.backends.base import PATTERN_ALLREDUCE_RMSNORM, BackendContext
+from topo_gate.profile.schema import FUSED_PATTERN
+from topo_gate.trials.backends.base import BackendContext
 from topo_gate.trials.worker.timing import CpuTimer
 
 STEPS = (4, 1, 1)  # a "prefill" of 4 tokens, then two decode steps of 1
@@ -23,7 +24,7 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BackendContext]:
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
     yield BackendContext(
         rank=0, world_size=1, local_rank=0, device=torch.device("cpu"), dtype=torch.bfloat16, hidden=16,
-        max_tokens=4, pattern=PATTERN_ALLREDUCE_RMSNORM, allow_multicast=False, group=dist.group.WORLD,
+        max_tokens=4, pattern=FUSED_PATTERN, allow_multicast=False, group=dist.group.WORLD,
     )  # fmt: skip
     dist.destroy_process_group()
 

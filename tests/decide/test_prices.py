@@ -16,7 +16,7 @@ import pytest
 
 from topo_gate.decide import decide, transition_us
 from topo_gate.evidence.check import evidence_problem
-from topo_gate.evidence.document import load_evidence
+from topo_gate.evidence.document import Result, load_evidence
 from topo_gate.evidence.names import GEMM
 from topo_gate.evidence.stats import median, median_interval
 from topo_gate.probe import preview
@@ -159,4 +159,6 @@ def test_the_bundled_v1_1_table_is_the_evidence_cell_by_cell() -> None:
             if layer and gemm:
                 assert prices.in_context_us[column] == round6(max(0.0, median(layer) - median(gemm)))
             if result.get("after_larger_us"):  # v1.1: one row, after the backend's largest size
-                assert prices.transition.cost_us[-1][column] == round6(transition_us(result))
+                assert prices.transition.cost_us[-1][column] == round6(
+                    transition_us(Result.from_record(result))
+                )

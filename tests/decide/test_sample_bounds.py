@@ -13,6 +13,7 @@ import pytest
 
 from topo_gate.cli import main
 from topo_gate.decide.sample_bounds import check_sample_bounds
+from topo_gate.evidence.document import runs_of
 from topo_gate.profile import ProfileInvalid
 from topo_gate.profile.measurements import MAX_CALL_US, MIN_CALL_US
 
@@ -28,7 +29,7 @@ def _with_sample(value: float, where: str = "samples_us") -> dict[str, Any]:
 
 @pytest.mark.parametrize("value", [MIN_CALL_US, MAX_CALL_US])
 def test_a_sample_at_its_bound_is_judged(value: float) -> None:
-    check_sample_bounds(_with_sample(value))
+    check_sample_bounds(runs_of(_with_sample(value)))
 
 
 @pytest.mark.parametrize(
@@ -46,14 +47,14 @@ def test_a_sample_past_its_bound_is_refused_naming_it(value: float, words: str) 
     data = _with_sample(value)
     index = len(data["runs"][0]["results"][0]["samples_us"]) - 1
     with pytest.raises(ProfileInvalid) as refused:
-        check_sample_bounds(data)
+        check_sample_bounds(runs_of(data))
     assert str(refused.value).startswith(f"runs[0].results[0].samples_us[{index}]: ")
     assert words in str(refused.value)
 
 
 def test_a_replay_after_a_larger_size_is_held_to_the_same_bounds() -> None:
     with pytest.raises(ProfileInvalid, match=r"^runs\[0\]\.results\[0\]\.after_larger_us\[\d+\]: 1e\+300 us"):
-        check_sample_bounds(_with_sample(1e300, "after_larger_us"))
+        check_sample_bounds(runs_of(_with_sample(1e300, "after_larger_us")))
 
 
 @pytest.mark.parametrize("command", ["decide", "report"])

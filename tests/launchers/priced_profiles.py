@@ -22,12 +22,12 @@ from topo_gate.evidence.check import evidence_problem
 from topo_gate.launchers.plan.pricing import lamport_style
 from topo_gate.probe import DecideSettings, build_profile
 from topo_gate.profile import Profile, dump_profile
+from topo_gate.profile.schema import DTYPE_BYTES
 
 FINGERPRINT = "sha256:" + "ab" * 32
 ROUNDS = 15
 GRAPH_CALLS = 32
 TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
-ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
 WOBBLE = (0.999, 1.001, 1.0, 0.9985, 1.0015, 1.0, 0.999, 1.001, 1.0, 0.9995, 1.0005, 1.0, 0.999, 1.001, 1.0)
 
 
@@ -147,7 +147,7 @@ def priced_evidence(
                 tokens=tokens,
                 context=context,
                 transitions=transitions or {},
-                itemsize=ITEMSIZE[dtype],
+                itemsize=DTYPE_BYTES[dtype],
             )
             for pattern, table in sorted(tables.items())
         ],

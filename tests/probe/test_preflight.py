@@ -23,9 +23,10 @@ from topo_gate.launchers.routes.nccl import nccl_path
 from topo_gate.probe.installed import unavailable_up_front
 from topo_gate.probe.node import cpu_node, facts_from_topology
 from topo_gate.probe.preflight import NO_SM_WHY, PreflightRow, preflight
+from topo_gate.profile.schema import PATTERNS
 from topo_gate.topology.capture import capture_from_dict, load_capture
 from topo_gate.topology.model import build_node
-from topo_gate.trials.plan import PATTERNS, default_backends
+from topo_gate.trials.plan import default_backends
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED = REPO / "profiles" / "h200-x2" / "h7168-run1.evidence.json"

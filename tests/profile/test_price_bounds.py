@@ -192,11 +192,9 @@ def test_fp8_is_no_dtype_a_probe_writes(tmp_path: Path, data: dict[str, Any], wh
 
 def test_the_profile_s_dtypes_are_the_probe_s() -> None:
     from topo_gate.cli.probe import DTYPES as PROBE_DTYPES
-    from topo_gate.launchers.plan.request import ITEMSIZE
-    from topo_gate.profile.fields import DTYPES
-    from topo_gate.trials.plan import DTYPE_BYTES
+    from topo_gate.profile.fields import DTYPE_BYTES, DTYPES
 
-    assert set(DTYPES) == set(PROBE_DTYPES.values()) == set(DTYPE_BYTES) == set(ITEMSIZE)
+    assert set(DTYPES) == set(PROBE_DTYPES.values()) == set(DTYPE_BYTES)
 
 
 # -- validate, the reader and the planners -------------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 
 from topo_gate.decide import transition_us
 from topo_gate.evidence.bar import STEP_CALLS
+from topo_gate.evidence.document import Result
 from topo_gate.probe import DecideSettings
 from topo_gate.report.figures import CONTEXT, TRANSITION, figure_specs
 from topo_gate.report.render import render_png
@@ -100,7 +101,7 @@ def test_transition_points_are_the_recorded_replays_after_the_largest_size(run1_
         }
     )
     first = min(with_after, key=lambda r: (r["backend"], r["nbytes"]))
-    cost = transition_us(first)
+    cost = transition_us(Result.from_record(first))
     assert spec.notes[0].startswith(f"{first['backend']} ")
     assert f"+{cost:.1f} us per replay (charged {cost / STEP_CALLS:.2f} us/call)" in spec.notes[0]
 

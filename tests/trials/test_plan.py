@@ -12,12 +12,12 @@ from gloo_helpers import gloo_plan
 from hypothesis import given
 from hypothesis import strategies as st
 
+from topo_gate.profile.schema import PATTERNS
 from topo_gate.topology.capture import load_capture
 from topo_gate.topology.model import build_node
 from topo_gate.trials.backends import known_backend
 from topo_gate.trials.cost import PHASES, estimate_phases, estimate_seconds
 from topo_gate.trials.plan import (
-    PATTERNS,
     SessionPlan,
     TrialPlan,
     default_after_tokens,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from gloo_helpers import FAULTS_ON, gloo_plan, run_gloo
 
-from topo_gate.trials.plan import PATTERNS
+from topo_gate.profile.schema import PATTERNS
 from topo_gate.trials.results import PlanResult, SessionResult
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("processes")]

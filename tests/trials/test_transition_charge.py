@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from topo_gate.decide import charged_samples
+from topo_gate.evidence.document import Result
 from topo_gate.trials.worker.state import Cell, charge_us
 
 CASES = [
@@ -29,9 +30,9 @@ def test_the_worker_charges_a_transition_as_decide_does(
         per_call_us=list(steady),
         after=[*smaller, {"tokens": 64, "per_call_us": list(after)}] if after else [],
     )
-    result = {"samples_us": list(steady), "graph_calls": graph_calls}
-    if after:
-        result["after_larger_us"] = list(after)  # what results.py writes: the largest L's replays
+    # after_larger_us: what results.py writes, the largest L's replays
+    result = Result("trtllm_oneshot", 4, 4 * 2 * 4096, "ok", tuple(steady), graph_calls=graph_calls,
+                    after_larger_us=tuple(after))  # fmt: skip
     decided = [charged - sample for charged, sample in zip(charged_samples(result), steady, strict=True)]
     assert charge_us(cell, graph_calls) == pytest.approx(expected)
     assert decided == pytest.approx([expected] * len(steady))

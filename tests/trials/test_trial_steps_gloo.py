@@ -16,6 +16,7 @@ import pytest
 from gloo_helpers import FAULTS_ON, gloo_plan, run_one
 
 from topo_gate.decide import transition_us
+from topo_gate.evidence.document import Result
 from topo_gate.trials.plan import token_ladder
 from topo_gate.trials.results import PlanResult
 from topo_gate.trials.runner import free_port
@@ -88,7 +89,10 @@ def test_size_transitions_are_timed_after_each_larger_size_of_the_grid(workdir: 
         for entry in slow["after_sizes"]:
             assert len(entry["samples_us"]) == 3
             # one call of each replay after a larger size paid the injected clear
-            assert transition_us({**slow, "after_larger_us": entry["samples_us"]}) > 0.5 * TRANSITION_S * 1e6
+            assert (
+                transition_us(Result.from_record({**slow, "after_larger_us": entry["samples_us"]}))
+                > 0.5 * TRANSITION_S * 1e6
+            )
     assert "after_sizes" not in cell(result, "gloo_ring", 16)  # nothing is larger than the largest
     assert all("after_sizes" not in cell(result, "gloo", t) for t in token_ladder(16))  # not Lamport-style
 

@@ -7,7 +7,7 @@ The rule (docs/ab.md "Redaction"):
    ``-``, ``_``, ``.`` and camelCase humps: ``--authToken``) has a word among ``SECRET_WORDS``
    (``--api-key``, ``--hf_token``, ``--password``; not ``--max-tokens`` or ``--tokenizer``), or it is
    an abbreviation argparse takes for such an option of a launcher's parser (``--api-ke``,
-   ``--hf-tok``: the same option tables ``exec`` reads CMD with, ``launchers.cmdline_table``). Its
+   ``--hf-tok``: the same option tables ``exec`` reads CMD with, ``launchers.command.options.table``). Its
    values, given as ``--opt=VALUE`` or as the tokens it takes (all of ``--api-key A B`` where the
    parser takes several), become ``<redacted>``.
 2. ``NAME=VALUE`` and ``NAME: VALUE`` where NAME is such a name (``HF_TOKEN=...``, a JSON key

@@ -30,11 +30,12 @@ from topo_gate.launchers.plan.explain import Row
 from topo_gate.launchers.plan.explain import render as render_explain
 from topo_gate.launchers.plan.explain import rows as explain_rows
 from topo_gate.launchers.plan.explain import totals as explain_totals
-from topo_gate.launchers.plan.request import DEFAULT_FALLBACK, FALLBACKS, PATTERNS
+from topo_gate.launchers.plan.request import DEFAULT_FALLBACK, FALLBACKS
 from topo_gate.launchers.plan.workload import DEFAULT_WORKLOAD, Workload, WorkloadError, lookup_workload
 from topo_gate.launchers.plan.workload import PRESETS as WORKLOADS
 from topo_gate.models import UnknownModel, lookup_model
 from topo_gate.profile.reader import SYNTHETIC_PROFILE
+from topo_gate.profile.schema import PATTERNS
 
 FORMATS = ("args", "env", "json", "yaml")
 
@@ -77,7 +78,7 @@ def launch_options(command: Callable[..., Any], *, tp_required: bool = True) -> 
         click.option(
             "--pattern",
             "pattern",
-            type=click.Choice(["all", "allreduce", "allreduce_rmsnorm"]),
+            type=click.Choice(["all", *PATTERNS]),
             default="all",
             show_default=True,
             help="Plan this pattern only; the other's paths stay as the launcher's default.",

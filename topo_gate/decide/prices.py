@@ -15,11 +15,11 @@ written as 0, the floor every consumer of it applies (``in_context_speedups`` fl
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from topo_gate.decide.criteria import COMPOSITE_SUFFIX
 from topo_gate.decide.verdicts import context_by_size
 from topo_gate.evidence.bar import transition_cost_us
+from topo_gate.evidence.document import ABSENT, Result, Run
 from topo_gate.evidence.names import GEMM
 from topo_gate.evidence.stats import median, median_interval
 from topo_gate.profile.fields import round6
@@ -34,17 +34,16 @@ from topo_gate.profile.measurements import (
 
 #: A result's status in the table: the evidence's, except an ``ok`` cell the worker stopped early.
 _STOPPED = "stopped"
-_ABSENT = "absent"
 
 
-def price_table(run: Mapping[str, Any], *, hidden: int, dtype: str) -> tuple[Measurement, list[str]]:
+def price_table(run: Run, *, hidden: int, dtype: str) -> tuple[Measurement, list[str]]:
     """The table of one measured run (not a failed one), and notes on backends left out."""
-    where = f"TP{run['tp']} {run['pattern']} on GPUs {list(run['group'])}"
-    results: dict[str, dict[int, Mapping[str, Any]]] = {}
-    for result in run["results"]:
-        results.setdefault(result["backend"], {})[result["nbytes"]] = result
+    where = run.where
+    results: dict[str, dict[int, Result]] = {}
+    for result in run.results:
+        results.setdefault(result.backend, {})[result.nbytes] = result
     sizes = tuple(sorted({nbytes for cells in results.values() for nbytes in cells}))
-    outcomes = _outcomes(run["backends"])
+    outcomes = run.outcomes
     names = list(dict.fromkeys([*outcomes, *results]))
     priced = [name for name in names if is_priced_backend(name)]
     # An unknown plain name is in decide's notes already; a composite of one only here.
@@ -54,7 +53,7 @@ def price_table(run: Mapping[str, Any], *, hidden: int, dtype: str) -> tuple[Mea
         for name in names
         if name.endswith(COMPOSITE_SUFFIX) and name not in priced
     ]
-    contexts = context_by_size(run.get("context", []))
+    contexts = context_by_size(run.context)
     backends = {
         name: _prices(
             results.get(name, {}), outcomes.get(name), sizes, {n: contexts.get(n, {}) for n in sizes}, name
@@ -62,10 +61,10 @@ def price_table(run: Mapping[str, Any], *, hidden: int, dtype: str) -> tuple[Mea
         for name in priced
     }
     table = Measurement(
-        tp=run["tp"],
-        group=tuple(run["group"]),
-        group_class=run["group_class"],
-        pattern=run["pattern"],
+        tp=run.tp,
+        group=run.group,
+        group_class=run.group_class,
+        pattern=run.pattern,
         hidden=hidden,
         dtype=dtype,
         sizes=sizes,
@@ -74,18 +73,11 @@ def price_table(run: Mapping[str, Any], *, hidden: int, dtype: str) -> tuple[Mea
     return table, notes
 
 
-def _outcomes(backends: Any) -> dict[str, str]:
-    """The run's verdict per backend (``{name: {status, reason}}``; an old list form names only)."""
-    if isinstance(backends, Mapping):
-        return {name: str(outcome.get("status", _ABSENT)) for name, outcome in backends.items()}
-    return {name: _ABSENT for name in backends}
-
-
 def _prices(
-    cells: Mapping[int, Mapping[str, Any]],
+    cells: Mapping[int, Result],
     outcome: str | None,
     sizes: Sequence[int],
-    layers: Mapping[int, Mapping[str, list[float]]],
+    layers: Mapping[int, Mapping[str, Sequence[float]]],
     name: str,
 ) -> BackendPrices:
     status = tuple(_status(cells.get(nbytes), outcome) for nbytes in sizes)
@@ -95,7 +87,7 @@ def _prices(
     context_us: list[float | None] = []
     context_ci: list[tuple[float, float] | None] = []
     for nbytes, ok in zip(sizes, usable, strict=True):
-        samples = cells[nbytes]["samples_us"] if ok else None
+        samples = cells[nbytes].samples_us if ok else None
         median_us.append(round6(median(samples)) if samples else None)
         ci_us.append(_rounded(median_interval(samples)) if samples else None)
         layer, gemm = layers[nbytes].get(name), layers[nbytes].get(GEMM)
@@ -118,44 +110,43 @@ def _prices(
     )
 
 
-def _status(cell: Mapping[str, Any] | None, outcome: str | None) -> str:
+def _status(cell: Result | None, outcome: str | None) -> str:
     if cell is None:
         # No result at this size: the backend's own verdict says why, when it is not "ok".
-        return outcome if outcome in STATUSES and outcome not in PRICED else _ABSENT
-    status = str(cell["status"])
-    if status == "ok":
-        return _STOPPED if cell.get("stopped_early") else "ok"
-    return status if status in STATUSES else _ABSENT
+        return outcome if outcome in STATUSES and outcome not in PRICED else ABSENT
+    if cell.status == "ok":
+        return _STOPPED if cell.stopped_early else "ok"
+    return cell.status if cell.status in STATUSES else ABSENT
 
 
 def _rounded(interval: tuple[float, float]) -> tuple[float, float]:
     return (round6(interval[0]), round6(interval[1]))
 
 
-def _after_entries(cell: Mapping[str, Any], largest: int | None) -> list[tuple[int, list[float]]]:
+def _after_entries(cell: Result, largest: int | None) -> list[tuple[int, Sequence[float]]]:
     """(larger size, per-call samples right after it) of one result: v1.2's ``after_sizes``, else
     v1.1's ``after_larger_us`` after the backend's largest timed size."""
-    if cell.get("after_sizes"):
-        return [(entry["after_nbytes"], entry["samples_us"]) for entry in cell["after_sizes"]]
-    if cell.get("after_larger_us") and largest is not None:
-        return [(largest, cell["after_larger_us"])]
+    if cell.after_sizes:
+        return [(entry.after_nbytes, entry.samples_us) for entry in cell.after_sizes]
+    if cell.after_larger_us and largest is not None:
+        return [(largest, cell.after_larger_us)]
     return []
 
 
 def _transition(
-    cells: Mapping[int, Mapping[str, Any]], sizes: Sequence[int], usable: Sequence[bool]
+    cells: Mapping[int, Result], sizes: Sequence[int], usable: Sequence[bool]
 ) -> Transition | None:
-    timed = [nbytes for nbytes, cell in cells.items() if cell["samples_us"]]
+    timed = [nbytes for nbytes, cell in cells.items() if cell.samples_us]
     largest = max(timed) if timed else None
     costs: dict[int, dict[int, float]] = {}
     for column, nbytes in enumerate(sizes):
         cell = cells.get(nbytes)
-        if cell is None:
+        if cell is None or cell.graph_calls is None:  # checked evidence gives it with every replay
             continue
         for after, samples in _after_entries(cell, largest):
             row = costs.setdefault(after, {})
             if usable[column] and samples and after > nbytes:
-                row[column] = round6(transition_cost_us(cell["samples_us"], samples, cell["graph_calls"]))
+                row[column] = round6(transition_cost_us(cell.samples_us, samples, cell.graph_calls))
     if not costs:
         return None
     after_bytes = tuple(sorted(costs))

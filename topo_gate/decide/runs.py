@@ -13,6 +13,7 @@ from topo_gate.decide.sample_bounds import check_sample_bounds
 from topo_gate.decide.verdicts import size_verdicts
 from topo_gate.decide.words import ignored_backend_notes, wrong_answer_notes
 from topo_gate.evidence.bar import DEFAULT_MARGIN
+from topo_gate.evidence.document import Run, runs_of
 from topo_gate.evidence.names import BASELINE_BACKEND
 from topo_gate.profile.schema import NCCL, DecisionEntry, Measurement, Rule
 
@@ -36,38 +37,40 @@ def decide(
     seed: int = 0,
 ) -> DecideResult:
     """Derive the profile's ``decisions`` and ``measurements`` from ``topo-gate/evidence/v1`` data
-    (see ARCHITECTURE.md). A failed run has a decision (``failed``) and no table: nothing was measured."""
+    (see ARCHITECTURE.md). A failed run has a decision (``failed``) and no table: nothing was measured.
+    The runs are typed once here (``evidence.document.runs_of``); every rule reads their fields."""
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
-    check_sample_bounds(evidence)
+    runs = runs_of(evidence)
+    check_sample_bounds(runs)
     trials = evidence.get("trials", {})
     baseline = BASELINE_BACKEND[trials.get("device", "cuda")]
     notes: list[str] = []
     decisions: dict[tuple[int, str, str], DecisionEntry] = {}
     tables: list[Measurement] = []
-    for run in evidence.get("runs", []):
-        where = f"TP{run['tp']} {run['pattern']} on GPUs {list(run['group'])}"
-        key = (run["tp"], run["pattern"], run["group_class"])
+    for run in runs:
+        where = run.where
+        key = (run.tp, run.pattern, run.group_class)
         if key in decisions:
-            notes.append(f"{where}: a second {run['group_class']} group; the first one measured decides")
+            notes.append(f"{where}: a second {run.group_class} group; the first one measured decides")
             continue
-        if run.get("error"):
-            notes.append(f"{where}: the plan FAILED ({run['error']}): nothing was measured")
+        if run.error:
+            notes.append(f"{where}: the plan FAILED ({run.error}): nothing was measured")
             decisions[key] = failed_entry(run)
             continue
-        notes.extend(ignored_backend_notes(run["results"], where))
-        notes.extend(wrong_answer_notes(run["results"], where, baseline))
+        notes.extend(ignored_backend_notes(run.results, where))
+        notes.extend(wrong_answer_notes(run.results, where, baseline))
         verdicts = size_verdicts(
             run, baseline=baseline, margin=margin, ci_level=ci_level, bootstrap=bootstrap, seed=seed
         )
         decisions[key] = DecisionEntry(
-            tp=run["tp"],
-            group=tuple(run["group"]),
-            group_class=run["group_class"],
-            pattern=run["pattern"],
+            tp=run.tp,
+            group=run.group,
+            group_class=run.group_class,
+            pattern=run.pattern,
             rules=rules_from_verdicts(verdicts, baseline=baseline, margin=margin, ci_level=ci_level),
         )
-        if run["results"] and "hidden" in trials and "dtype" in trials:  # checked evidence has both
+        if run.results and "hidden" in trials and "dtype" in trials:  # checked evidence has both
             table, table_notes = price_table(run, hidden=trials["hidden"], dtype=trials["dtype"])
             tables.append(table)
             notes.extend(table_notes)
@@ -80,13 +83,15 @@ def decide(
     return DecideResult(decisions=list(decisions.values()), notes=notes, measurements=tables)
 
 
-def failed_entry(run: Mapping[str, Any]) -> DecisionEntry:
-    reason = f"plan failed, nothing measured: {run['error']}; NCCL because nothing was measured, not because it won"
+def failed_entry(run: Run) -> DecisionEntry:
+    reason = (
+        f"plan failed, nothing measured: {run.error}; NCCL because nothing was measured, not because it won"
+    )
     return DecisionEntry(
-        tp=run["tp"],
-        group=tuple(run["group"]),
-        group_class=run["group_class"],
-        pattern=run["pattern"],
+        tp=run.tp,
+        group=run.group,
+        group_class=run.group_class,
+        pattern=run.pattern,
         rules=(Rule(max_bytes=None, backend=NCCL, reason=reason),),
-        failed=str(run["error"]),
+        failed=str(run.error),
     )

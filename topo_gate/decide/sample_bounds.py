@@ -9,18 +9,18 @@ sample, with the words and bounds the loader holds a profile's prices to
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
 
+from topo_gate.evidence.document import Run
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.measurements import MAX_CALL_US, MIN_CALL_US
 
 
-def check_sample_bounds(evidence: Mapping[str, Any]) -> None:
+def check_sample_bounds(runs: Sequence[Run]) -> None:
     """``ProfileInvalid`` naming the first sample outside its bounds: an all-reduce call's (a
     result's samples and its replays after a larger size) in ``[MIN_CALL_US, MAX_CALL_US]``, a layer
     graph's (``context``, the GEMM alone included) at most ``MAX_CALL_US``."""
-    for where, samples, floor in _series(evidence):
+    for where, samples, floor in _series(runs):
         for index, sample in enumerate(samples):
             if sample > MAX_CALL_US:
                 raise ProfileInvalid(
@@ -34,13 +34,13 @@ def check_sample_bounds(evidence: Mapping[str, Any]) -> None:
                 )
 
 
-def _series(evidence: Mapping[str, Any]) -> Iterator[tuple[str, Sequence[float], float]]:
-    for r, run in enumerate(evidence.get("runs") or ()):
-        for c, result in enumerate(run.get("results") or ()):
+def _series(runs: Sequence[Run]) -> Iterator[tuple[str, Sequence[float], float]]:
+    for r, run in enumerate(runs):
+        for c, result in enumerate(run.results):
             at = f"runs[{r}].results[{c}]"
-            yield f"{at}.samples_us", result.get("samples_us") or (), MIN_CALL_US
-            yield f"{at}.after_larger_us", result.get("after_larger_us") or (), MIN_CALL_US
-            for a, after in enumerate(result.get("after_sizes") or ()):
-                yield f"{at}.after_sizes[{a}].samples_us", after.get("samples_us") or (), MIN_CALL_US
-        for e, entry in enumerate(run.get("context") or ()):
-            yield f"runs[{r}].context[{e}].samples_us", entry.get("samples_us") or (), 0.0
+            yield f"{at}.samples_us", result.samples_us, MIN_CALL_US
+            yield f"{at}.after_larger_us", result.after_larger_us, MIN_CALL_US
+            for a, after in enumerate(result.after_sizes):
+                yield f"{at}.after_sizes[{a}].samples_us", after.samples_us, MIN_CALL_US
+        for e, entry in enumerate(run.context):
+            yield f"runs[{r}].context[{e}].samples_us", entry.samples_us, 0.0

@@ -11,7 +11,6 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from topo_gate.decide.criteria import (
     COMPOSITE_SUFFIX,
@@ -23,13 +22,14 @@ from topo_gate.decide.criteria import (
 )
 from topo_gate.decide.words import ratio_words, status_words
 from topo_gate.evidence.bar import DEFAULT_MARGIN, STEP_CALLS, transition_cost_us
+from topo_gate.evidence.document import ContextSamples, Result, Run
 from topo_gate.evidence.names import GEMM
 from topo_gate.evidence.stats import Speedup, bootstrap_speedups, median
 from topo_gate.profile.schema import BACKENDS
 
 
 def size_verdicts(
-    run: Mapping[str, Any],
+    run: Run,
     *,
     baseline: str,
     margin: float = DEFAULT_MARGIN,
@@ -42,53 +42,50 @@ def size_verdicts(
     Each size's bootstrap is seeded from ``seed`` and the size's identity, so the same run judged
     here for ``fleet merge`` gets the verdicts ``decide`` gives it."""
     criteria = Criteria(baseline, margin, ci_level, bootstrap)
-    contexts = context_by_size(run.get("context", []))
+    contexts = context_by_size(run.context)
     return [
         _confirm_in_context(
             _judge_size(
                 nbytes,
                 by_backend,
                 criteria,
-                rng=random.Random(f"{seed}/{run['tp']}/{list(run['group'])}/{run['pattern']}/{nbytes}"),
+                rng=random.Random(f"{seed}/{run.tp}/{list(run.group)}/{run.pattern}/{nbytes}"),
             ),
             contexts.get(nbytes),
             criteria,
         )
-        for nbytes, by_backend in results_by_size(run["results"])
+        for nbytes, by_backend in results_by_size(run.results)
     ]
 
 
-def context_by_size(entries: Iterable[Mapping[str, Any]]) -> dict[int, dict[str, list[float]]]:
+def context_by_size(entries: Iterable[ContextSamples]) -> dict[int, dict[str, Sequence[float]]]:
     """The layer graphs' samples per size and backend (``gemm``: the GEMM alone)."""
-    by_size: dict[int, dict[str, list[float]]] = {}
+    by_size: dict[int, dict[str, Sequence[float]]] = {}
     for entry in entries:
-        if entry.get("samples_us"):
-            by_size.setdefault(entry["nbytes"], {})[entry["backend"]] = entry["samples_us"]
+        if entry.samples_us:
+            by_size.setdefault(entry.nbytes, {})[entry.backend] = entry.samples_us
     return by_size
 
 
-def results_by_size(
-    results: Iterable[Mapping[str, Any]],
-) -> list[tuple[int, dict[str, Mapping[str, Any]]]]:
-    by_size: dict[int, dict[str, Mapping[str, Any]]] = {}
+def results_by_size(results: Iterable[Result]) -> list[tuple[int, dict[str, Result]]]:
+    by_size: dict[int, dict[str, Result]] = {}
     for result in results:
-        by_size.setdefault(result["nbytes"], {})[result["backend"]] = result
+        by_size.setdefault(result.nbytes, {})[result.backend] = result
     return sorted(by_size.items())
 
 
-def transition_us(result: Mapping[str, Any]) -> float:
+def transition_us(result: Result) -> float:
     """Rule 5's ``T``: ``transition_cost_us`` right after the largest size (``after_larger_us``;
-    0 when not measured or not slower)."""
-    after = result.get("after_larger_us") or []
-    if not after or not result["samples_us"]:
+    0 when not measured or not slower). Checked evidence gives ``graph_calls`` with every replay."""
+    if not result.after_larger_us or not result.samples_us or result.graph_calls is None:
         return 0.0
-    return transition_cost_us(result["samples_us"], after, result["graph_calls"])
+    return transition_cost_us(result.samples_us, result.after_larger_us, result.graph_calls)
 
 
-def charged_samples(result: Mapping[str, Any]) -> list[float]:
+def charged_samples(result: Result) -> list[float]:
     """Rule 5: the result's samples with its transition cost spread over ``STEP_CALLS`` calls added."""
     extra = transition_us(result) / STEP_CALLS
-    return [sample + extra for sample in result["samples_us"]]
+    return [sample + extra for sample in result.samples_us]
 
 
 def in_context_speedups(medians_us: Mapping[str, float], *, baseline: str) -> dict[str, float]:
@@ -107,10 +104,10 @@ def in_context_speedups(medians_us: Mapping[str, float], *, baseline: str) -> di
 
 
 def _judge_size(
-    nbytes: int, by_backend: Mapping[str, Mapping[str, Any]], criteria: Criteria, *, rng: random.Random
+    nbytes: int, by_backend: Mapping[str, Result], criteria: Criteria, *, rng: random.Random
 ) -> SizeVerdict:
     baseline = by_backend.get(criteria.baseline)
-    if baseline is None or baseline["status"] != "ok" or not baseline["samples_us"]:
+    if baseline is None or baseline.status != "ok" or not baseline.samples_us:
         problem = "not measured" if baseline is None else status_words(baseline)
         return SizeVerdict(nbytes, criteria.baseline, {}, baseline_problem=problem)
     candidates, composites = {}, {}
@@ -119,7 +116,7 @@ def _judge_size(
     for name, result in sorted(by_backend.items()):
         if name == criteria.baseline:
             continue
-        usable = result["status"] == "ok" and result["samples_us"]
+        usable = result.status == "ok" and bool(result.samples_us)
         if name.endswith(COMPOSITE_SUFFIX):
             if usable:
                 composites[name] = charged_samples(result)
@@ -133,11 +130,11 @@ def _judge_size(
         else:
             excluded[name] = status_words(result)
     speedups = bootstrap_speedups(
-        baseline["samples_us"], candidates, level=criteria.level, resamples=criteria.resamples, rng=rng
+        baseline.samples_us, candidates, level=criteria.level, resamples=criteria.resamples, rng=rng
     )
     clear = {name for name, s in speedups.items() if clears(s, criteria)}
     clear, fusion_off, lost = _beat_composites(
-        clear, candidates, composites, baseline["samples_us"], criteria, rng
+        clear, candidates, composites, baseline.samples_us, criteria, rng
     )
     # The fastest fused candidate against nccl names the composite that kept fusion off (ties by name).
     fastest_lost = max(lost, key=lambda name: (speedups[name].ratio, name)) if lost and not clear else None
@@ -188,7 +185,7 @@ def _beat_composites(
 
 
 def _confirm_in_context(
-    verdict: SizeVerdict, layers: Mapping[str, list[float]] | None, criteria: Criteria
+    verdict: SizeVerdict, layers: Mapping[str, Sequence[float]] | None, criteria: Criteria
 ) -> SizeVerdict:
     """Rule 7: the choice must save the margin in the layer-like graph too, else the next one."""
     if (

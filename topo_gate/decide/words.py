@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from topo_gate._units import human_bytes
 from topo_gate.decide.criteria import COMPOSITE_SUFFIX, Criteria, SizeVerdict
+from topo_gate.evidence.document import Result
 from topo_gate.evidence.stats import Speedup
 from topo_gate.profile.figures import speedup_ci_text, speedup_text
 from topo_gate.profile.schema import BACKENDS
@@ -21,11 +21,10 @@ def span(verdicts: Sequence[SizeVerdict]) -> str:
     return first if len(verdicts) == 1 else f"{first}-{last} ({len(verdicts)} sizes)"
 
 
-def status_words(result: Mapping[str, Any]) -> str:
-    if result["status"] == "ok":
+def status_words(result: Result) -> str:
+    if result.status == "ok":
         return "recorded no samples"
-    reason = result.get("reason")
-    return f"{result['status']} ({reason})" if reason else str(result["status"])
+    return f"{result.status} ({result.reason})" if result.reason else result.status
 
 
 def speedup_at(verdict: SizeVerdict, backend: str, criteria: Criteria) -> float | None:
@@ -112,25 +111,23 @@ def _exclusion_words(verdicts: Sequence[SizeVerdict]) -> str:
     return f" ({'; '.join(reasons)})" if reasons else ""
 
 
-def ignored_backend_notes(results: Iterable[Mapping[str, Any]], where: str) -> list[str]:
-    unknown = sorted(
-        {r["backend"] for r in results if not r["backend"].endswith(COMPOSITE_SUFFIX)} - set(BACKENDS)
-    )
+def ignored_backend_notes(results: Iterable[Result], where: str) -> list[str]:
+    unknown = sorted({r.backend for r in results if not r.backend.endswith(COMPOSITE_SUFFIX)} - set(BACKENDS))
     return [
         f"{name} at {where} is not a backend profile schema v1 knows: its results are ignored"
         for name in unknown
     ]
 
 
-def wrong_answer_notes(results: Iterable[Mapping[str, Any]], where: str, baseline: str) -> list[str]:
-    wrong: dict[str, list[Mapping[str, Any]]] = {}
+def wrong_answer_notes(results: Iterable[Result], where: str, baseline: str) -> list[str]:
+    wrong: dict[str, list[Result]] = {}
     for result in results:
-        if result["status"] == "wrong":
-            wrong.setdefault(result["backend"], []).append(result)
+        if result.status == "wrong":
+            wrong.setdefault(result.backend, []).append(result)
     notes = []
     for backend, bad in sorted(wrong.items()):
-        sizes = ", ".join(human_bytes(r["nbytes"]) for r in sorted(bad, key=lambda r: r["nbytes"]))
-        errors = [r["max_abs_err"] for r in bad if r.get("max_abs_err") is not None]
+        sizes = ", ".join(human_bytes(r.nbytes) for r in sorted(bad, key=lambda r: r.nbytes))
+        errors = [r.max_abs_err for r in bad if r.max_abs_err is not None]
         worst = f" (max |error| {max(errors):g})" if errors else ""
         consequence = "nothing is compared there" if backend == baseline else "not used at those sizes"
         notes.append(f"{backend} returned WRONG results at {where}, {sizes}{worst}: {consequence}")

@@ -5,7 +5,7 @@
 both sides must agree on is written here once:
 
 - ``document``: the evidence document (``topo-gate/evidence/v1.N``): built from plan results,
-  written atomically, loaded checked;
+  written atomically, loaded checked, and its runs typed (``runs_of``) for decide to read by field;
 - ``check``: what a document must hold to be used (one line naming the field otherwise);
 - ``limits``: caps on the work a document asks of ``decide`` and ``report``;
 - ``stats``: medians, their CIs, and the paired bootstrap of speed-ups;

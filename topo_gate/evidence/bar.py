@@ -16,9 +16,17 @@ from collections.abc import Sequence
 from topo_gate.evidence.stats import median
 
 DEFAULT_MARGIN = 0.05
-#: All-reduce calls of one serving step a size transition is charged against (rule 5): a 32-layer
-#: model's two all-reduces per layer. Deeper models amortise it better, so this errs towards NCCL.
-STEP_CALLS = 64
+#: Decoder layers assumed of a served model whose depth is not known: 32, shallower than most served
+#: models, so a transition is spread over fewer calls than it will be, which errs towards NCCL (decide)
+#: and towards no change (the planner's cost model, for a model given by ``--hidden`` alone).
+DEFAULT_LAYERS = 32
+#: All-reduces of one decoder layer: after attention and after the MLP / MoE, each followed by the
+#: residual add + RMSNorm of the next sub-layer (the cost model's norm sites).
+ALLREDUCES_PER_LAYER = 2
+#: All-reduce calls of one serving step a size transition is charged against (rule 5): the layers'
+#: all-reduces of a ``DEFAULT_LAYERS`` model (the embedding's one all-reduce left out, as the
+#: smaller count errs towards NCCL). The cost model counts the same layers' calls from these names.
+STEP_CALLS = DEFAULT_LAYERS * ALLREDUCES_PER_LAYER
 
 
 def transition_cost_us(steady_us: Sequence[float], after_us: Sequence[float], graph_calls: int) -> float:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -30,8 +31,14 @@ __all__ = [
     "EVIDENCE_FORMAT",
     "STATUSES",
     "WRITTEN_FORMAT",
+    "ABSENT",
+    "AfterSize",
+    "ContextSamples",
     "EvidenceError",
+    "Result",
+    "Run",
     "load_evidence",
+    "runs_of",
     "write_evidence",
 ]
 MAX_EVIDENCE_BYTES = 256 * 1024 * 1024  # raw samples of a full TP 2/4/8 probe are a few MiB
@@ -142,3 +149,119 @@ def _capture_problem(capture: Mapping[str, Any] | None) -> str | None:
     except (CaptureError, ValueError) as error:
         return str(error)
     return None
+
+
+# -- the samples decide reads, typed -----------------------------------------------------------------
+# A checked document's runs as frozen values: decide, the fleet merge and the report read fields by
+# name, so a misspelt key is a type error rather than a KeyError in the middle of a decision. The
+# file keeps its JSON shape; these are built from it (``runs_of``) after ``load_evidence`` checked it.
+
+#: A backend's outcome where the run recorded none (evidence v1 lists names only): the price table's
+#: status of a size it has no result at.
+ABSENT = "absent"
+
+
+@dataclass(frozen=True)
+class AfterSize:
+    """Evidence v1.2: per-call samples of replays timed right after a larger size."""
+
+    after_nbytes: int
+    samples_us: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Result:
+    """One backend at one size of one run: its verdict and its per-call samples.
+
+    ``graph_calls`` is present where a transition was timed (``after_larger_us``, ``after_sizes``);
+    ``stopped_early``: the worker stopped timing an ``ok`` cell before its rounds were done."""
+
+    backend: str
+    tokens: int
+    nbytes: int
+    status: str
+    samples_us: tuple[float, ...]
+    reason: str | None = None
+    max_abs_err: float | None = None
+    graph_calls: int | None = None
+    after_larger_us: tuple[float, ...] = ()
+    after_sizes: tuple[AfterSize, ...] = ()
+    stopped_early: bool = False
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Result:
+        return cls(
+            backend=record["backend"],
+            tokens=record["tokens"],
+            nbytes=record["nbytes"],
+            status=record["status"],
+            samples_us=tuple(record["samples_us"]),
+            reason=record.get("reason"),
+            max_abs_err=record.get("max_abs_err"),
+            graph_calls=record.get("graph_calls"),
+            after_larger_us=tuple(record.get("after_larger_us") or ()),
+            after_sizes=tuple(
+                AfterSize(entry["after_nbytes"], tuple(entry["samples_us"]))
+                for entry in record.get("after_sizes") or ()
+            ),
+            stopped_early=bool(record.get("stopped_early")),
+        )
+
+
+@dataclass(frozen=True)
+class ContextSamples:
+    """Evidence v1.1: one layer-like graph's per-call samples (``backend`` ``gemm``: the GEMM alone)."""
+
+    backend: str
+    tokens: int
+    nbytes: int
+    samples_us: tuple[float, ...]
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> ContextSamples:
+        return cls(record["backend"], record["tokens"], record["nbytes"], tuple(record["samples_us"]))
+
+
+@dataclass(frozen=True)
+class Run:
+    """One (TP group, pattern) plan: its results and layer graphs, or the ``error`` it failed with.
+
+    ``outcomes``: each backend's verdict over the run (``status``; evidence v1 lists names only,
+    read as ``absent``)."""
+
+    tp: int
+    group: tuple[int, ...]
+    group_class: str
+    pattern: str
+    outcomes: Mapping[str, str]
+    results: tuple[Result, ...]
+    context: tuple[ContextSamples, ...] = ()
+    error: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"TP{self.tp} {self.pattern} on GPUs {list(self.group)}"
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Run:
+        backends = record["backends"]
+        outcomes = (
+            {name: str(outcome.get("status", ABSENT)) for name, outcome in backends.items()}
+            if isinstance(backends, Mapping)
+            else dict.fromkeys(backends, ABSENT)
+        )
+        return cls(
+            tp=record["tp"],
+            group=tuple(record["group"]),
+            group_class=record["group_class"],
+            pattern=record["pattern"],
+            outcomes=outcomes,
+            results=tuple(Result.from_record(result) for result in record["results"]),
+            context=tuple(ContextSamples.from_record(entry) for entry in record.get("context") or ()),
+            error=record.get("error") or None,
+        )
+
+
+def runs_of(evidence: Mapping[str, Any]) -> tuple[Run, ...]:
+    """The runs of a checked evidence document (``load_evidence``, ``evidence_from_results``), typed."""
+    return tuple(Run.from_record(run) for run in evidence.get("runs") or ())

@@ -20,7 +20,7 @@ are resampled independently of NCCL's.
 
 Cost: the indices and NCCL's resampled median are shared by every backend at the size, so a resample
 costs one index draw plus one sort of ~15 values per series: 2000 resamples over 100 (backend, size)
-cells of 15 rounds take ~0.3 s on one core (``tests/decide/test_stats.py`` holds it under a second).
+cells of 15 rounds take ~0.3 s of CPU on one core (0.27 s measured: 10 sizes of 10 candidates each).
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from typing import Any
 from topo_gate._units import human_bytes
 from topo_gate._version import __version__
 from topo_gate.decide import SizeVerdict, failed_entry, rules_from_verdicts, size_verdicts
+from topo_gate.evidence.document import Run, runs_of
 from topo_gate.evidence.names import BASELINE_BACKEND
 from topo_gate.evidence.stats import Speedup
 from topo_gate.fleet.evidence_set import NodeEvidence
@@ -81,12 +82,12 @@ def merge_fleet(
             )
             continue
         node_runs = [by_key[key] for by_key in runs]
-        failed = [node.name for node, run in zip(nodes, node_runs, strict=True) if run.get("error")]
+        failed = [node.name for node, run in zip(nodes, node_runs, strict=True) if run.error]
         if failed:
             notes.append(
                 f"TP{key[0]} {key[1]} ({key[2]}): the plan FAILED on {', '.join(failed)}: NCCL for the class"
             )
-            decisions.append(failed_entry(next(run for run in node_runs if run.get("error"))))
+            decisions.append(failed_entry(next(run for run in node_runs if run.error)))
             continue
         judged = [
             {v.nbytes: v for v in size_verdicts(run, baseline=baseline, margin=settings.margin,
@@ -110,7 +111,7 @@ def merge_fleet(
         decisions.append(
             DecisionEntry(
                 tp=key[0],
-                group=tuple(node_runs[0]["group"]),
+                group=node_runs[0].group,
                 group_class=key[2],
                 pattern=key[1],
                 rules=tuple(replace(rule, reason=prefix + (rule.reason or "")) for rule in rules),
@@ -139,10 +140,10 @@ def merge_fleet(
     return MergeResult(profile, notes + _wrong_answer_notes(nodes, runs))
 
 
-def _runs_by_key(node: NodeEvidence) -> dict[_Key, Mapping[str, Any]]:
-    by_key: dict[_Key, Mapping[str, Any]] = {}
-    for run in node.evidence["runs"]:
-        by_key.setdefault((run["tp"], run["pattern"], run["group_class"]), run)  # decide: the first decides
+def _runs_by_key(node: NodeEvidence) -> dict[_Key, Run]:
+    by_key: dict[_Key, Run] = {}
+    for run in runs_of(node.evidence):
+        by_key.setdefault((run.tp, run.pattern, run.group_class), run)  # decide: the first decides
     return by_key
 
 
@@ -230,15 +231,13 @@ def _trials(trials: Mapping[str, Any], settings: DecideSettings, count: int) -> 
     return Trials(trials["dtype"], trials["hidden"], tuple(trials["tp"]), tuple(trials["patterns"]), method)
 
 
-def _wrong_answer_notes(
-    nodes: Sequence[NodeEvidence], runs: Sequence[Mapping[_Key, Mapping[str, Any]]]
-) -> list[str]:
+def _wrong_answer_notes(nodes: Sequence[NodeEvidence], runs: Sequence[Mapping[_Key, Run]]) -> list[str]:
     notes = []
     for node, by_key in zip(nodes, runs, strict=True):
         for (tp, pattern, _), run in sorted(by_key.items()):
-            wrong = [r for r in run["results"] if r["status"] == "wrong"]
-            for backend in sorted({r["backend"] for r in wrong}):
-                sizes = ", ".join(human_bytes(r["nbytes"]) for r in wrong if r["backend"] == backend)
+            wrong = [r for r in run.results if r.status == "wrong"]
+            for backend in sorted({r.backend for r in wrong}):
+                sizes = ", ".join(human_bytes(r.nbytes) for r in wrong if r.backend == backend)
                 notes.append(
                     f"{node.name}: {backend} returned WRONG results at TP{tp} {pattern}, {sizes}: not used there"
                 )

@@ -11,11 +11,11 @@ from topo_gate.launchers import sglang, trtllm, vllm
 from topo_gate.launchers.knobs import LAUNCHERS, PINNED
 from topo_gate.launchers.plan.flow import LaunchPlan, fallback_plan
 from topo_gate.launchers.plan.request import PlanRequest, check_fallback_mode
+from topo_gate.launchers.planners import PLANNERS
 from topo_gate.launchers.sglang import sglang_plan
 from topo_gate.launchers.trtllm import trtllm_plan
 from topo_gate.launchers.vllm import vllm_plan
 
-PLANNERS = {"sglang": sglang_plan, "vllm": vllm_plan, "trtllm": trtllm_plan}
 _FORCE_NCCL = {"sglang": sglang.FORCE_NCCL, "vllm": vllm.FORCE_NCCL, "trtllm": trtllm.FORCE_NCCL}
 
 __all__ = [

@@ -15,10 +15,10 @@ import yaml
 
 from topo_gate._atomic import write_atomic
 from topo_gate._terminal import shown
+from topo_gate.launchers.command.forms import TRTLLM_OPTIONS
 from topo_gate.launchers.command.merge import Merged, merge_onto
 from topo_gate.launchers.command.parse import ParsedCommand, options_file, read, trtllm_options_at
 from topo_gate.launchers.plan.flow import LaunchPlan
-from topo_gate.launchers.trtllm import OPTIONS_FLAG
 from topo_gate.profile.reader import FINGERPRINT_ENV, SYNTHETIC_PROFILE
 
 
@@ -69,11 +69,11 @@ def _with_options_file(merged: Merged, config: Mapping[str, object], line: Parse
     folder = tempfile.mkdtemp(prefix="topo-gate-")
     path = str(write_atomic(os.path.join(folder, "extra_llm_api_options.yaml"), yaml.safe_dump(options)))
     if where is None:
-        argv += [OPTIONS_FLAG, path]
+        argv += [TRTLLM_OPTIONS, path]
     else:
         at, attached, _ = where
         argv[at] = f"{argv[at].partition('=')[0]}={path}" if attached else path
-    added = (*merged.added, f"{OPTIONS_FLAG} {path} ({', '.join(f'{k}: {v}' for k, v in config.items())})")
+    added = (*merged.added, f"{TRTLLM_OPTIONS} {path} ({', '.join(f'{k}: {v}' for k, v in config.items())})")
     return replace(
         merged, argv=tuple(argv), added=added, warnings=tuple(warnings), temp_dirs=(*merged.temp_dirs, folder)
     )

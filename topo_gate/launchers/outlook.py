@@ -34,14 +34,11 @@ from topo_gate.launchers.plan.flow import LaunchPlan
 from topo_gate.launchers.plan.request import PlanRequest
 from topo_gate.launchers.plan.unmeasured import cause, release
 from topo_gate.launchers.plan.workload import lookup_workload
+from topo_gate.launchers.planners import PLANNERS
 from topo_gate.launchers.routes import Knobs
-from topo_gate.launchers.sglang import sglang_plan
-from topo_gate.launchers.trtllm import trtllm_plan
-from topo_gate.launchers.vllm import vllm_plan
 from topo_gate.models import PRESETS, ModelPreset, lookup_model
 from topo_gate.profile.schema import Profile
 
-_PLANNERS = {"sglang": sglang_plan, "vllm": vllm_plan, "trtllm": trtllm_plan}
 NO_TP_ALL_REDUCE = "no tensor-parallel all-reduce: nothing to plan"
 CPU_HARNESS = (
     "a CPU-harness (gloo) profile: no GPU launcher runs on what it measured, so there is nothing to plan; "
@@ -281,7 +278,7 @@ def _plan(
         user_args=args,
         workload=workload,
     )
-    return _PLANNERS[launcher](request)
+    return PLANNERS[launcher](request)
 
 
 def _outcome(plan: LaunchPlan) -> Outcome:

@@ -28,6 +28,7 @@ from topo_gate.launchers.plan.choice import Candidate
 from topo_gate.launchers.plan.flow import LaunchPlan, plan_from_profile
 from topo_gate.launchers.plan.request import LaunchPlanParts, PlanRequest, ProfileFacts
 from topo_gate.launchers.routes import Knobs
+from topo_gate.profile.schema import PLAIN_PATTERN
 
 LAUNCHER = "sglang"
 FUSION_FLAGS = ("--flashinfer-allreduce-fusion-backend", "--enforce-disable-flashinfer-allreduce-fusion")
@@ -67,7 +68,7 @@ def _sets(user: Knobs, flags: Sequence[str] = (), env: Sequence[str] = ()) -> bo
 def _limits(facts: ProfileFacts, backend: str) -> list[int]:
     """Rung sizes (bytes) of the plain table where ``backend`` was measured: the cut points a size
     knob is tried at (prices are known there)."""
-    table = facts.tables["allreduce"]
+    table = facts.tables[PLAIN_PATTERN]
     return [size for rung, size in enumerate(table.sizes) if table.measured(backend, rung)]
 
 

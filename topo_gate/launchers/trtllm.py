@@ -17,7 +17,6 @@ from topo_gate.launchers.plan.request import LaunchPlanParts, PlanRequest, Profi
 from topo_gate.launchers.routes import Knobs
 
 LAUNCHER = "trtllm"
-OPTIONS_FLAG = "--extra_llm_api_options"
 #: The strategies whose kernels the trials time (AUTO resolves to them through its table).
 STRATEGIES = ("NCCL", "ONESHOT", "TWOSHOT")
 

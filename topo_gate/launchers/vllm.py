@@ -30,6 +30,7 @@ from topo_gate.launchers.plan.flow import LaunchPlan, plan_from_profile
 from topo_gate.launchers.plan.request import LaunchPlanParts, PlanRequest, ProfileFacts
 from topo_gate.launchers.routes import Knobs
 from topo_gate.launchers.routes.vllm import pass_config
+from topo_gate.profile.schema import FUSED_PATTERN
 
 LAUNCHER = "vllm"
 COMPILATION_FLAGS = ("--compilation-config", "-cc")
@@ -74,7 +75,7 @@ def _fusion_options(facts: ProfileFacts, tp: int) -> list[Option]:
     """Fusion as vLLM defaults it, off, and on up to each size where a fused kernel was measured --
     and up to each size vLLM's own table gives this TP size (``fi_allreduce_fusion_max_size_mb``), so
     a default limit is itself a candidate value."""
-    fused = facts.tables["allreduce_rmsnorm"]
+    fused = facts.tables[FUSED_PATTERN]
     measured = {
         size_ // 1024
         for rung, size_ in enumerate(fused.sizes)

@@ -185,7 +185,7 @@ def _model_shape(engine_args: Any) -> tuple[int | None, int | None, str | None]:
     """The served model's hidden size, layer count and architecture as vLLM reads them (its
     ModelConfig); None where they cannot be read (the planner then says what it assumed). Passed on
     as read, not made whole: a ``config.json`` with ``num_hidden_layers: -3`` or ``2.5`` is no model,
-    and the planner falls back saying so (``common.shape_problem``)."""
+    and the planner falls back saying so (``plan.request.shape_problem``)."""
     try:
         config = engine_args.create_model_config()
         hidden = config.get_hidden_size()

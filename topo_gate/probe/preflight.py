@@ -22,7 +22,7 @@ from typing import Any
 
 from topo_gate.launchers.plan.unmeasured import INSTALL_ACTIONS, untimed
 from topo_gate.probe.node import NodeFacts
-from topo_gate.trials.plan import COMPOSITE_SUFFIX
+from topo_gate.profile.schema import COMPOSITE_SUFFIX, FUSED_PATTERN
 
 #: ``default_routes(tp=, capability=, group_class=, hidden=, itemsize=, model=)`` -> its entries.
 DefaultRoutes = Callable[..., Sequence[Mapping[str, Any]]]
@@ -150,7 +150,7 @@ def _trial_name(backend: str | None, nccl: str, pattern: str, backends: Mapping[
     if backend is None:
         return nccl
     composite = backend + COMPOSITE_SUFFIX
-    return composite if pattern == "allreduce_rmsnorm" and composite in backends else backend
+    return composite if pattern == FUSED_PATTERN and composite in backends else backend
 
 
 def _verdict(

@@ -31,8 +31,8 @@ from topo_gate.probe.options import (
 from topo_gate.probe.preflight import PreflightRow, preflight
 from topo_gate.probe.replay import decide_and_write
 from topo_gate.probe.sessions import Deadline, overrun_notes, run_sessions
+from topo_gate.profile.schema import DTYPE_BYTES
 from topo_gate.trials import plan as planning
-from topo_gate.trials.plan import DTYPE_BYTES
 from topo_gate.trials.results import PlanResult
 from topo_gate.trials.runner import DEFAULT_STARTUP_TIMEOUT_S
 

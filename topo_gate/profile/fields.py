@@ -1,6 +1,6 @@
 """The names a profile may use, and the helpers every schema class builds its fields with.
 
-``schema.py`` re-exports the names (``SCHEMA``, ``NCCL``, ``BACKENDS``, ``PATTERNS``), which is where
+``schema.py`` re-exports the names (``SCHEMA``, ``NCCL``, ``BACKENDS``, the patterns, the dtypes), which is where
 callers import them from. The helpers build one field from plain data and say where a problem is
 (``located``), so each class's ``from_dict`` and ``__post_init__`` stay a list of its fields.
 """
@@ -8,6 +8,7 @@ callers import them from. The helpers build one field from plain data and say wh
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from topo_gate.profile.errors import ProfileInvalid
@@ -54,12 +55,20 @@ BACKENDS: tuple[str, ...] = (
     "gloo",
     "gloo_ring",
 )
-#: ``allreduce``: the bare collective. ``allreduce_rmsnorm``: all-reduce + residual add + RMSNorm.
-PATTERNS: tuple[str, ...] = ("allreduce", "allreduce_rmsnorm")
-#: The activation dtypes a probe times in (``topo-gate probe --dtype``: ``cli/probe.py`` ``DTYPES``, the
-#: worker's ``trials/plan.py`` ``DTYPE_BYTES``); a profile naming another was not written by a probe,
-#: and its message sizes (``tokens x hidden x itemsize``) could not be converted.
-DTYPES: tuple[str, ...] = ("bfloat16", "float16", "float32")
+#: The bare collective: one all-reduce of the hidden state.
+PLAIN_PATTERN = "allreduce"
+#: All-reduce + residual add + RMSNorm: the site a launcher's fusion pass fuses into one kernel.
+FUSED_PATTERN = "allreduce_rmsnorm"
+#: The patterns a probe measures and a profile decides, the plain one first. Every module names a
+#: pattern by these constants (``tests/test_vocabulary.py`` finds any second spelling).
+PATTERNS: tuple[str, ...] = (PLAIN_PATTERN, FUSED_PATTERN)
+#: Bytes per element of each activation dtype a probe times in (``topo-gate probe --dtype``,
+#: ``cli/probe.py``): the worker sizes its tensors by it and the planner turns tokens into message
+#: sizes (``tokens x hidden x itemsize``) by it.
+DTYPE_BYTES: Mapping[str, int] = MappingProxyType({"bfloat16": 2, "float16": 2, "float32": 4})
+#: The dtypes a profile may name; a profile naming another was not written by a probe, and its
+#: message sizes could not be converted.
+DTYPES: tuple[str, ...] = tuple(DTYPE_BYTES)
 #: A plain backend followed by the norm kernel (fusion off): ``trtllm_oneshot+rmsnorm``. Measured in
 #: the ``allreduce_rmsnorm`` runs as the launcher's unfused path; priced in ``measurements``, never
 #: named by a rule.

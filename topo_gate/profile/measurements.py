@@ -19,7 +19,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from topo_gate.profile.errors import ProfileInvalid
-from topo_gate.profile.fields import BACKENDS, COMPOSITE_SUFFIX, DTYPES, PATTERNS, gpu_group, of_type, sub
+from topo_gate.profile.fields import (
+    BACKENDS,
+    COMPOSITE_SUFFIX,
+    DTYPES,
+    FUSED_PATTERN,
+    PATTERNS,
+    gpu_group,
+    of_type,
+    sub,
+)
 from topo_gate.profile.validate import (
     describe,
     expect_choice,
@@ -336,7 +345,7 @@ class Measurement:
                 f"unknown backend {shown} (a backend name, or one + '{COMPOSITE_SUFFIX}')", "backends"
             )
         where = f"backends.{name}"
-        if name.endswith(COMPOSITE_SUFFIX) and self.pattern != "allreduce_rmsnorm":
+        if name.endswith(COMPOSITE_SUFFIX) and self.pattern != FUSED_PATTERN:
             raise ProfileInvalid("a composite (plain path + norm) exists only in allreduce_rmsnorm", where)
         prices = of_type(prices, BackendPrices, where)
         if len(prices.status) != len(sizes):

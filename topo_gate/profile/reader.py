@@ -28,7 +28,7 @@ from topo_gate.profile.given_fingerprint import (
 from topo_gate.profile.given_fingerprint import difference, env_fingerprint, given_text
 from topo_gate.profile.io import ProfileFile, profile_from_text
 from topo_gate.profile.profile_set import choose_member, is_profile_set
-from topo_gate.profile.schema import NCCL, PATTERNS, Profile, Rule
+from topo_gate.profile.schema import NCCL, PATTERNS, PLAIN_PATTERN, Profile, Rule
 from topo_gate.profile.semantics import check_semantics
 
 ProfileSource = str | os.PathLike[str] | Profile
@@ -90,7 +90,7 @@ class Admission:
     profile_path: str | None = None
     given_path: str | None = None
 
-    def decide(self, pattern: str = "allreduce", nbytes: int | None = None) -> Decision:
+    def decide(self, pattern: str = PLAIN_PATTERN, nbytes: int | None = None) -> Decision:
         """``gate()``'s answer for ``pattern`` at ``nbytes`` on this TP group, from the admitted profile
         with nothing read or verified again; a refused admission answers its reason. Never raises."""
         try:
@@ -123,7 +123,7 @@ def gate(
     *,
     tp: int,
     nbytes: int | None = None,
-    pattern: str = "allreduce",
+    pattern: str = PLAIN_PATTERN,
     gpus: Sequence[int] | None = None,
     strict: bool = False,
     fingerprint: str | None = None,

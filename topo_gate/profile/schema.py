@@ -19,8 +19,11 @@ from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.fields import (
     BACKENDS,
     COMPOSITE_SUFFIX,
+    DTYPE_BYTES,
+    FUSED_PATTERN,
     NCCL,
     PATTERNS,
+    PLAIN_PATTERN,
     SCHEMA,
     each,
     of_type,
@@ -37,8 +40,11 @@ from topo_gate.profile.validate import describe, expect_digest, expect_str, requ
 __all__ = [
     "BACKENDS",
     "COMPOSITE_SUFFIX",
+    "DTYPE_BYTES",
+    "FUSED_PATTERN",
     "NCCL",
     "PATTERNS",
+    "PLAIN_PATTERN",
     "SCHEMA",
     "Alternative",
     "BackendPrices",

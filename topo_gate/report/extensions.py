@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from topo_gate.decide import in_context_speedups, transition_us
+from topo_gate.evidence.document import Result
 from topo_gate.evidence.names import GEMM
 from topo_gate.evidence.stats import median
 
@@ -89,7 +90,7 @@ def transitions(run: Mapping[str, Any]) -> tuple[list[Transition], list[str]]:
                 result["nbytes"],
                 median(result["samples_us"]),
                 median(after),
-                transition_us(result),
+                transition_us(Result.from_record(result)),
             )
         )
     notes = (

@@ -15,10 +15,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from topo_gate.profile.schema import FUSED_PATTERN, PLAIN_PATTERN
 from topo_gate.report.text import file_text
 
 LAUNCHER_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "trtllm": "TensorRT-LLM"}
-PATTERN_WORDS = {"allreduce": "plain", "allreduce_rmsnorm": "norm"}
+PATTERN_WORDS = {PLAIN_PATTERN: "plain", FUSED_PATTERN: "norm"}
 TITLE = "Preflight: each launcher's default path here, and whether this run times it"
 
 

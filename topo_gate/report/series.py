@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topo_gate.decide import charged_samples
+from topo_gate.evidence.document import Result
 from topo_gate.evidence.stats import bootstrap_speedups, median, median_interval
 from topo_gate.profile.schema import BACKENDS
 
@@ -81,7 +82,7 @@ def speedup_points(
         if base is None or base["status"] != "ok" or not base["samples_us"]:
             continue
         candidates = {
-            name: charged_samples(result)
+            name: charged_samples(Result.from_record(result))
             for name, result in sorted(by_backend.items())
             if name != baseline and name in BACKENDS and result["status"] == "ok" and result["samples_us"]
         }

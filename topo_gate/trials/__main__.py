@@ -22,10 +22,9 @@ from pathlib import Path
 
 from topo_gate.evidence.document import evidence_from_results, trials_meta, write_evidence
 from topo_gate.profile.digest import canonical_json
+from topo_gate.profile.schema import DTYPE_BYTES, PATTERNS, PLAIN_PATTERN
 from topo_gate.trials.backends import BACKENDS_BY_NAME, known_backend
 from topo_gate.trials.plan import (
-    DTYPE_BYTES,
-    PATTERNS,
     SessionPlan,
     TrialPlan,
     default_backends,
@@ -53,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--max-tokens", type=int, default=64, help="sizes: powers of two up to this")
     parser.add_argument("--dtype", choices=sorted(DTYPE_BYTES), default="bfloat16")
-    parser.add_argument("--patterns", type=_csv, default=["allreduce"], help=f"of {','.join(PATTERNS)}")
+    parser.add_argument("--patterns", type=_csv, default=[PLAIN_PATTERN], help=f"of {','.join(PATTERNS)}")
     parser.add_argument("--backends", type=_csv, help="default: every backend of the pattern")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--graph-calls", type=int, default=8)

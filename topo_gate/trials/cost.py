@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from topo_gate.trials.plan import COMPOSITE_SUFFIX, SessionPlan, TrialPlan
+from topo_gate.profile.schema import COMPOSITE_SUFFIX, PLAIN_PATTERN
+from topo_gate.trials.plan import SessionPlan, TrialPlan
 
 #: The worker's phases in order (``worker/state.PhaseClock``; evidence ``phases_s``).
 PHASES = (
@@ -127,7 +128,7 @@ def _instances(session: SessionPlan) -> set[tuple[str, str]]:
     for plan in session.plans:
         for name in plan.backends:
             if name.endswith(COMPOSITE_SUFFIX):
-                instances.add((name[: -len(COMPOSITE_SUFFIX)], "allreduce"))
+                instances.add((name[: -len(COMPOSITE_SUFFIX)], PLAIN_PATTERN))
             else:
                 instances.add((name, plan.pattern))
     return instances

@@ -16,18 +16,16 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from topo_gate.evidence.bar import DEFAULT_MARGIN  # the layer graphs' bar is decide's
+from topo_gate.profile.schema import COMPOSITE_SUFFIX, DTYPE_BYTES, FUSED_PATTERN, PATTERNS, PLAIN_PATTERN
 
 SPEC_FORMAT = "topo-gate/trial-spec/v2"
-PATTERNS = ("allreduce", "allreduce_rmsnorm")
 DEVICES = ("cpu", "cuda")
-DTYPE_BYTES: Mapping[str, int] = {"bfloat16": 2, "float16": 2, "float32": 4}
 FAULT_KINDS = ("hang", "hang-late", "crash", "wrong", "wrong-odd", "stale", "transition", "slow")
 #: Faults outside any backend: keyed STARTUP_FAULT in a plan's ``faults``. Rank 1 exits as the plan's
 #: pattern starts (for a session's first pattern: right after the rendezvous), ``infra`` on every
 #: attempt, ``infra-once`` on the first attempt only.
 STARTUP_FAULT = "_startup"
 STARTUP_FAULT_KINDS = ("infra", "infra-once")
-COMPOSITE_SUFFIX = "+rmsnorm"  # backends.names.COMPOSITE_SUFFIX (this module stays free of the backends)
 #: Size transitions are timed after every AFTER_STEP-th ladder size, counted down from the largest
 #: (2: every other power of two, 4x apart). A planner charges a route the transition after the
 #: largest size that route sends to the backend's buffer; it takes the nearest measured size above,
@@ -60,9 +58,9 @@ _CUDA_PLAIN = (
 # Baseline first, then the candidates. Which backend can run where (SM, P2P, TP size, multicast) is
 # each backend's own admission check at run time; this table only says which ones compete at all.
 _DEFAULT_BACKENDS: Mapping[tuple[str, str], tuple[str, ...]] = {
-    ("cuda", "allreduce"): _CUDA_PLAIN,
+    ("cuda", PLAIN_PATTERN): _CUDA_PLAIN,
     # The fused kernels, then their real alternative: each plain fast path + the same norm (composites).
-    ("cuda", "allreduce_rmsnorm"): (
+    ("cuda", FUSED_PATTERN): (
         "nccl",
         "trtllm_fused_oneshot",
         "trtllm_fused_twoshot",
@@ -72,9 +70,9 @@ _DEFAULT_BACKENDS: Mapping[tuple[str, str], tuple[str, ...]] = {
         "trtllm_fused_twoshot_sglang",
         *(name + COMPOSITE_SUFFIX for name in _CUDA_PLAIN[1:]),
     ),
-    ("cpu", "allreduce"): ("gloo", "gloo_ring"),
+    ("cpu", PLAIN_PATTERN): ("gloo", "gloo_ring"),
     # On the harness gloo_ring plays the fused candidate and its composite the plain alternative.
-    ("cpu", "allreduce_rmsnorm"): ("gloo", "gloo_ring", "gloo_ring" + COMPOSITE_SUFFIX),
+    ("cpu", FUSED_PATTERN): ("gloo", "gloo_ring", "gloo_ring" + COMPOSITE_SUFFIX),
 }
 
 

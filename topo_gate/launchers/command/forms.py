@@ -327,12 +327,15 @@ def _sglang_config_keys(table: Table) -> tuple[set[str], set[str]]:
 
 # --------------------------------------------------------------------------------------- TensorRT-LLM
 
+#: TensorRT-LLM's options file: a YAML of ``LLM`` arguments that override its flags (trtllm-serve's
+#: option; ``topo-gate exec`` writes the plan's config into one and passes it with this flag).
+TRTLLM_OPTIONS = "--extra_llm_api_options"
 #: trtllm-serve's ``is_flag`` options (serve.py, stored at 00209af): every other option takes a value.
 TRTLLM_SWITCHES = frozenset(
     {"--trust_remote_code", "--fail_fast_on_attention_window_too_large", "--enable_chunked_prefill", "--help"}
 )
 #: Spellings of one option (serve.py declares both names on one click option): canonical first.
-TRTLLM_SAME = {"--tensor_parallel_size": "--tp_size", "--config": "--extra_llm_api_options"}
+TRTLLM_SAME = {"--tensor_parallel_size": "--tp_size", "--config": TRTLLM_OPTIONS}
 _TRTLLM_COMMANDS = ("serve", "grpc", "disaggregated", "disaggregated_mpi_worker", "mm_embedding_serve")
 
 

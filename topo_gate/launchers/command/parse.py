@@ -57,9 +57,8 @@ _SCRIPTS = {("vllm", "serve"): "vllm", ("sglang", "serve"): "sglang", ("trtllm-s
 _PACKAGES = {"sglang": "sglang", "vllm": "vllm", "tensorrt_llm": "trtllm"}
 #: The canonical TP option of each launcher (its parser's first long spelling of the TP size).
 TP_OPTION = {"sglang": "--tp-size", "vllm": "--tensor-parallel-size", "trtllm": "--tp_size"}
-#: TensorRT-LLM's options file, and the key in it that overrides the TP flag: ``llm_args |
+#: The key in TensorRT-LLM's options file (``forms.TRTLLM_OPTIONS``) that overrides the TP flag: ``llm_args |
 #: llm_args_dict`` (tensorrt_llm/llmapi/llm_args.py ``update_llm_args_with_extra_dict``).
-TRTLLM_OPTIONS = "--extra_llm_api_options"
 TRTLLM_TP_KEY = "tensor_parallel_size"
 
 
@@ -288,13 +287,13 @@ def _spellings(action: Any) -> set[str]:
 
 
 def _trtllm_options_path(parsed: ParsedCommand) -> str | None:
-    return parsed.args.options.get(TRTLLM_OPTIONS, (None,))[-1]
+    return parsed.args.options.get(forms.TRTLLM_OPTIONS, (None,))[-1]
 
 
 def trtllm_options_at(parsed: ParsedCommand) -> tuple[int, bool, str] | None:
     """Where the options file TensorRT-LLM reads is named in the line ``parsed``: (index in its argv of
     the token holding the path, whether it is ``--flag=path``, the path); None when the line names none."""
-    given = [option for option in parsed.clicks if option.name == TRTLLM_OPTIONS]
+    given = [option for option in parsed.clicks if option.name == forms.TRTLLM_OPTIONS]
     last = given[-1] if given else None
     if last is None or last.value is None:
         return None

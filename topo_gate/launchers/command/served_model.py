@@ -151,7 +151,7 @@ def _trtllm(parsed: ParsedCommand, entry: Entry | None) -> tuple[str | None, str
         return None, None
     clicks = parsed.clicks  # read from the launcher's own entry: ``entry.args``
     model = _trtllm_positional(entry.args, clicks)
-    path = next((o.value for o in reversed(clicks) if o.name == "--extra_llm_api_options"), None)
+    path = next((o.value for o in reversed(clicks) if o.name == forms.TRTLLM_OPTIONS), None)
     if path is not None:
         extra = options_file(path).get("model")
         if isinstance(extra, str):

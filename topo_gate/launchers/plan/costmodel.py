@@ -55,6 +55,7 @@ from functools import cached_property, lru_cache
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
+from topo_gate.evidence.bar import ALLREDUCES_PER_LAYER, DEFAULT_LAYERS
 from topo_gate.launchers.plan.pricing import (
     IN_CONTEXT,
     ISOLATED,
@@ -66,18 +67,13 @@ from topo_gate.launchers.plan.pricing import (
 from topo_gate.launchers.plan.transition_sums import expected_transition
 from topo_gate.launchers.plan.workload import Workload
 from topo_gate.launchers.routes.base import Route, at, breakpoints
+from topo_gate.profile.schema import FUSED_PATTERN as FUSED
+from topo_gate.profile.schema import PLAIN_PATTERN as PLAIN
 
-PLAIN, FUSED = "allreduce", "allreduce_rmsnorm"
-#: Each decoder layer all-reduces twice (after attention, after the MLP / MoE), and each result is
-#: followed by the residual add + RMSNorm of the next sub-layer: the ``allreduce_rmsnorm`` site.
-NORM_SITES_PER_LAYER = 2
 #: One plain all-reduce per step: the vocab-parallel embedding's output (SGLang and vLLM both
 #: ``tensor_model_parallel_all_reduce`` it in ``VocabParallelEmbedding.forward``). It is the step's
 #: first all-reduce, so it is the first call in its buffer.
 PLAIN_SITES_PER_STEP = 1
-#: Layers assumed when the served model is given by ``--hidden`` alone (a 32-layer model: the
-#: transition cost is spread over fewer calls than in most served models, so it errs towards no change).
-DEFAULT_LAYERS = 32
 #: Launchers whose embedding all-reduce is an ``allreduce_rmsnorm`` site (``Step.embedding_fused``).
 EMBEDDING_FUSED_LAUNCHERS = frozenset({"vllm"})
 #: The order of a step's call sites: the embedding's all-reduce first, then the layers' norm sites.
@@ -131,7 +127,8 @@ class Step:
 
     @cached_property  # read per size and per pattern by every check: made once, read-only
     def sites(self) -> Mapping[str, int]:
-        norm_sites = NORM_SITES_PER_LAYER * self.layers
+        # Each of a layer's all-reduces is followed by the next sub-layer's add + RMSNorm: a norm site.
+        norm_sites = ALLREDUCES_PER_LAYER * self.layers
         if self.embedding_fused:
             return MappingProxyType({PLAIN: 0, FUSED: norm_sites + PLAIN_SITES_PER_STEP})
         return MappingProxyType({PLAIN: PLAIN_SITES_PER_STEP, FUSED: norm_sites})

@@ -16,16 +16,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from topo_gate.evidence.bar import DEFAULT_LAYERS
 from topo_gate.launchers.command.parse import CmdlineError, UserKnobs
 from topo_gate.launchers.command.releases import NAMES, Resolution, resolve
 from topo_gate.launchers.command.user_command import read_command
 from topo_gate.launchers.plan.choice import Candidate, Choice, choose
-from topo_gate.launchers.plan.costmodel import DEFAULT_LAYERS, EMBEDDING_FUSED_LAUNCHERS, Step
+from topo_gate.launchers.plan.costmodel import EMBEDDING_FUSED_LAUNCHERS, Step
 from topo_gate.launchers.plan.explain import estimate_line
 from topo_gate.launchers.plan.pricing import PriceTable
 from topo_gate.launchers.plan.request import (
-    ITEMSIZE,
-    PATTERNS,
     LaunchPlanParts,
     PlanRequest,
     ProfileFacts,
@@ -38,7 +37,7 @@ from topo_gate.launchers.routes.nccl import NVLS_ENV
 from topo_gate.models import lookup_model
 from topo_gate.profile.profile_set import choose_member, is_profile_set
 from topo_gate.profile.reader import FINGERPRINT_ENV, admit
-from topo_gate.profile.schema import Rule
+from topo_gate.profile.schema import DTYPE_BYTES, PATTERNS, Rule
 
 
 @dataclass(frozen=True)
@@ -154,7 +153,7 @@ def read_profile(request: PlanRequest) -> ProfileFacts:
     return ProfileFacts(
         tables=tables,
         hidden=trials.hidden,
-        itemsize=ITEMSIZE.get(trials.dtype),
+        itemsize=DTYPE_BYTES.get(trials.dtype),
         capability=node_capability(profile.node.hardware),
         warnings=tuple(warnings),
         group_class=group_class,

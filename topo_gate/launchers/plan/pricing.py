@@ -3,7 +3,7 @@
 A route (``routes``) names, per message size, the kernel a launcher runs; this module prices a
 name at a *rung*, one of the sizes the probe measured (``Measurement.sizes``). Sizes between rungs
 are priced from the two rungs around them (``bracket``); the planner checks its constraint at both.
-Pure; stdlib only.
+Pure; the standard library and the profile's names (patterns, the composite suffix) only.
 
 - **Names.** A route's ``None`` is NCCL: the table's ``nccl`` (the fused pattern's ``nccl`` is NCCL
   followed by the add + RMSNorm kernel, what a launcher runs with fusion off). In the fused pattern a
@@ -26,13 +26,12 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from topo_gate.launchers.routes.base import is_fused
+from topo_gate.profile.schema import COMPOSITE_SUFFIX, FUSED_PATTERN
 
 if TYPE_CHECKING:
     from topo_gate.profile.measurements import BackendPrices, Measurement
 
 NCCL = "nccl"
-COMPOSITE_SUFFIX = "+rmsnorm"
-FUSED_PATTERN = "allreduce_rmsnorm"
 ISOLATED = "isolated"
 IN_CONTEXT = "in context"
 #: Statuses whose median is a measurement (an early-stopped loser ran fewer rounds, but ran).

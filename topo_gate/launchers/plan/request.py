@@ -11,6 +11,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from topo_gate.launchers.plan.pricing import PriceTable
+from topo_gate.profile.schema import PATTERNS
 
 if TYPE_CHECKING:
     from topo_gate.launchers.command.releases import Installed
@@ -18,12 +19,9 @@ if TYPE_CHECKING:
     from topo_gate.launchers.plan.workload import Workload
     from topo_gate.profile.schema import Profile, Rule
 
-PATTERNS = ("allreduce", "allreduce_rmsnorm")
 #: What a plan does when the profile cannot be used: the first is the default.
 FALLBACKS = ("launcher-default", "nccl")
 DEFAULT_FALLBACK = FALLBACKS[0]
-# Element sizes of the dtypes a profile's trials may use; a launcher's token caps become bytes with them.
-ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 
 @dataclass(frozen=True)
@@ -93,7 +91,7 @@ class PlanRequest:
 @dataclass(frozen=True)
 class ProfileFacts:
     """What a planner prices from for one TP size: both patterns' price tables and the trial shape from
-    the profile, and the served model (``follow.served_model`` fills its fields in).
+    the profile, and the served model (``flow.served_model`` fills its fields in).
 
     ``fallback_reason`` is set (and the tables empty) when the profile cannot be used at all.
     ``hidden`` is the profile's trial hidden size; ``served_hidden`` the served model's, which the

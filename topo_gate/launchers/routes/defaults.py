@@ -14,10 +14,7 @@ from collections.abc import Collection
 
 from topo_gate.launchers.routes import ROUTERS, architecture_variants, route
 from topo_gate.launchers.routes.base import Context, Knobs, RouteError, is_fused, takes_whole_tokens
-
-PATTERNS = ("allreduce", "allreduce_rmsnorm")
-#: The trials' name of a plain backend followed by add + RMSNorm (``trials.backends.COMPOSITE_SUFFIX``).
-COMPOSITE_SUFFIX = "+rmsnorm"
+from topo_gate.profile.schema import COMPOSITE_SUFFIX, FUSED_PATTERN, PATTERNS
 
 
 def default_paths(
@@ -62,7 +59,7 @@ def measured_default_paths(
             low = 1
             for high, backend in spans:
                 if backend is not None and backend in measured and takes_whole_tokens(low, high, row_bytes):
-                    unfused = pattern == "allreduce_rmsnorm" and not is_fused(backend)
+                    unfused = pattern == FUSED_PATTERN and not is_fused(backend)
                     found.add(backend + COMPOSITE_SUFFIX if unfused else backend)
                 low = high if high is not None else low
     return frozenset(found)

@@ -30,6 +30,7 @@ from topo_gate.launchers.routes.base import (
     marker,
     up_to,
 )
+from topo_gate.profile.schema import FUSED_PATTERN, PLAIN_PATTERN
 
 LAUNCHER = "sglang"
 RELEASE = "sglang 0.5.23"
@@ -282,8 +283,8 @@ def _routes_for(knobset: Knobs, ctx: Context) -> dict[str, Route]:
     assert architecture is not None
     if _own_collectives(ctx, architecture):
         return {
-            "allreduce": up_to(None, MODEL_COLLECTIVES),
-            "allreduce_rmsnorm": up_to(None, MODEL_COLLECTIVES),
+            PLAIN_PATTERN: up_to(None, MODEL_COLLECTIVES),
+            FUSED_PATTERN: up_to(None, MODEL_COLLECTIVES),
         }
     backend = sglang_fusion.resolved(knobset, ctx)
     workspace = None if backend == "cutedsl" else backend  # CuTe DSL has no workspace for plain calls
@@ -296,9 +297,9 @@ def _routes_for(knobset: Knobs, ctx: Context) -> dict[str, Route]:
         )
     )
     if backend == "cutedsl":
-        return {"allreduce": plain, "allreduce_rmsnorm": up_to(None, sglang_fusion.CUTEDSL_FUSED)}
+        return {PLAIN_PATTERN: plain, FUSED_PATTERN: up_to(None, sglang_fusion.CUTEDSL_FUSED)}
     fused = first_taker((_workspace_route(workspace, ctx, fused=True), plain))
-    return {"allreduce": plain, "allreduce_rmsnorm": fused}
+    return {PLAIN_PATTERN: plain, FUSED_PATTERN: fused}
 
 
 def routes(knobset: Knobs, ctx: Context) -> dict[str, Route]:

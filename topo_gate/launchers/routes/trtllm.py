@@ -64,6 +64,7 @@ from topo_gate.launchers.routes.base import (
     split_at,
     up_to,
 )
+from topo_gate.profile.schema import FUSED_PATTERN, PLAIN_PATTERN
 
 LAUNCHER = "trtllm"
 RELEASE = "TensorRT-LLM f6a156b"
@@ -115,7 +116,7 @@ ATOI_AND_INT_AGREE = re.compile(r"[ \t\n\v\f\r]*[+-]?[0-9]+[ \t\n\v\f\r]*")
 #: TP sizes the Lamport one-/two-shot kernels are compiled for (``DISPATCH_RANKS``).
 FUSION_KERNEL_TPS = frozenset({2, 4, 8, 16})
 #: The fusion op each pattern passes (AllReduceFusionOp): plain, and all-reduce + residual + RMSNorm.
-FUSION_OPS = {"allreduce": "NONE", "allreduce_rmsnorm": "RESIDUAL_RMS_NORM"}
+FUSION_OPS = {PLAIN_PATTERN: "NONE", FUSED_PATTERN: "RESIDUAL_RMS_NORM"}
 #: Knob -> what TensorRT-LLM does with it -> where (docs/launchers.md is generated from these).
 KNOB_DOCS = (
     (
@@ -244,7 +245,7 @@ def table_route(ctx: Context, *, fused: bool, max_tokens: int) -> Route:
         outcome = trtllm_table.strategy(
             capability=ctx.capability,
             tp=ctx.tp,
-            fusion_op=FUSION_OPS["allreduce_rmsnorm" if fused else "allreduce"],
+            fusion_op=FUSION_OPS[FUSED_PATTERN if fused else PLAIN_PATTERN],
             hidden=ctx.hidden,
             tokens=first,
         )
@@ -288,4 +289,4 @@ def _route(knobset: Knobs, ctx: Context, *, fused: bool) -> Route:
 
 def routes(knobset: Knobs, ctx: Context) -> dict[str, Route]:
     """Per pattern, the kernel TensorRT-LLM runs at each message size with ``knobset`` on ``ctx``."""
-    return {pattern: _route(knobset, ctx, fused=pattern == "allreduce_rmsnorm") for pattern in FUSION_OPS}
+    return {pattern: _route(knobset, ctx, fused=pattern == FUSED_PATTERN) for pattern in FUSION_OPS}

@@ -35,6 +35,7 @@ from topo_gate.launchers.routes.base import (
 )
 from topo_gate.launchers.routes.vllm_fusion import capability_row
 from topo_gate.launchers.routes.vllm_release import LAUNCHER, cites, release_name, release_of
+from topo_gate.profile.schema import FUSED_PATTERN, PLAIN_PATTERN
 
 _COMM = "distributed/device_communicators/"
 _OWN_CITES = cites(
@@ -209,7 +210,7 @@ KNOB_DOCS: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
 
 
 class ReleaseDocs(NamedTuple):
-    """One release's route documentation, as ``routes.docs`` renders a route module's."""
+    """One release's route documentation, as ``plan.knob_docs`` renders a route module's."""
 
     RELEASE: str
     KNOB_DOCS: tuple[tuple[str, str, tuple[str, ...]], ...]
@@ -460,7 +461,7 @@ def _routes_for(knobset: Knobs, ctx: Context) -> dict[str, Route]:
             _symm_route(knobset, ctx),
         )
     )
-    return {"allreduce": plain, "allreduce_rmsnorm": _norm_sites(knobset, ctx, plain, backend)}
+    return {PLAIN_PATTERN: plain, FUSED_PATTERN: _norm_sites(knobset, ctx, plain, backend)}
 
 
 def routes(knobset: Knobs, ctx: Context) -> dict[str, Route]:

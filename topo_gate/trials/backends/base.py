@@ -17,8 +17,6 @@ from typing import Any, ClassVar
 
 import torch
 
-PATTERN_ALLREDUCE = "allreduce"
-PATTERN_ALLREDUCE_RMSNORM = "allreduce_rmsnorm"
 RMSNORM_EPS = 1e-6
 
 

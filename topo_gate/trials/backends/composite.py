@@ -19,7 +19,9 @@ from collections.abc import Callable
 
 import torch
 
-from .base import PATTERN_ALLREDUCE_RMSNORM, RMSNORM_EPS, Backend, BackendContext, TrialBuffers
+from topo_gate.profile.schema import FUSED_PATTERN
+
+from .base import RMSNORM_EPS, Backend, BackendContext, TrialBuffers
 from .names import composite_name
 
 #: The norm after the plain all-reduce: (reduced, residual, weight, out, residual_out) -> None.
@@ -39,7 +41,7 @@ def with_rmsnorm(plain: type[Backend]) -> type[Backend]:
 
 
 class _Composite(Backend):
-    patterns = (PATTERN_ALLREDUCE_RMSNORM,)
+    patterns = (FUSED_PATTERN,)
 
     def __init__(self, ctx: BackendContext, plain: Backend) -> None:
         super().__init__(ctx)

@@ -19,7 +19,9 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 
-from .base import PATTERN_ALLREDUCE, PATTERN_ALLREDUCE_RMSNORM, RMSNORM_EPS, Backend, TrialBuffers
+from topo_gate.profile.schema import FUSED_PATTERN, PLAIN_PATTERN
+
+from .base import RMSNORM_EPS, Backend, TrialBuffers
 
 
 def add_rmsnorm(reduced: torch.Tensor, buffers: TrialBuffers) -> None:
@@ -33,7 +35,7 @@ def add_rmsnorm(reduced: torch.Tensor, buffers: TrialBuffers) -> None:
 
 
 class _CpuBackend(Backend):
-    patterns = (PATTERN_ALLREDUCE, PATTERN_ALLREDUCE_RMSNORM)
+    patterns = (PLAIN_PATTERN, FUSED_PATTERN)
 
     def unavailable(self) -> str | None:
         if self.ctx.device.type != "cpu":
@@ -43,7 +45,7 @@ class _CpuBackend(Backend):
         return None
 
     def prepare(self, tokens: int, buffers: TrialBuffers) -> Callable[[], None]:
-        if self.ctx.pattern == PATTERN_ALLREDUCE:
+        if self.ctx.pattern == PLAIN_PATTERN:
             return lambda: self.all_reduce(buffers.x, buffers.out)
         reduced = torch.empty_like(buffers.x)
 

@@ -78,10 +78,12 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from topo_gate.profile.schema import PLAIN_PATTERN
+
 from . import custom_v2_bundle as bundle
 from . import custom_v2_dispatch as dispatch
 from ._admission import first_reason, multicast_unsafe, needs_cuda
-from .base import PATTERN_ALLREDUCE, Backend, TrialBuffers
+from .base import Backend, TrialBuffers
 
 
 def expandable_segments(environ: Mapping[str, str] = os.environ) -> bool:
@@ -126,7 +128,7 @@ def _allocate_symmetric_memory(nbytes: int, device: torch.device, group: Any) ->
 
 class CustomV2Sglang(Backend):
     name = "custom_v2_sglang"
-    patterns = (PATTERN_ALLREDUCE,)
+    patterns = (PLAIN_PATTERN,)
     lamport = True
 
     def unavailable(self) -> str | None:

@@ -33,6 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from topo_gate.profile.schema import COMPOSITE_SUFFIX
+
 #: ``LaunchStyle.trigger`` values, as the evidence spells them.
 TRIGGERS = {
     "always": "always",
@@ -108,5 +110,5 @@ STYLES: dict[str, LaunchStyle] = {
 def call_settings(name: str) -> dict[str, Any] | None:
     """The evidence ``call`` of trial backend ``name`` (a ``+rmsnorm`` composite: its plain
     backend's), None for a backend that calls no TRT-LLM Lamport kernel."""
-    style = STYLES.get(name.removesuffix("+rmsnorm"))
+    style = STYLES.get(name.removesuffix(COMPOSITE_SUFFIX))
     return None if style is None else style.record()

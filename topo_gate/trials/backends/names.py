@@ -1,12 +1,12 @@
 """Backend names: a registered plain name, or ``<plain>+rmsnorm`` for its composite (``composite.py``).
 
-Stdlib only: the registry (``__init__``) and the composites read one spelling here, so neither
-imports the other for it.
+The registry (``__init__``) and the composites read the profile's spelling through here, so
+neither imports the other for it.
 """
 
 from __future__ import annotations
 
-COMPOSITE_SUFFIX = "+rmsnorm"
+from topo_gate.profile.schema import COMPOSITE_SUFFIX
 
 
 def composite_name(plain: str) -> str:

@@ -19,10 +19,12 @@ from collections.abc import Callable
 
 import torch
 
+from topo_gate.profile.schema import FUSED_PATTERN, PLAIN_PATTERN
+
 from ._admission import first_reason, needs_cuda
 from ._pynccl import NcclCommunicator, NcclLibraryError, load_nccl, nccl_dtype_supported
 from ._rmsnorm import FusedAddRmsNorm, triton_missing
-from .base import PATTERN_ALLREDUCE, PATTERN_ALLREDUCE_RMSNORM, RMSNORM_EPS, Backend, TrialBuffers
+from .base import RMSNORM_EPS, Backend, TrialBuffers
 
 #: The worker's one communicator per device: [communicator, users].
 _SHARED: dict[str, list] = {}
@@ -30,10 +32,10 @@ _SHARED: dict[str, list] = {}
 
 class NcclBackend(Backend):
     name = "nccl"
-    patterns = (PATTERN_ALLREDUCE, PATTERN_ALLREDUCE_RMSNORM)
+    patterns = (PLAIN_PATTERN, FUSED_PATTERN)
 
     def unavailable(self) -> str | None:
-        fused = self.ctx.pattern == PATTERN_ALLREDUCE_RMSNORM
+        fused = self.ctx.pattern == FUSED_PATTERN
         return first_reason(
             lambda: needs_cuda(self.ctx),
             lambda: None if nccl_dtype_supported(self.ctx.dtype) else f"no NCCL type for {self.ctx.dtype}",
@@ -56,9 +58,7 @@ class NcclBackend(Backend):
         _SHARED[self._key][1] += 1
         self._comm = _SHARED[self._key][0]
         self._norm = (
-            FusedAddRmsNorm(self.ctx.hidden, RMSNORM_EPS)
-            if self.ctx.pattern == PATTERN_ALLREDUCE_RMSNORM
-            else None
+            FusedAddRmsNorm(self.ctx.hidden, RMSNORM_EPS) if self.ctx.pattern == FUSED_PATTERN else None
         )
 
     def prepare(self, tokens: int, buffers: TrialBuffers) -> Callable[[], None]:

@@ -26,9 +26,11 @@ from collections.abc import Callable
 
 import torch
 
+from topo_gate.profile.schema import PLAIN_PATTERN
+
 from ._admission import first_reason, needs_cuda
 from ._flashinfer import flashinfer_missing
-from .base import PATTERN_ALLREDUCE, Backend, TrialBuffers
+from .base import Backend, TrialBuffers
 
 PCIE_IPC_WORLD_SIZES = (2, 4, 8)
 _DTYPES = (torch.bfloat16, torch.float16)
@@ -44,7 +46,7 @@ def pcie_ipc_unavailable(*, world_size: int, dtype: torch.dtype) -> str | None:
 
 class PcieIpc(Backend):
     name = "pcie_ipc"
-    patterns = (PATTERN_ALLREDUCE,)
+    patterns = (PLAIN_PATTERN,)
 
     def unavailable(self) -> str | None:
         ctx = self.ctx

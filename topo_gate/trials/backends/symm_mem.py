@@ -24,9 +24,11 @@ from typing import ClassVar
 
 import torch
 
+from topo_gate.profile.schema import PLAIN_PATTERN
+
 from ._admission import first_reason, multicast_unsafe, needs_cuda
 from ._flashinfer import VECTOR_BYTES
-from .base import PATTERN_ALLREDUCE, Backend, TrialBuffers
+from .base import Backend, TrialBuffers
 
 _DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 _OPS = ("one_shot_all_reduce_copy_out", "two_shot_all_reduce_out", "two_shot_all_reduce_")
@@ -43,7 +45,7 @@ def symm_mem_ops_missing() -> str | None:
 
 
 class _SymmMem(Backend):
-    patterns = (PATTERN_ALLREDUCE,)
+    patterns = (PLAIN_PATTERN,)
     oneshot: ClassVar[bool]
     in_place: ClassVar[bool] = False
 

@@ -44,9 +44,11 @@ from typing import ClassVar
 
 import torch
 
+from topo_gate.profile.schema import FUSED_PATTERN, PLAIN_PATTERN
+
 from ._admission import first_reason, needs_cuda, sm_version
 from ._flashinfer import TRTLLM_MAX_COMM_BYTES, TRTLLM_WORLD_SIZES, VECTOR_BYTES, flashinfer_missing
-from .base import PATTERN_ALLREDUCE, PATTERN_ALLREDUCE_RMSNORM, RMSNORM_EPS, Backend, TrialBuffers
+from .base import RMSNORM_EPS, Backend, TrialBuffers
 from .launch_styles import STYLES, TRTLLM_STYLE, LaunchStyle
 
 _DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -137,7 +139,7 @@ class _TrtllmBackend(Backend):
 
     @property
     def _fused(self) -> bool:
-        return self.ctx.pattern == PATTERN_ALLREDUCE_RMSNORM
+        return self.ctx.pattern == FUSED_PATTERN
 
     def unavailable(self) -> str | None:
         ctx = self.ctx
@@ -234,7 +236,7 @@ class TrtllmOneshot(_TrtllmBackend):
     """Every rank reads every peer's whole message and reduces it locally: one Lamport round."""
 
     name = "trtllm_oneshot"
-    patterns = (PATTERN_ALLREDUCE,)
+    patterns = (PLAIN_PATTERN,)
     oneshot = True
 
 
@@ -242,7 +244,7 @@ class TrtllmTwoshot(_TrtllmBackend):
     """Reduce-scatter then all-gather of row slices: two rounds, 1/TP of the traffic per rank."""
 
     name = "trtllm_twoshot"
-    patterns = (PATTERN_ALLREDUCE,)
+    patterns = (PLAIN_PATTERN,)
     oneshot = False
 
 
@@ -250,7 +252,7 @@ class TrtllmFusedOneshot(_TrtllmBackend):
     """One-shot all-reduce + residual add + RMSNorm in one kernel (``kARResidualRMSNorm``)."""
 
     name = "trtllm_fused_oneshot"
-    patterns = (PATTERN_ALLREDUCE_RMSNORM,)
+    patterns = (FUSED_PATTERN,)
     oneshot = True
 
 
@@ -258,7 +260,7 @@ class TrtllmFusedTwoshot(_TrtllmBackend):
     """Two-shot all-reduce + residual add + RMSNorm in one kernel (``kARResidualRMSNorm``)."""
 
     name = "trtllm_fused_twoshot"
-    patterns = (PATTERN_ALLREDUCE_RMSNORM,)
+    patterns = (FUSED_PATTERN,)
     oneshot = False
 
 

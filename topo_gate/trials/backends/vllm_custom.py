@@ -28,9 +28,11 @@ from ctypes import c_void_p
 import torch
 import torch.distributed as dist
 
+from topo_gate.profile.schema import PLAIN_PATTERN
+
 from ._admission import first_reason, needs_cuda
 from ._flashinfer import VECTOR_BYTES, flashinfer_missing
-from .base import PATTERN_ALLREDUCE, Backend, TrialBuffers
+from .base import Backend, TrialBuffers
 
 VLLM_WORLD_SIZES = (2, 4, 6, 8)
 #: Thread blocks per call: vLLM's default and the kernel's maximum (``kMaxBlocks``).
@@ -54,7 +56,7 @@ def vllm_custom_unavailable(*, world_size: int, group_class: str | None, dtype: 
 
 class VllmCustom(Backend):
     name = "vllm_custom"
-    patterns = (PATTERN_ALLREDUCE,)
+    patterns = (PLAIN_PATTERN,)
 
     def unavailable(self) -> str | None:
         ctx = self.ctx

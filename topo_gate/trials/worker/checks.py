@@ -34,7 +34,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from topo_gate.trials.backends.base import PATTERN_ALLREDUCE, RMSNORM_EPS, BackendContext, TrialBuffers
+from topo_gate.profile.schema import PLAIN_PATTERN
+from topo_gate.trials.backends.base import RMSNORM_EPS, BackendContext, TrialBuffers
 
 INPUT_LOW, INPUT_HIGH = -4, 4
 FUSED_ATOL = 2.0**-6
@@ -73,7 +74,7 @@ def make_buffers(ctx: BackendContext, tokens: int, seed: int) -> TrialBuffers:
     per_rank = _generator(ctx.device, seed, tokens, ctx.rank)
     x = torch.randint(INPUT_LOW, INPUT_HIGH + 1, shape, generator=per_rank, device=ctx.device).to(ctx.dtype)
     buffers = TrialBuffers(x=x, out=torch.empty_like(x))
-    if ctx.pattern != PATTERN_ALLREDUCE:
+    if ctx.pattern != PLAIN_PATTERN:
         shared = _generator(ctx.device, seed, tokens, rank=-1)
         buffers.residual = torch.randint(
             INPUT_LOW, INPUT_HIGH + 1, shape, generator=shared, device=ctx.device
@@ -108,7 +109,7 @@ class Expected:
 
 def expected(buffers: TrialBuffers, ctx: BackendContext) -> Expected:
     """The reference for the buffers' current inputs, from ``torch.distributed`` (a collective)."""
-    if ctx.pattern == PATTERN_ALLREDUCE:
+    if ctx.pattern == PLAIN_PATTERN:
         reference = buffers.x.clone()
         dist.all_reduce(reference, group=ctx.group)
         return Expected(reference)
@@ -129,7 +130,7 @@ def poison(buffers: TrialBuffers) -> None:
 
 
 def judge(buffers: TrialBuffers, reference: Expected, ctx: BackendContext) -> Verdict:
-    if ctx.pattern == PATTERN_ALLREDUCE:
+    if ctx.pattern == PLAIN_PATTERN:
         return compare_exact(buffers.out, reference.out, "out")
     assert buffers.residual_out is not None and reference.residual_out is not None
     residual_verdict = compare_exact(buffers.residual_out, reference.residual_out, "residual_out")

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from topo_gate.profile.schema import PLAIN_PATTERN
 from topo_gate.trials.backends import UnknownBackend, load_backend
-from topo_gate.trials.backends.base import PATTERN_ALLREDUCE, Backend, BackendContext
+from topo_gate.trials.backends.base import Backend, BackendContext
 from topo_gate.trials.backends.names import is_composite, plain_of
 from topo_gate.trials.worker.admission import local_reason
 
@@ -45,7 +46,7 @@ class BackendPool:
         if key not in self._instances:
             backend_class = load_backend(name)
             if is_composite(name):
-                plain = self._instance(plain_of(name), replace(ctx, pattern=PATTERN_ALLREDUCE))
+                plain = self._instance(plain_of(name), replace(ctx, pattern=PLAIN_PATTERN))
                 self._instances[key] = backend_class(ctx, plain)  # type: ignore[call-arg]
             else:
                 self._instances[key] = backend_class(ctx)
