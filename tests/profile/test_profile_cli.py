@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from topo_gate._units import speedup_ci_text
 from topo_gate.cli import main
 from topo_gate.profile import load_profile
-from topo_gate.profile.figures import speedup_ci_text
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

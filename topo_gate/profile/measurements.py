@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from topo_gate._units import us_text
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.fields import BACKENDS, COMPOSITE_SUFFIX, DTYPES, PATTERNS, gpu_group, of_type, sub
 from topo_gate.profile.validate import (
@@ -80,7 +81,7 @@ def _number(value: object, field: str, *, floor: float) -> float:
         )
     if value > MAX_CALL_US:
         raise ProfileInvalid(
-            f"{value!r} us is longer than a probe can time (at most {MAX_CALL_US:.0f} us: the step timeout)",
+            f"{value!r} us is longer than a probe can time (at most {us_text(MAX_CALL_US, 0)} us: the step timeout)",
             field,
         )
     return float(value)

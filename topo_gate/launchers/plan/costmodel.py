@@ -46,6 +46,7 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
+from topo_gate._units import us_text
 from topo_gate.launchers.plan.pricing import (
     IN_CONTEXT,
     ISOLATED,
@@ -402,8 +403,8 @@ def step_check(nbytes: int, plan: Side, default: Side, pricing: Pricing) -> Step
     )
     if why is None and check.plan_us > check.limit_us:
         why = (
-            f"step slower at {where}: {check.plan_us:.1f} us/step against the default's "
-            f"{check.default_us:.1f} (CI up to {check.limit_us:.1f})"
+            f"step slower at {where}: {us_text(check.plan_us, 1)} us/step against the default's "
+            f"{us_text(check.default_us, 1)} (CI up to {us_text(check.limit_us, 1)})"
         )
         check = replace(check, why=why)
     return check
