@@ -20,7 +20,7 @@ from topo_gate.launchers.command.parse import CmdlineError, user_knobs
 from topo_gate.launchers.command.releases import NAMES, Resolution, resolve
 from topo_gate.launchers.plan.choice import Candidate, Choice, choose
 from topo_gate.launchers.plan.costmodel import DEFAULT_LAYERS, EMBEDDING_FUSED_LAUNCHERS, Step
-from topo_gate.launchers.plan.explain import estimate_line
+from topo_gate.launchers.plan.explain_words import estimate_line
 from topo_gate.launchers.plan.pricing import PriceTable
 from topo_gate.launchers.plan.request import (
     ITEMSIZE,
