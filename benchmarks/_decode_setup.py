@@ -67,7 +67,7 @@ def from_planner(
     running that name (the device's NCCL-like baseline) at every size."""
     from topo_gate.launchers import PLANNERS, PlanRequest
     from topo_gate.launchers.plan.choice import describe
-    from topo_gate.launchers.plan.explain import totals
+    from topo_gate.launchers.plan.explain import explanation
 
     # user_env is passed even when empty: the planner reads os.environ when it is None, and this
     # process's own environment (the safety variables) is not the launcher's.
@@ -97,7 +97,7 @@ def from_planner(
         layers=step.layers if step.layers_known else None,
         group_class=variant.ctx.group_class,
         notes=plan.notes,
-        totals=totals(plan.choice, plan.workload),
+        totals=explanation(plan.choice, plan.workload).to_json(),
         estimate_line=plan.estimate,
         inputs={"model": model, "hidden": hidden, "user_env": dict(user_env), "workload": workload},
     )

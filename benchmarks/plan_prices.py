@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from topo_gate.launchers import PLANNERS, PlanRequest  # noqa: E402 -- after the path
 from topo_gate.launchers.plan.costmodel import step_check  # noqa: E402
-from topo_gate.launchers.plan.explain import totals  # noqa: E402
+from topo_gate.launchers.plan.explain import explanation  # noqa: E402
 from topo_gate.profile import Profile  # noqa: E402
 
 TOKENS = (1, 8, 64, 256, 2048)
@@ -133,7 +133,7 @@ def _rows(node: Node, models: list[str], tokens: list[int], workload: str | None
             knobs = " ".join(
                 [*plan.args, *(f"{k}={v}" for k, v in plan.env.items()), *map(str, plan.config.items())]
             )
-            data = totals(plan.choice, plan.workload, launcher)
+            data = explanation(plan.choice, plan.workload, launcher).to_json()
             step = (
                 "n/a"
                 if data["default_us_per_step"] is None

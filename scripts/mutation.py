@@ -105,7 +105,7 @@ MODULES = (
     Target("topo_gate/plugins/vllm.py", ("tests/plugins/test_apply_on_stand_ins.py",), ("_apply", "_apply_pass_config")),
     # The guarded writer and reader, and the evidence checks every replay passes.
     Target("topo_gate/_atomic.py", ("tests/test_output_symlinks.py", "tests/test_output_is_input.py", "tests/test_outputs.py", "tests/test_atomic_writer.py")),
-    Target("topo_gate/_units.py", ("tests/test_units.py", "tests/decide/test_decide_rules.py")),
+    Target("topo_gate/_units.py", ("tests/test_units.py", "tests/test_one_spelling_of_numbers.py", "tests/decide/test_decide_rules.py")),
     Target("topo_gate/_inputs.py", ("tests/test_input_size_cap.py", "tests/trials/test_evidence.py", "tests/profile/test_malformed.py", "tests/test_json_input_limits.py", "tests/test_fuzz_inputs.py")),
     Target("topo_gate/evidence/check.py", ("tests/decide/test_evidence_samples_refused.py", "tests/trials/test_evidence.py", "tests/trials/test_evidence_session_and_after_sizes.py", "tests/trials/test_evidence_bounds.py", "tests/trials/test_evidence_preflight_and_call_settings.py", "tests/test_fuzz_inputs.py")),
     # The planner: the step's price, the workload's weights, the knob search and its words.
@@ -119,6 +119,7 @@ MODULES = (
     # The probe's preflight: what the probe will and will not measure on this node, before any trial.
     Target("topo_gate/probe/preflight.py", ("tests/probe/test_preflight.py", "tests/probe/test_preflight_cli.py", "tests/probe/test_probe_wiring.py")),
     Target("topo_gate/launchers/plan/explain.py", ("tests/launchers/test_explain.py", "tests/launchers/test_step_rule.py", "tests/launchers/test_recommend_explain_words.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_outlook.py", "tests/launchers/test_recommend_cli.py")),
+    Target("topo_gate/launchers/plan/explain_words.py", ("tests/launchers/test_explain_words.py", "tests/launchers/test_recommend_explain_words.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_outlook.py", "tests/launchers/test_recommend_cli.py")),
     # ab: the run order, the metric read from a run's output, the verdict, the sealed record and
     # what it hides.
     Target("topo_gate/ab/schedule.py", ("tests/ab/test_schedule.py", "tests/ab/test_record_semantics.py")),

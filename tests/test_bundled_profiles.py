@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from topo_gate._units import speedup_text
 from topo_gate.probe import preview
 from topo_gate.profile import load_profile
-from topo_gate.profile.figures import speedup_text
 
 pytestmark = pytest.mark.slow
 

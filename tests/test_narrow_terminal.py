@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from topo_gate._units import ci_text
 from topo_gate.cli import COMMANDS, main
 from topo_gate.cli._errors import ExitCode
-from topo_gate.profile.figures import ci_text
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURES = REPO / "tests" / "fixtures" / "captures"

@@ -1,7 +1,7 @@
-"""``recommend --explain`` piece by piece, on hand-built choices and data: the range rows (their token
-spans, sizes, notes and folding), the per-step rows and the size that binds, the default paths not
-measured, what a missing measurement could unlock, the summary line, the priced share of steps, the
-knob words and the text laid out to a terminal's width (wrapped prose, a table or stacked entries).
+"""``recommend --explain``'s figures piece by piece, on hand-built choices: the range rows (their
+notes, folding and JSON), the per-step figures and the size that binds, the default paths not
+measured, what a missing measurement could unlock, the workload totals and the knob words
+(``test_explain_words.py`` renders them).
 
 The scenes are small: 1 KiB tokens, rungs at 1, 2, 4 and 8 tokens, a step of 1 plain and 20 fused
 all-reduce sites (10 known layers), routes written by hand as in ``test_costmodel.py``.
@@ -10,86 +10,33 @@ all-reduce sites (10 known layers), routes written by hand as in ``test_costmode
 from __future__ import annotations
 
 from dataclasses import FrozenInstanceError
-from typing import Any
 
 import pytest
-from price_tables import FUSED, PLAIN, STEP, flat, table
+from explain_scenes import (
+    FAST,
+    FLAGGED,
+    NCCL_ONLY,
+    NOTHING,
+    PLANNED,
+    ROW,
+    SIZES,
+    TWO_STEPS,
+    choice,
+    planned_for,
+    row,
+    upto,
+)
+from price_tables import FUSED, PLAIN, flat
 
+from topo_gate._units import stored
 from topo_gate.launchers.knobs import PINNED
 from topo_gate.launchers.plan import explain
-from topo_gate.launchers.plan.choice import Candidate, Choice, Unlock, Variant
-from topo_gate.launchers.plan.costmodel import Piece, Price, Pricing, Side, Site, Step, StepCheck, total
+from topo_gate.launchers.plan.choice import Candidate, Unlock
+from topo_gate.launchers.plan.costmodel import Piece, Price, Site, Step, StepCheck
 from topo_gate.launchers.plan.explain import Row
+from topo_gate.launchers.plan.explain_words import row_size, row_tokens, token_span
 from topo_gate.launchers.plan.workload import Workload
 from topo_gate.launchers.routes import Knobs
-
-ROW = 1024
-SIZES = tuple(ROW * tokens for tokens in (1, 2, 4, 8))
-NCCL_ONLY = ((None, None),)
-TWO_STEPS = Workload.from_weights("two", {1: 0.5, 4: 0.5}, "a test mix")
-FLAGGED = Candidate(Knobs(args=("--fast",)))
-NOTHING = Candidate(Knobs())
-
-
-def upto(tokens: int, name: str) -> tuple:
-    """``name`` for messages of at most ``tokens`` tokens, NCCL above."""
-    return ((tokens * ROW + 1, name), (None, None))
-
-
-def choice(
-    plain_routes: tuple,
-    plain: dict,
-    *,
-    fused_routes: tuple = NCCL_ONLY,
-    fused: dict | None = None,
-    workload: Workload = TWO_STEPS,
-    candidate: Candidate = FLAGGED,
-    step: Step = STEP,
-    default_plain: tuple = NCCL_ONLY,
-    default_fused: tuple = NCCL_ONLY,
-    sizes: tuple = SIZES,
-    in_context: frozenset = frozenset(),
-    rejected: tuple = (),
-    unlock: Unlock | None = None,
-) -> Choice:
-    """A priced choice on one variant: the plan's routes against NCCL everywhere (or the given default)."""
-    fused = fused or {"nccl": {"median": flat(10.0, sizes)}}
-    tabs = {
-        PLAIN: table(PLAIN, plain, sizes=sizes, hidden=512),
-        FUSED: table(FUSED, fused, sizes=sizes, hidden=512),
-    }
-    pricing = Pricing(tabs, step, ROW, in_context)
-    plan = Side.of({PLAIN: plain_routes, FUSED: fused_routes}, "nccl", ROW, workload, step)
-    default = Side.of({PLAIN: default_plain, FUSED: default_fused}, "nccl", ROW, workload, step)
-    variant = Variant(None, pricing, default, plan, (), total(plan, default, pricing, workload))  # type: ignore[arg-type]
-    return Choice(candidate, (variant,), rejected, lambda: unlock)
-
-
-FAST = {"nccl": {"median": flat(8.0, SIZES)}, "vllm_custom": {"median": flat(4.0, SIZES)}}
-#: vllm_custom up to 2 tokens, 4 us against NCCL's 8; fused all-reduces stay on NCCL at 10 us.
-PLANNED = choice(upto(2, "vllm_custom"), FAST)
-
-
-def planned_for(workload: Workload) -> Choice:
-    return choice(upto(2, "vllm_custom"), FAST, workload=workload)
-
-
-def row(**fields: Any) -> Row:
-    base: dict[str, Any] = {
-        "pattern": PLAIN,
-        "first_tokens": 1,
-        "last_tokens": 1,
-        "default": "nccl",
-        "plan": "nccl",
-        "default_us": None,
-        "plan_us": None,
-        "sites": 1,
-        "source": "isolated",
-        "note": "default not measured: left as it is",
-        "row_bytes": ROW,
-    }
-    return Row(**{**base, **fields})
-
 
 # --- token spans, sizes, rounding -------------------------------------------------------------
 
@@ -106,7 +53,7 @@ def row(**fields: Any) -> Row:
     ],
 )
 def test_a_token_span_of_one_count_is_that_count(first: int, last: int, words: str) -> None:
-    assert explain.token_span(first, last) == words
+    assert token_span(first, last) == words
 
 
 @pytest.mark.parametrize(
@@ -123,7 +70,7 @@ def test_a_range_names_its_largest_message_and_its_tokens(
     first: int, last: int | None, size: str, tokens: str
 ) -> None:
     shown = row(first_tokens=first, last_tokens=last)
-    assert (shown.size, shown.tokens) == (size, tokens)
+    assert (row_size(shown), row_tokens(shown)) == (size, tokens)
 
 
 @pytest.mark.parametrize(
@@ -136,7 +83,7 @@ def test_a_saving_needs_both_prices(default_us, plan_us, saving) -> None:
 
 def test_a_range_as_data_rounds_to_three_places_and_prices_the_step_by_its_sites() -> None:
     priced = row(first_tokens=3, last_tokens=4, default_us=8.12345, plan_us=4.0, sites=3, note="x")
-    assert priced.to_dict() == {
+    assert priced.to_json() == {
         "pattern": PLAIN,
         "tokens": [3, 4],
         "bytes": [3 * ROW, 4 * ROW],
@@ -152,7 +99,7 @@ def test_a_range_as_data_rounds_to_three_places_and_prices_the_step_by_its_sites
 
 
 def test_an_open_unpriced_range_as_data_has_no_top_and_no_prices() -> None:
-    found = row(first_tokens=9, last_tokens=None).to_dict()
+    found = row(first_tokens=9, last_tokens=None).to_json()
     assert found["tokens"] == [9, None]
     assert found["bytes"] == [9 * ROW, None]
     assert [found[key] for key in ("default_us_per_call", "plan_us_per_call")] == [None, None]
@@ -166,7 +113,7 @@ def test_figures_are_rounded_to_three_places(value, shown) -> None:
 
 def test_a_range_without_its_bytes_per_token_counts_none() -> None:
     bare = Row(PLAIN, 1, 2, "nccl", "nccl", None, None, 1, "-", "x")
-    assert (bare.to_dict()["bytes"], bare.size) == ([0, 0], "up to 0 B")
+    assert (bare.to_json()["bytes"], row_size(bare)) == ([0, 0], "up to 0 B")
 
 
 def test_a_range_row_is_a_value() -> None:
@@ -180,7 +127,7 @@ def test_a_range_row_is_a_value() -> None:
 
 def test_the_rows_cut_each_piece_at_the_measured_sizes_and_price_it_at_the_top() -> None:
     assert [
-        (r.pattern, r.tokens, r.default, r.plan, r.default_us, r.plan_us, r.sites, r.source, r.note)
+        (r.pattern, row_tokens(r), r.default, r.plan, r.default_us, r.plan_us, r.sites, r.source, r.note)
         for r in explain.rows(PLANNED)
     ] == [
         (PLAIN, "1", "nccl", "vllm_custom", 8.0, 4.0, 1, "isolated", "plan measured faster"),
@@ -200,7 +147,7 @@ def test_the_rows_cut_each_piece_at_the_measured_sizes_and_price_it_at_the_top()
 def test_a_closed_plan_range_ends_at_its_own_top_not_the_next_rung() -> None:
     # vllm_custom up to 3 tokens: the piece 3-3 is priced at the rung of 4 tokens but ends at 3.
     found = explain.rows(choice(upto(3, "vllm_custom"), FAST))
-    assert [(r.tokens, r.plan) for r in found if r.pattern == PLAIN] == [
+    assert [(row_tokens(r), r.plan) for r in found if r.pattern == PLAIN] == [
         ("1", "vllm_custom"),
         ("2", "vllm_custom"),
         ("3", "vllm_custom"),
@@ -240,7 +187,7 @@ def test_a_fused_site_on_one_unfused_path_both_sides_is_the_same_path() -> None:
     found = explain.rows(
         choice(upto(2, "vllm_custom"), FAST, fused=fused, fused_routes=both, default_fused=both)
     )
-    assert [(r.tokens, r.default, r.plan, r.note) for r in found if r.pattern == FUSED][:2] == [
+    assert [(row_tokens(r), r.default, r.plan, r.note) for r in found if r.pattern == FUSED][:2] == [
         ("1", "pcie_ipc+rmsnorm", "pcie_ipc+rmsnorm", "same path"),
         ("2", "pcie_ipc+rmsnorm", "pcie_ipc+rmsnorm", "same path"),
     ]
@@ -262,7 +209,9 @@ def test_a_pattern_with_no_call_site_in_the_step_has_no_rows() -> None:
 def test_an_unmeasured_default_range_folds_into_one_row_that_says_it_is_left() -> None:
     # "mystery" has no column in the table at all
     found = explain.rows(choice(upto(8, "mystery"), FAST, default_plain=upto(8, "mystery")))
-    assert [(r.tokens, r.default, r.default_us, r.plan_us, r.note) for r in found if r.pattern == PLAIN] == [
+    assert [
+        (row_tokens(r), r.default, r.default_us, r.plan_us, r.note) for r in found if r.pattern == PLAIN
+    ] == [
         ("1-8", "mystery", None, None, "default not measured: left as it is"),
         ("9+", "nccl", None, None, "beyond the largest measured size: unchanged"),
     ]
@@ -404,7 +353,7 @@ def check(*, complete: bool = True, why: str | None = None, nbytes: int = 123456
 
 
 def test_a_priced_step_row_has_both_sides_the_limit_and_the_saving() -> None:
-    assert explain.step_row(check(), 0.12345678, ROW) == {
+    assert explain.step_figure(check(), 0.12345678, ROW).to_json() == {
         "tokens": 1205.632,
         "bytes": 1234567,
         "weight": 0.123457,
@@ -420,7 +369,7 @@ def test_a_priced_step_row_has_both_sides_the_limit_and_the_saving() -> None:
 
 
 def test_a_refused_step_row_has_the_defaults_side_only() -> None:
-    found = explain.step_row(check(why="step slower"), None, ROW)
+    found = explain.step_figure(check(why="step slower"), None, ROW).to_json()
     assert found["weight"] is None
     assert (found["default_us_per_step"], found["limit_us_per_step"]) == (208.0, 208.08)
     assert (found["plan_us_per_step"], found["saving_us_per_step"], found["why"]) == (
@@ -431,7 +380,7 @@ def test_a_refused_step_row_has_the_defaults_side_only() -> None:
 
 
 def test_an_incomplete_step_row_has_no_figures() -> None:
-    found = explain.step_row(check(complete=False), 1.0, ROW)
+    found = explain.step_figure(check(complete=False), 1.0, ROW).to_json()
     assert [found[key] for key in ("default_us_per_step", "plan_us_per_step", "limit_us_per_step")] == [
         None
     ] * 3
@@ -440,18 +389,18 @@ def test_an_incomplete_step_row_has_no_figures() -> None:
 
 def test_the_steps_are_the_workloads_token_counts_priced_whole() -> None:
     found = explain.steps(PLANNED, TWO_STEPS)
-    assert [(s["tokens"], s["bytes"], s["weight"], s["plan_us_per_step"], s["changed"]) for s in found] == [
-        (1.0, ROW, 0.5, 204.0, [PLAIN]),
-        (4.0, 4 * ROW, 0.5, 208.0, []),
+    assert [(s.tokens, s.nbytes, s.weight, s.plan_us, s.changed) for s in found] == [
+        (1.0, ROW, 0.5, 204.0, (PLAIN,)),
+        (4.0, 4 * ROW, 0.5, 208.0, ()),
     ]
 
 
 def test_the_binding_size_is_the_changed_check_with_the_least_slack() -> None:
     # vllm_custom is changed at 1 and 2 tokens; both steps are 4 us under 208.08, 1 token comes first.
-    found = explain.binding_row(PLANNED)
+    found = explain.binding_step(PLANNED)
     assert found is not None
-    assert (found["tokens"], found["weight"], found["changed"]) == (1.0, None, [PLAIN])
-    assert (found["plan_us_per_step"], found["limit_us_per_step"]) == (204.0, 208.08)
+    assert (found.tokens, found.weight, found.changed) == (1.0, None, (PLAIN,))
+    assert (found.plan_us, stored(found.limit_us)) == (204.0, 208.08)
 
 
 def test_an_incomplete_check_never_binds() -> None:
@@ -459,16 +408,16 @@ def test_an_incomplete_check_never_binds() -> None:
     # default's limit (7.9 against 8.0) but the step is incomplete, so 1 token binds.
     plain = {"nccl": {"median": flat(8.0, SIZES)}, "vllm_custom": {"median": [4.0, 7.9, 4.0, 4.0]}}
     fused = {"nccl": {"median": [10.0, None, 10.0, 10.0]}}
-    found = explain.binding_row(choice(upto(2, "vllm_custom"), plain, fused=fused))
-    assert found is not None and found["tokens"] == 1.0
+    found = explain.binding_step(choice(upto(2, "vllm_custom"), plain, fused=fused))
+    assert found is not None and found.tokens == 1.0
 
 
 def test_no_size_binds_a_plan_that_changes_nothing() -> None:
-    assert explain.binding_row(choice(NCCL_ONLY, FAST, candidate=NOTHING)) is None
+    assert explain.binding_step(choice(NCCL_ONLY, FAST, candidate=NOTHING)) is None
 
 
 def test_no_size_binds_a_plan_that_changes_sizes_beyond_the_table() -> None:
-    assert explain.binding_row(choice(((None, "vllm_custom"),), FAST)) is None
+    assert explain.binding_step(choice(((None, "vllm_custom"),), FAST)) is None
 
 
 # --- default paths not measured ---------------------------------------------------------------
@@ -484,7 +433,7 @@ def test_an_unmeasured_default_path_is_named_once_with_its_token_counts() -> Non
         workload,
     )
     # 1 and 2 tokens lie on measured rungs; 3 sits between a measured rung and an unmeasured one.
-    assert found == [
+    assert [e.to_json() for e in found] == [
         {
             "path": "pcie_ipc",
             "tokens": [3, 4],
@@ -505,7 +454,7 @@ def test_a_default_path_with_a_known_cause_says_what_the_launcher_runs_and_the_f
     found = explain.unmeasured(
         choice(NCCL_ONLY, FAST, default_plain=upto(8, "nccl_nvls"), workload=workload), "vllm", workload
     )
-    assert found == [
+    assert [e.to_json() for e in found] == [
         {
             "path": "nccl_nvls",
             "tokens": [3, 4],
@@ -525,7 +474,7 @@ def test_a_default_path_with_a_known_cause_says_what_the_launcher_runs_and_the_f
 def test_a_step_beyond_the_table_is_unmeasured_beyond() -> None:
     workload = Workload.from_weights("w", {1: 0.5, 16: 0.25, 32: 0.25})
     found = explain.unmeasured(choice(NCCL_ONLY, FAST, workload=workload, candidate=NOTHING), "", workload)
-    assert found == [
+    assert [e.to_json() for e in found] == [
         {
             "path": "nccl",
             "tokens": [16, 32],
@@ -544,26 +493,24 @@ def test_a_pattern_with_no_site_is_never_unmeasured() -> None:
     fused_step = Step(layers=10, layers_known=True, embedding_fused=True)
     workload = Workload.from_weights("w", {16: 1.0})
     found = explain.unmeasured(choice(NCCL_ONLY, FAST, workload=workload, step=fused_step), "", workload)
-    assert [e["patterns"] for e in found] == [[FUSED]]
+    assert [e.patterns for e in found] == [(FUSED,)]
 
 
 def test_a_default_path_is_named_at_each_steps_own_size() -> None:
     # the default runs nccl_nvls up to 2 tokens only: the 4-token step runs (measured) NCCL
     workload = Workload.from_weights("w", {1: 0.5, 4: 0.5})
     found = explain.unmeasured(choice(NCCL_ONLY, FAST, default_plain=upto(2, "nccl_nvls")), "vllm", workload)
-    assert [(e["path"], e["tokens"]) for e in found] == [("nccl_nvls", [1, 1])]
+    assert [(e.paths, e.tokens) for e in found] == [(("nccl_nvls",), (1, 1))]
 
 
 def test_a_measured_plain_default_does_not_hide_an_unmeasured_fused_one() -> None:
     workload = Workload.from_weights("w", {1: 1.0})
     found = explain.unmeasured(choice(NCCL_ONLY, FAST, default_fused=upto(8, "nccl_nvls")), "vllm", workload)
-    assert [(e["path"], e["tokens"], e["patterns"]) for e in found] == [
-        ("nccl_nvls+rmsnorm", [1, 1], [FUSED])
-    ]
+    assert [(e.paths, e.tokens, e.patterns) for e in found] == [(("nccl_nvls+rmsnorm",), (1, 1), (FUSED,))]
 
 
 def test_measured_defaults_are_not_listed() -> None:
-    assert explain.unmeasured(PLANNED, "vllm", TWO_STEPS) == []
+    assert explain.unmeasured(PLANNED, "vllm", TWO_STEPS) == ()
 
 
 # --- unlock -----------------------------------------------------------------------------------
@@ -586,7 +533,8 @@ def unlock(*, default_us: float = 200.0, bounded_by: int | None = 4 * ROW) -> Un
 
 
 def test_what_a_measurement_could_unlock_as_data() -> None:
-    assert explain.unlock_data(unlock(), ROW) == {
+    found = explain.unlock_figure(unlock(), ROW)
+    assert found is not None and found.to_json() == {
         "args": ["--fast"],
         "env": {"A": "1"},
         "config": {"k": 2},
@@ -602,45 +550,62 @@ def test_what_a_measurement_could_unlock_as_data() -> None:
 
 
 def test_nothing_to_unlock_and_no_share_of_a_zero_default() -> None:
-    assert explain.unlock_data(None, ROW) is None
-    found = explain.unlock_data(unlock(default_us=0.0), ROW)
-    assert found is not None and found["saving"] is None
+    assert explain.unlock_figure(None, ROW) is None
+    found = explain.unlock_figure(unlock(default_us=0.0), ROW)
+    assert found is not None and found.saving is None and found.to_json()["saving"] is None
 
 
 # --- totals -----------------------------------------------------------------------------------
 
 
-def test_the_workload_totals_of_a_plan() -> None:
-    found = explain.totals(PLANNED, TWO_STEPS, "vllm")
-    assert found["summary"] == (
-        "plan: --fast (est. -1.0% all-reduce time per step); it comes closest to the default's limit "
-        "at 1 token (1 KiB)."
-    )
-    assert list(found)[0] == "summary"
-    # The same figures as data()'s, which the summary-line tests below word.
-    keys = list(found)[1:14]
-    assert keys == list(data())[1:14]
-    assert {key: found[key] for key in keys} == {key: data()[key] for key in keys}
-    assert (found["knobs"], found["refused"], found["unmeasured"], found["unlock"]) == ("--fast", 0, [], None)
-    assert found["binding"]["tokens"] == 1.0
-    assert [s["tokens"] for s in found["steps"]] == [1.0, 4.0]
+def test_the_figures_of_a_plan_carry_no_sentence() -> None:
+    found = explain.explanation(PLANNED, TWO_STEPS, "vllm")
+    data = found.to_json()
+    assert "summary" not in data
+    assert list(data) == [
+        *TOTALS_KEYS,
+        "knobs",
+        "refused",
+        "steps",
+        "binding",
+        "unmeasured",
+        "unlock",
+    ]
+    assert (data["default_us_per_step"], data["plan_us_per_step"], data["saving"]) == (208.0, 206.0, 0.009615)
+    assert (data["knobs"], data["refused"], data["unmeasured"], data["unlock"]) == ("--fast", 0, [], None)
+    assert data["binding"]["tokens"] == 1.0
+    assert [s["tokens"] for s in data["steps"]] == [1.0, 4.0]
 
 
-def test_totals_count_the_refused_and_carry_the_unlock() -> None:
+TOTALS_KEYS = [
+    "workload",
+    "workload_description",
+    "layers",
+    "layers_known",
+    "calls_per_step",
+    "sites_per_step",
+    "measured_share",
+    "priced_tokens",
+    "workload_steps",
+    "default_us_per_step",
+    "plan_us_per_step",
+    "saving",
+    "per_call",
+]
+
+
+def test_the_figures_count_the_refused_and_carry_the_unlock() -> None:
     refused = ((FLAGGED, "slower"), (Candidate(Knobs(env={"B": "2"})), "slower"))
-    found = explain.totals(
+    found = explain.explanation(
         choice(NCCL_ONLY, FAST, candidate=NOTHING, rejected=refused, unlock=unlock()), TWO_STEPS
     )
-    assert (found["knobs"], found["refused"], found["binding"]) == ("", 2, None)
-    assert found["unlock"]["after_tokens"] == 3.098
-    assert found["summary"].startswith(
-        "no knobs, because --fast A=1 is refused only for want of one measurement"
-    )
+    assert (found.knobs, found.refused, found.binding) == (Knobs(), 2, None)
+    assert found.unlock is not None and found.to_json()["unlock"]["after_tokens"] == 3.098
 
 
 def test_a_workload_priced_in_part_weighs_only_its_priced_steps() -> None:
     workload = Workload.from_weights("w", {1: 0.3, 16: 0.7})
-    found = explain.workload_totals(planned_for(workload), workload)
+    found = explain.workload_totals(planned_for(workload), workload).to_json()
     assert (found["measured_share"], found["priced_tokens"]) == (0.3, [1])
     assert found["workload_steps"] == [[1, 0.3], [16, 0.7]]
     assert (found["default_us_per_step"], found["plan_us_per_step"]) == (208.0, 204.0)
@@ -648,14 +613,14 @@ def test_a_workload_priced_in_part_weighs_only_its_priced_steps() -> None:
 
 def test_shares_and_weights_are_rounded_to_six_places() -> None:
     workload = Workload.from_weights("w", {1: 0.1234567, 16: 0.8765433})
-    found = explain.workload_totals(planned_for(workload), workload)
+    found = explain.workload_totals(planned_for(workload), workload).to_json()
     assert found["measured_share"] == 0.123457
     assert found["workload_steps"] == [[1, 0.123457], [16, 0.876543]]
 
 
 def test_a_workload_priced_nowhere_has_no_totals() -> None:
     workload = Workload.from_weights("w", {16: 1.0})
-    found = explain.workload_totals(planned_for(workload), workload)
+    found = explain.workload_totals(planned_for(workload), workload).to_json()
     assert (found["measured_share"], found["default_us_per_step"], found["plan_us_per_step"]) == (
         0.0,
         None,
@@ -670,7 +635,9 @@ def test_a_workload_priced_nowhere_has_no_totals() -> None:
 
 def test_per_call_figures_skip_a_pattern_with_no_site() -> None:
     fused_step = Step(layers=10, layers_known=True, embedding_fused=True)
-    found = explain.workload_totals(choice(upto(2, "vllm_custom"), FAST, step=fused_step), TWO_STEPS)
+    found = explain.workload_totals(
+        choice(upto(2, "vllm_custom"), FAST, step=fused_step), TWO_STEPS
+    ).to_json()
     assert list(found["per_call"]) == [FUSED]
     assert found["sites_per_step"] == {PLAIN: 0, FUSED: 21}
 
@@ -690,548 +657,3 @@ def test_per_call_figures_skip_a_pattern_with_no_site() -> None:
 )
 def test_knob_words_are_flags_then_env_then_config(knobs: Knobs, words: str) -> None:
     assert explain.knob_words(knobs) == words
-
-
-# --- the summary line -------------------------------------------------------------------------
-
-
-def entry(first: int, last: int, *, beyond: bool = False, path: str = "mystery") -> dict[str, Any]:
-    return {
-        "path": path,
-        "tokens": [first, last],
-        "patterns": [PLAIN],
-        "beyond": beyond,
-        "runs": f"the default runs {path}",
-        "why": "no price",
-        "action": "re-probe",
-    }
-
-
-def data(**over: Any) -> dict[str, Any]:
-    """``totals()``'s keys, for a plan of ``--fast`` saving 1% over two priced steps."""
-    base: dict[str, Any] = {
-        "workload": "two",
-        "workload_description": "a test mix",
-        "layers": 10,
-        "layers_known": True,
-        "calls_per_step": 21,
-        "sites_per_step": {PLAIN: 1, FUSED: 20},
-        "measured_share": 1.0,
-        "priced_tokens": [1, 4],
-        "workload_steps": [[1, 0.5], [4, 0.5]],
-        "default_us_per_step": 208.0,
-        "plan_us_per_step": 206.0,
-        "saving": 0.009615,
-        "per_call": {
-            PLAIN: {"default_us": 8.0, "plan_us": 6.0},
-            FUSED: {"default_us": 10.0, "plan_us": 10.0},
-        },
-        "knobs": "--fast",
-        "refused": 3,
-        "steps": [],
-        "binding": None,
-        "unmeasured": [],
-        "unlock": None,
-    }
-    found = {**base, **over}
-    return {"summary": "SUMMARY", **found}
-
-
-UNLOCK_DATA = {
-    "args": ["--fast"],
-    "env": {"A": "1"},
-    "config": {"k": 2},
-    "saving_us_per_step": -10.123,
-    "saving": -0.048671,
-    "kernel": "vllm_custom",
-    "after_bytes": 3 * ROW + 100,
-    "after_tokens": 3.098,
-    "at_tokens": 2.0,
-    "at_most_us": 2.469,
-    "bounded_by_bytes": 1234567,
-}
-BINDING = {
-    "tokens": 1.0,
-    "size": "1 KiB",
-    "plan_us_per_step": 204.0,
-    "default_us_per_step": 208.0,
-    "limit_us_per_step": 208.08,
-    "why": None,
-}
-
-
-def test_the_summary_of_a_plan_names_its_saving_and_where_it_binds() -> None:
-    assert explain.summary_line(data(binding=BINDING)) == (
-        "plan: --fast (est. -1.0% all-reduce time per step); it comes closest to the default's limit at "
-        "1 token (1 KiB)."
-    )
-    assert explain.summary_line(data(saving=None, binding={**BINDING, "tokens": 2.5})) == (
-        "plan: --fast; it comes closest to the default's limit at 2.5 tokens (1 KiB)."
-    )
-    assert explain.summary_line(data(saving=-0.0123)) == "plan: --fast (est. +1.2% all-reduce time per step)."
-
-
-def test_the_summary_of_no_knobs_counts_the_refused() -> None:
-    assert explain.summary_line(data(knobs="")) == (
-        "no knobs: the launcher's default is the fastest measured choice over the workload; each of the "
-        "3 other knob sets is slower than it beyond noise at some step size."
-    )
-
-
-def test_an_unmeasured_default_binds_first_with_its_fix() -> None:
-    one = data(knobs="", unmeasured=[entry(1, 2048)], unlock=UNLOCK_DATA)
-    assert explain.summary_line(one) == (
-        "no knobs, because the default runs mystery at 1-2048 tokens of the workload, which is not "
-        "measured: no price. Fix: re-probe."
-    )
-    other = {**entry(8, 8, path="other"), "why": "other price", "action": "other fix"}
-    two = data(knobs="", unmeasured=[entry(4, 4), other])
-    assert explain.summary_line(two) == (
-        "no knobs, because the default runs mystery at 4 tokens of the workload, which is not "
-        "measured: no price (and 1 more cause below). Fix: re-probe."
-    )
-    three = data(knobs="", unmeasured=[entry(4, 4), entry(8, 8), entry(9, 9)])
-    assert "(and 2 more causes below)" in explain.summary_line(three)
-
-
-def test_steps_beyond_the_table_are_named_after_the_cause() -> None:
-    beyond = [entry(16, 16, beyond=True), entry(32, 64, beyond=True)]
-    tail = "; the steps at 16 and 32-64 tokens lie beyond the largest measured size and are left as they are."
-    assert explain.summary_line(data(knobs="", unmeasured=[entry(1, 1), *beyond])).endswith(
-        f"Fix: re-probe{tail}"
-    )
-    assert explain.summary_line(data(unmeasured=beyond[:1])) == (
-        "plan: --fast (est. -1.0% all-reduce time per step); the steps at 16 tokens lie beyond the largest "
-        "measured size and are left as they are."
-    )
-    assert explain.summary_line(data(knobs="", unmeasured=beyond)).endswith(
-        f"slower than it beyond noise at some step size{tail}"
-    )
-
-
-def test_a_plan_with_knobs_is_not_bound_by_an_unmeasured_default_elsewhere() -> None:
-    assert explain.summary_line(data(unmeasured=[entry(1, 1)], unlock=UNLOCK_DATA)) == (
-        "plan: --fast (est. -1.0% all-reduce time per step)."
-    )
-
-
-def test_a_saving_refused_for_want_of_a_measurement_binds_no_knobs() -> None:
-    assert explain.summary_line(data(knobs="", unlock=UNLOCK_DATA)) == (
-        "no knobs, because --fast A=1 is refused only for want of one measurement: vllm_custom's size "
-        "transition after 3.098 tokens. Fix: re-probe this node to measure it (see 'could unlock' below)."
-    )
-    assert (
-        explain.summary_line(data(knobs="", unlock={**UNLOCK_DATA, "after_tokens": 1.0})).count(
-            "after 1 token."
-        )
-        == 1
-    )
-
-
-def test_a_summary_reads_data_without_the_optional_keys() -> None:
-    bare = {"knobs": "", "refused": 0}
-    assert explain.summary_line(bare).startswith("no knobs: the launcher's default is the fastest")
-    assert explain.summary_line({**bare, "unmeasured": None, "unlock": None}) == explain.summary_line(bare)
-
-
-# --- headline ---------------------------------------------------------------------------------
-
-
-def test_the_headline_names_each_unmeasured_default_and_the_unlock() -> None:
-    assert explain.headline(data(unmeasured=[entry(1, 1), entry(2, 8)], unlock=UNLOCK_DATA)) == [
-        "not measured: the default runs mystery at 1 tokens of this workload (no price): left as it is. "
-        "To plan there: re-probe.",
-        "not measured: the default runs mystery at 2-8 tokens of this workload (no price): left as it is. "
-        "To plan there: re-probe.",
-        "could unlock: --fast A=1: up to +10.1 us/step (+4.9%) over the workload if vllm_custom's size "
-        "transition after 3.098 tokens (3.09766 KiB) is at most 2.5 us at each smaller size not yet timed after "
-        "it (binding at 2 tokens; bounded today by the one "
-        "after 1.17737 MiB); re-probe this node with evidence v1.2 (`topo-gate probe` with the served --model) "
-        "to measure it.",
-    ]
-
-
-def test_an_unlock_with_no_bound_and_no_share_says_so() -> None:
-    [line] = explain.headline(
-        data(unlock={**UNLOCK_DATA, "bounded_by_bytes": None, "saving": None, "at_tokens": 1.0})
-    )
-    assert "up to +10.1 us/step over the workload" in line
-    assert "(binding at 1 token; nothing measured after a larger size);" in line
-
-
-def test_nothing_to_head_with() -> None:
-    assert explain.headline(data()) == []
-    assert explain.headline({}) == []
-
-
-@pytest.mark.parametrize(
-    ("count", "words"),
-    [(1, "1 token"), (1.0, "1 token"), (2, "2 tokens"), (1.5, "1.5 tokens"), (0.5, "0.5 tokens")],
-)
-def test_token_counts_in_words(count: float, words: str) -> None:
-    assert explain._tokens(count) == words
-
-
-# --- priced share -----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("share", "priced", "steps", "words"),
-    [
-        (1.0, [1, 4], [[1, 0.5], [4, 0.5]], ""),
-        (0.999, [1], [[1, 0.999], [16, 0.001]], ""),
-        (
-            0.998,
-            [1],
-            [[1, 0.998], [16, 0.002]],
-            ", per 1-token step only: the 100% of steps that could be priced",
-        ),
-        (
-            0.05,
-            [8192],
-            [[1, 0.95], [8192, 0.05]],
-            ", per 8192-token step only: the 5% of steps that could be priced",
-        ),
-        (
-            0.5,
-            [1, 4],
-            [[1, 0.25], [4, 0.25], [16, 0.5]],
-            ", per 1 or 4-token step only: the 50% of steps that could be priced",
-        ),
-        (
-            0.75,
-            [1, 2, 4],
-            [[1, 0.25], [2, 0.25], [4, 0.25], [16, 0.25]],
-            ", per step without the 16-token steps (25% of steps), which could not be priced",
-        ),
-        (
-            0.5,
-            [1, 2, 4],
-            [[1, 0.2], [2, 0.2], [4, 0.1], [16, 0.25], [32, 0.25]],
-            ", per step without the 16- and 32-token steps (50% of steps), which could not be priced",
-        ),
-        (
-            0.4,
-            [1, 2, 4],
-            [[1, 0.1], [2, 0.1], [4, 0.2], [16, 0.2], [32, 0.2], [64, 0.2]],
-            ", per step without the 16-, 32- and 64-token steps (60% of steps), which could not be priced",
-        ),
-        (
-            0.0,
-            [],
-            [[16, 0.5], [32, 0.5]],
-            ", per step without the 16- and 32-token steps (100% of steps), which could not be priced",
-        ),
-    ],
-)
-def test_the_priced_share_names_the_few_priced_steps_or_the_ones_left_out(
-    share, priced, steps, words
-) -> None:
-    assert (
-        explain.priced_share({"measured_share": share, "priced_tokens": priced, "workload_steps": steps})
-        == words
-    )
-
-
-# --- per-step lines and the total -------------------------------------------------------------
-
-STEP_ROWS = [
-    {
-        "tokens": 1.0,
-        "size": "1 KiB",
-        "weight": 0.5,
-        "default_us_per_step": 208.0,
-        "plan_us_per_step": 204.0,
-        "saving_us_per_step": 4.0,
-        "changed": [PLAIN],
-        "why": None,
-    },
-    {
-        "tokens": 4.0,
-        "size": "4 KiB",
-        "weight": 0.25,
-        "default_us_per_step": 208.0,
-        "plan_us_per_step": 208.0,
-        "saving_us_per_step": 0.0,
-        "changed": [],
-        "why": None,
-    },
-    {
-        "tokens": 16.0,
-        "size": "16 KiB",
-        "weight": 0.25,
-        "default_us_per_step": None,
-        "plan_us_per_step": None,
-        "saving_us_per_step": None,
-        "changed": [PLAIN],
-        "why": "not measured",
-    },
-]
-
-
-def test_the_step_lines_are_a_table_with_the_size_that_binds() -> None:
-    assert explain._step_lines(data(steps=STEP_ROWS, binding=BINDING)) == [
-        "per step (a step: 1 allreduce + 20 allreduce_rmsnorm all-reduces, plus each buffer's transition once):",
-        "tokens  size    weight  default us/step  plan us/step  saving/step  note",
-        "1       1 KiB   50.0%   208.00           204.00        +4.00",
-        "4       4 KiB   25.0%   208.00           208.00        +0.00        same paths",
-        "16      16 KiB  25.0%   n/a              n/a           n/a          not measured",
-        "binds at 1 token (1 KiB): plan 204.0 us/step against the default's 208.0 (limit 208.1: its CI high "
-        "plus its own transitions)",
-    ]
-
-
-def test_a_refused_binding_says_why_and_counts_no_plan_as_zero() -> None:
-    lines = explain._step_lines(data(binding={**BINDING, "plan_us_per_step": None, "why": "step slower"}))
-    assert lines[-1].startswith("binds at 1 token (1 KiB): plan 0.0 us/step")
-    assert lines[-1].endswith("plus its own transitions); step slower")
-
-
-def test_step_lines_without_sites_or_steps() -> None:
-    assert explain._step_lines({"sites_per_step": {PLAIN: 0, FUSED: 21}})[0].startswith(
-        "per step (a step: 21 allreduce_rmsnorm all-reduces"
-    )
-    assert explain._step_lines({}) == [
-        "per step (a step:  all-reduces, plus each buffer's transition once):",
-        "tokens  size  weight  default us/step  plan us/step  saving/step  note",
-    ]
-
-
-@pytest.mark.parametrize(
-    ("value", "signed", "shown"),
-    [
-        (None, False, "n/a"),
-        (None, True, "n/a"),
-        (1.005, False, "1.00"),
-        (4.0, True, "+4.00"),
-        (-0.5, True, "-0.50"),
-        (0.0, False, "0.00"),
-    ],
-)
-def test_figures_per_call_show_two_places(value, signed, shown) -> None:
-    assert explain._us(value, signed=signed) == shown
-
-
-def test_the_total_names_the_workload_the_layers_and_each_patterns_call() -> None:
-    assert explain._total_words(data()) == (
-        "workload 'two' (a test mix; 10 layers, 21 all-reduces per step): default 208.0 -> plan 206.0 us per "
-        "step (-1.0%); allreduce 8.00 -> 6.00 us/call, allreduce_rmsnorm 10.00 -> 10.00 us/call"
-    )
-    partial = data(
-        layers_known=False,
-        measured_share=0.5,
-        priced_tokens=[1],
-        per_call={PLAIN: {"default_us": None, "plan_us": None}, FUSED: {"default_us": 10.0, "plan_us": 9.0}},
-    )
-    assert explain._total_words(partial) == (
-        "workload 'two' (a test mix; 10 layers assumed, 21 all-reduces per step, per 1-token step only: the "
-        "50% of steps that could be priced): default 208.0 -> plan 206.0 us per step (-1.0%); "
-        "allreduce_rmsnorm 10.00 -> 9.00 us/call"
-    )
-
-
-def test_the_total_of_an_unmeasured_default() -> None:
-    assert explain._total_words(data(default_us_per_step=None)) == (
-        "workload 'two': the default's paths were not measured at its sizes; nothing changed"
-    )
-
-
-# --- the one-line estimate --------------------------------------------------------------------
-
-
-def test_the_estimate_of_a_plan() -> None:
-    assert explain.estimate_line(PLANNED, TWO_STEPS) == (
-        "plan: --fast: over the workload 'two': est. -1.0% all-reduce time vs default (208.0 -> 206.0 us "
-        "per step, 10 layers)"
-    )
-
-
-@pytest.mark.parametrize("knobs", [Knobs(args=("--fast",)), Knobs(env={"A": "1"}), Knobs(config={"k": 1})])
-def test_any_one_kind_of_knob_is_a_plan(knobs: Knobs) -> None:
-    found = explain.estimate_line(choice(upto(2, "vllm_custom"), FAST, candidate=Candidate(knobs)), TWO_STEPS)
-    assert found.startswith("plan: ") and ": est. -1.0% all-reduce time vs default" in found
-
-
-def test_the_estimate_of_no_knobs_with_assumed_layers_and_part_of_the_steps() -> None:
-    workload = Workload.from_weights("w", {1: 0.5, 16: 0.5})
-    assumed = Step(layers=10, layers_known=False)
-    found = explain.estimate_line(
-        choice(NCCL_ONLY, FAST, candidate=NOTHING, workload=workload, step=assumed), workload
-    )
-    # The covered share comes before the figure it qualifies.
-    assert found == (
-        "no knobs: nothing measured beats the launcher's default by more than noise; on the 50% of the "
-        "workload 'w' steps that could be priced: 208.0 us of all-reduce per step (10 layers assumed)"
-    )
-
-
-def test_the_estimate_gives_no_per_step_figure_below_half_the_steps_priced() -> None:
-    workload = Workload.from_weights("w", {1: 0.4, 16: 0.6})
-    found = explain.estimate_line(choice(NCCL_ONLY, FAST, candidate=NOTHING, workload=workload), workload)
-    assert found.endswith(
-        "only 40% of the workload 'w' steps could be priced: no per-step figure (recommend --explain shows "
-        "each step)"
-    )
-    assert "us of all-reduce per step" not in found
-
-
-def test_the_estimate_of_an_unmeasured_default_names_it_and_the_fix() -> None:
-    workload = Workload.from_weights("w", {3: 0.5, 4: 0.5})
-    found = explain.estimate_line(
-        choice(NCCL_ONLY, FAST, default_plain=upto(8, "nccl_nvls"), workload=workload, candidate=NOTHING),
-        workload,
-        "vllm",
-    )
-    assert found.startswith(
-        f"no knobs: vLLM {PINNED['vllm']} runs nccl_nvls here by default at 3-4 tokens (100% of the workload's steps), "
-        "which is not measured. Fix: NCCL_NVLS_ENABLE=0"
-    )
-    assert "nothing changed" not in found and "beats" not in found
-
-
-def test_the_estimate_of_a_workload_priced_nowhere() -> None:
-    workload = Workload.from_weights("far", {16: 1.0})
-    assert explain.estimate_line(planned_for(workload), workload) == (
-        "plan: --fast: the default's paths were not measured at any of the workload 'far' sizes"
-    )
-
-
-# --- the text to a terminal's width -----------------------------------------------------------
-
-RANGES = [
-    row(default_us=8.0, plan_us=4.0, plan="vllm_custom", note="plan measured faster", sites=3),
-    row(first_tokens=2, last_tokens=None, source="-", note="beyond"),
-]
-
-
-def text(width: int | None, ranges: list[Row] = RANGES, summary: str = "SUMMARY", **over: Any) -> list[str]:
-    found = {**data(steps=STEP_ROWS[:1], binding=BINDING, **over), "summary": summary}
-    return explain.render(ranges, found, width).split("\n")
-
-
-def test_without_a_width_every_part_is_one_line_each() -> None:
-    found = text(None)
-    assert found == [
-        "SUMMARY",
-        "",
-        "pattern    tokens  size     default runs  us/call  plan runs    us/call  saving/call  saving/step  priced    note",
-        "allreduce  1       1 KiB    nccl          8.00     vllm_custom  4.00     +4.00        +12.00       isolated  plan measured faster",
-        "allreduce  2+      > 1 KiB  nccl          n/a      nccl         n/a      n/a          n/a          -         beyond",
-        "",
-        "per step (a step: 1 allreduce + 20 allreduce_rmsnorm all-reduces, plus each buffer's transition once):",
-        "tokens  size   weight  default us/step  plan us/step  saving/step  note",
-        "1       1 KiB  50.0%   208.00           204.00        +4.00",
-        "binds at 1 token (1 KiB): plan 204.0 us/step against the default's 208.0 (limit 208.1: its CI high "
-        "plus its own transitions)",
-        "workload 'two' (a test mix; 10 layers, 21 all-reduces per step): default 208.0 -> plan 206.0 us per "
-        "step (-1.0%); allreduce 8.00 -> 6.00 us/call, allreduce_rmsnorm 10.00 -> 10.00 us/call",
-    ]
-
-
-def test_a_table_that_just_fits_stays_a_table() -> None:
-    widest = max(len(line) for line in text(None)[2:5])
-    assert text(widest)[2:5] == text(None)[2:5]
-    assert text(widest + 1)[2:5] == text(None)[2:5]
-
-
-def test_a_table_one_column_too_wide_is_stacked_one_entry_per_range() -> None:
-    widest = max(len(line) for line in text(None)[2:5])
-    assert text(widest - 1)[2:6] == [
-        "allreduce 1 token (1 KiB): default nccl 8.00 us/call, plan vllm_custom 4.00 us/call, saving +4.00 "
-        "us/call, +12.00 us/step",
-        "  [isolated]: plan measured faster",
-        "allreduce 2+ tokens (> 1 KiB): default nccl n/a us/call, plan nccl n/a us/call [-]: beyond",
-        "",
-    ]
-
-
-def test_a_narrow_terminal_wraps_prose_and_stacked_entries_but_keeps_table_lines() -> None:
-    assert text(60, summary="word " * 20) == [
-        "word word word word word word word word word word word word",
-        "  word word word word word word word word",
-        "",
-        "allreduce 1 token (1 KiB): default nccl 8.00 us/call, plan",
-        "  vllm_custom 4.00 us/call, saving +4.00 us/call, +12.00",
-        "  us/step [isolated]: plan measured faster",
-        "allreduce 2+ tokens (> 1 KiB): default nccl n/a us/call,",
-        "  plan nccl n/a us/call [-]: beyond",
-        "",
-        "per step (a step: 1 allreduce + 20 allreduce_rmsnorm",
-        "  all-reduces, plus each buffer's transition once):",
-        "tokens  size   weight  default us/step  plan us/step  saving/step  note",
-        "1       1 KiB  50.0%   208.00           204.00        +4.00",
-        "binds at 1 token (1 KiB): plan 204.0 us/step against the",
-        "  default's 208.0 (limit 208.1: its CI high plus its own",
-        "  transitions)",
-        "workload 'two' (a test mix; 10 layers, 21 all-reduces per",
-        "  step): default 208.0 -> plan 206.0 us per step (-1.0%);",
-        "  allreduce 8.00 -> 6.00 us/call, allreduce_rmsnorm 10.00 ->",
-        "  10.00 us/call",
-    ]
-
-
-def test_the_headline_is_wrapped_with_the_summary() -> None:
-    found = text(60, ranges=RANGES[:1], unmeasured=[entry(1, 1)])
-    assert found[:4] == [
-        "SUMMARY",
-        "not measured: the default runs mystery at 1 tokens of this",
-        "  workload (no price): left as it is. To plan there:",
-        "  re-probe.",
-    ]
-
-
-@pytest.mark.parametrize(("width", "used"), [(30, 40), (39, 40), (40, 40), (41, 41)])
-def test_prose_never_wraps_narrower_than_forty_columns(width: int, used: int) -> None:
-    words = "x" * 10 + (" " + "x" * 9) * 8
-    lines = explain._wrapped(words, width)
-    assert max(len(line) for line in lines) <= used
-    assert len(lines[0]) > used - 10
-
-
-def test_wrapping_keeps_long_words_and_hyphens_and_an_empty_line() -> None:
-    assert explain._wrapped("", 40) == [""]
-    assert explain._wrapped("a" * 50 + " b", 40) == ["a" * 50, "  b"]
-    assert explain._wrapped("x" * 35 + " well-known", 40) == ["x" * 35, "  well-known"]
-    assert explain._wrapped("anything", None) == ["anything"]
-
-
-def test_a_table_pads_each_column_to_its_widest_cell() -> None:
-    assert explain._table([("a", "bb", "c"), ("ccc", "d", ""), ("", "e", "f")]) == [
-        "a    bb  c",
-        "ccc  d",
-        "     e   f",
-    ]
-
-
-def _step(tokens: int, default_us: float | None, weight: float = 0.1) -> dict:
-    plan_us = default_us
-    return {
-        "tokens": tokens, "size": f"{tokens * 16} KiB", "weight": weight, "default_us_per_step": default_us,
-        "plan_us_per_step": plan_us, "saving_us_per_step": None if default_us is None else 0.0,
-        "changed": [], "why": None,
-    }  # fmt: skip
-
-
-def test_runs_of_unpriced_step_rows_fold_into_one() -> None:
-    steps = [_step(1, None), _step(2, None), _step(4, None), _step(8, 5.0), _step(16, None), _step(32, None)]
-    lines = explain._step_lines({"sites_per_step": {PLAIN: 1}, "steps": steps, "binding": None})
-    rows = [line.split() for line in lines[2:]]
-    # Three unpriced neighbours fold (sized by their largest message); two stay rows of their own.
-    assert [row[:2] for row in rows] == [["1-4", "64"], ["8", "128"], ["16", "256"], ["32", "512"]]
-    assert rows[0][3:5] == ["30.0%", "n/a"] and rows[2][3] == "10.0%"
-
-
-def test_a_run_longer_than_the_fold_threshold_is_folded_whole() -> None:
-    steps = [_step(tokens, None) for tokens in (1, 2, 4, 8)]
-    lines = explain._step_lines({"sites_per_step": {PLAIN: 1}, "steps": steps, "binding": None})
-    assert [line.split()[:4] for line in lines[2:]] == [["1-8", "128", "KiB", "40.0%"]]
-
-
-@pytest.mark.parametrize("priced_side", ["default_us_per_step", "plan_us_per_step"])
-def test_a_row_one_side_prices_ends_a_run_of_unpriced_rows(priced_side: str) -> None:
-    # Two unpriced rows stay rows of their own; the third has a figure on one side, so it is no third
-    # unpriced neighbour to fold them with.
-    half = {**_step(4, None), priced_side: 5.0}
-    steps = [_step(1, None), _step(2, None), half]
-    lines = explain._step_lines({"sites_per_step": {PLAIN: 1}, "steps": steps, "binding": None})
-    assert [line.split()[0] for line in lines[2:]] == ["1", "2", "4"]

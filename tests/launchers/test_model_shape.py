@@ -19,7 +19,7 @@ from topo_gate.launchers import vllm
 from topo_gate.launchers.command.parse import read_knobs
 from topo_gate.launchers.plan.choice import choose
 from topo_gate.launchers.plan.costmodel import Step
-from topo_gate.launchers.plan.explain import estimate_line
+from topo_gate.launchers.plan.explain_words import estimate_line
 from topo_gate.launchers.plan.request import MAX_HIDDEN, MAX_LAYERS, PlanRequest, ProfileFacts
 from topo_gate.launchers.plan.workload import Workload
 from topo_gate.launchers.routes import Knobs

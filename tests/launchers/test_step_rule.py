@@ -14,7 +14,7 @@ from price_tables import FUSED, NCCL_EVERYWHERE, PLAIN, ROW, SIZES, STEP, flat, 
 
 from topo_gate.launchers import PlanRequest, sglang_plan, vllm_plan
 from topo_gate.launchers.plan.costmodel import Pricing, Side, Step, price_at, problems, step_check
-from topo_gate.launchers.plan.explain import totals
+from topo_gate.launchers.plan.explain import explanation
 from topo_gate.launchers.plan.pricing import NCCL
 from topo_gate.launchers.plan.workload import Workload, lookup_workload
 
@@ -219,24 +219,20 @@ def test_a_transition_measured_after_2048_tokens_plans_sglangs_fusion_backend(h2
         plan.estimate.startswith("plan: --flashinfer-allreduce-fusion-backend trtllm: ")
         and ": est. -8." in plan.estimate
     )
-    data = totals(plan.choice, plan.workload, "sglang")
-    assert all(
-        row["plan_us_per_step"] <= row["limit_us_per_step"]
-        for row in data["steps"]
-        if row["plan_us_per_step"]
-    )
-    assert all(row["saving_us_per_step"] > 0 for row in data["steps"] if row["changed"])
+    steps = explanation(plan.choice, plan.workload, "sglang").steps
+    assert all(step.plan_us <= step.limit_us for step in steps if step.plan_us)
+    assert all(step.saving_us > 0 for step in steps if step.changed)
 
 
 @pytest.mark.slow  # prices the bundled H200 table for several models
 def test_without_that_measurement_the_plan_stays_no_knobs_and_names_it(h200) -> None:
     plan = sglang_legacy(h200["bundled"], "llama-3-405b")
     assert plan.args == () and plan.estimate.startswith("no knobs")
-    unlock = totals(plan.choice, plan.workload, "sglang")["unlock"]
-    assert unlock["args"] == list(FUSION) and unlock["kernel"] == "trtllm_oneshot_sglang"
-    assert unlock["after_tokens"] == 2048 and unlock["at_tokens"] == 1
-    assert unlock["bounded_by_bytes"] == 8192 * 14336  # only the after-8192 replay was timed
-    assert unlock["saving_us_per_step"] > 600 and 300 < unlock["at_most_us"] < 400
+    unlock = explanation(plan.choice, plan.workload, "sglang").unlock
+    assert unlock.knobs.args == FUSION and unlock.kernel == "trtllm_oneshot_sglang"
+    assert unlock.after_tokens == 2048 and unlock.at_tokens == 1
+    assert unlock.bounded_by_bytes == 8192 * 14336  # only the after-8192 replay was timed
+    assert unlock.saving_us > 600 and 300 < unlock.at_most_us < 400
 
 
 def test_a_narrower_model_needs_the_mid_size_measurement_too(h200) -> None:
@@ -245,8 +241,8 @@ def test_a_narrower_model_needs_the_mid_size_measurement_too(h200) -> None:
     fusion saves there: no knobs, with the limit the transition would have to stay under."""
     plan = sglang_legacy(h200["after_2048"], "qwen3-32b")
     assert plan.args == ()
-    unlock = totals(plan.choice, plan.workload, "sglang")["unlock"]
-    assert unlock["bounded_by_bytes"] == 2048 * 14336 and unlock["at_most_us"] < 238.8
+    unlock = explanation(plan.choice, plan.workload, "sglang").unlock
+    assert unlock.bounded_by_bytes == 2048 * 14336 and unlock.at_most_us < 238.8
 
 
 def test_vllms_step_on_the_bundled_table_is_all_norm_sites(h200) -> None:

@@ -23,6 +23,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from topo_gate._units import percent_text
 from topo_gate.ab.benchmarks import HIGHER, LOWER
 from topo_gate.evidence.stats import bootstrap_speedups, median
 
@@ -167,11 +168,15 @@ def judge(ci: tuple[float, float], *, direction: str, margin: float) -> str:
 def _reason(ci: tuple[float, float], verdict: str, direction: str, margin: float) -> str:
     better = "higher" if direction == HIGHER else "lower"
     if verdict == WIN:
-        return f"{better} is better: the CI is clear of the {margin:.0%} margin on the better side"
+        return (
+            f"{better} is better: the CI is clear of the {percent_text(margin, 0)} margin on the better side"
+        )
     if verdict == REGRESSION:
-        return f"{better} is better: the CI is clear of the {margin:.0%} margin on the worse side"
+        return (
+            f"{better} is better: the CI is clear of the {percent_text(margin, 0)} margin on the worse side"
+        )
     excludes_one = ci[0] > 1.0 or ci[1] < 1.0
-    return f"within the {margin:.0%} margin: the CI {'excludes 1 but reaches into the margin' if excludes_one else 'includes 1'}"
+    return f"within the {percent_text(margin, 0)} margin: the CI {'excludes 1 but reaches into the margin' if excludes_one else 'includes 1'}"
 
 
 def identical(arm: str) -> Comparison:

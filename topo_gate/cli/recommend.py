@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +26,9 @@ from topo_gate.launchers import (
 from topo_gate.launchers.command.parse import CmdlineError, tp_disagreement, tp_from_command
 from topo_gate.launchers.command.releases import ALLOW_ENV, Installed
 from topo_gate.launchers.outlook import CPU_HARNESS, NO_TP_ALL_REDUCE
-from topo_gate.launchers.plan.explain import Row
-from topo_gate.launchers.plan.explain import render as render_explain
+from topo_gate.launchers.plan.explain import Explanation, Row, explanation
 from topo_gate.launchers.plan.explain import rows as explain_rows
-from topo_gate.launchers.plan.explain import totals as explain_totals
+from topo_gate.launchers.plan.explain_words import render as render_explain
 from topo_gate.launchers.plan.request import DEFAULT_FALLBACK, FALLBACKS
 from topo_gate.launchers.plan.workload import DEFAULT_WORKLOAD, Workload, WorkloadError, lookup_workload
 from topo_gate.launchers.plan.workload import PRESETS as WORKLOADS
@@ -172,11 +171,11 @@ def check_workload(value: str | None) -> None:
         raise fail(code, f"--workload: {error}") from None
 
 
-def explain_data(plan: LaunchPlan) -> tuple[list[Row], dict[str, Any]]:
-    """``--explain``'s rows and workload totals for a plan that follows the profile (empty otherwise)."""
+def explain_data(plan: LaunchPlan) -> tuple[list[Row], Explanation | None]:
+    """``--explain``'s rows and figures for a plan that follows the profile (none otherwise)."""
     if plan.choice is None or not isinstance(plan.workload, Workload):
-        return [], {}
-    return explain_rows(plan.choice), explain_totals(plan.choice, plan.workload, plan.launcher)
+        return [], None
+    return explain_rows(plan.choice), explanation(plan.choice, plan.workload, plan.launcher)
 
 
 NO_MODEL_WARNING = (
@@ -223,9 +222,7 @@ def strict_failure(plan: LaunchPlan) -> None:
     raise fail(code, f"profile not used: {plan.reason}")
 
 
-def render(
-    plan: LaunchPlan, fmt: str, rows: Sequence[Row] = (), totals: Mapping[str, Any] | None = None
-) -> str:
+def render(plan: LaunchPlan, fmt: str, rows: Sequence[Row] = (), explained: Explanation | None = None) -> str:
     """The plan in one of FORMATS (trtllm's ``yaml`` is its extra LLM-API options file); ``json``
     carries the ``--explain`` rows under ``explain`` and the workload totals under ``price``."""
     if fmt == "args":
@@ -234,8 +231,8 @@ def render(
         return "\n".join(f"{key}={shlex.quote(value)}" for key, value in plan.env.items())
     if fmt == "json":
         data = plan.to_dict()
-        if not plan.fallback and totals:  # a fallback, or TP 1, has no price
-            data |= {"price": dict(totals), "explain": [r.to_dict() for r in rows]}
+        if not plan.fallback and explained is not None:  # a fallback, or TP 1, has no price
+            data |= {"price": explained.to_json(), "explain": [r.to_json() for r in rows]}
         return json.dumps(data, allow_nan=False, indent=2)
     if plan.launcher == "trtllm":
         return trtllm_options_file(plan)
@@ -311,7 +308,8 @@ the one action that measures it; a saving a missing measurement could unlock),
 then per size range the default's path and the plan's with their measured us
 per call, the whole step per workload token count and the size that binds, and
 one total for the workload. --format json carries the ranges under "explain"
-and the totals, steps, binding size and unlock under "price".
+and the totals, steps, binding size and unlock under "price": figures only
+(the summary line is --explain's, in words).
 
 On any fallback (missing, invalid, tampered or foreign profile, TP not
 measured) nothing is changed and the reason goes to stderr; --fallback nccl
@@ -431,11 +429,11 @@ def command(
             "trtllm-serve ... --extra_llm_api_options extra.yaml",
             err=True,
         )
-    rows, totals = explain_data(plan)
-    click.echo(render(plan, fmt, rows, totals))
-    if explain and fmt != "json" and rows:  # a fallback has no price: its status line says why
+    rows, explained = explain_data(plan)
+    click.echo(render(plan, fmt, rows, explained))
+    if explain and fmt != "json" and rows and explained is not None:  # a fallback has no price
         # The workload's and the profile's names come from files: inert, like every text from a file.
-        click.echo(shown_lines(render_explain(rows, totals, width=terminal_width())))
+        click.echo(shown_lines(render_explain(rows, explained, width=terminal_width())))
     if fmt == "env":
         refuse_partial_env(plan)
 

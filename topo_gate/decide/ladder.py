@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from itertools import groupby
 
-from topo_gate._units import human_bytes
+from topo_gate._units import human_bytes, percent_text, speedup_text, us_text
 from topo_gate.decide.criteria import DEFAULT_CI_LEVEL, Criteria, SizeVerdict
 from topo_gate.decide.words import baseline_reason, fold_words, ratio_words, span, speedup_at
 from topo_gate.evidence.bar import DEFAULT_MARGIN, STEP_CALLS
@@ -91,7 +91,7 @@ def _backend_rule(backend: str, members: list[SizeVerdict], criteria: Criteria) 
     speedup = weakest.speedups[backend]
     won = [verdict for verdict in members if verdict.folded_from is None]
     reason = (
-        f"{backend} beat {criteria.baseline} by >= {criteria.margin:.0%} with its {criteria.level:.0%} CI "
+        f"{backend} beat {criteria.baseline} by >= {percent_text(criteria.margin, 0)} with its {percent_text(criteria.level, 0)} CI "
         f"clear at {span(won)}; weakest {ratio_words(speedup)} at {human_bytes(weakest.nbytes)}"
     )
     for verdict in members:
@@ -103,12 +103,12 @@ def _backend_rule(backend: str, members: list[SizeVerdict], criteria: Criteria) 
     if transitions:
         cost, nbytes = max(transitions)
         reason += (
-            f"; size transition after the largest size costs up to {cost:.1f} us (at {human_bytes(nbytes)}), "
-            f"charged as {cost / STEP_CALLS:.2f} us/call over {STEP_CALLS} calls"
+            f"; size transition after the largest size costs up to {us_text(cost, 1)} us (at {human_bytes(nbytes)}), "
+            f"charged as {us_text(cost / STEP_CALLS)} us/call over {STEP_CALLS} calls"
         )
     in_context = [v.in_context[backend] for v in members if backend in v.in_context]
     if in_context:
-        reason += f"; in context (GEMM -> all-reduce graph) weakest {min(in_context):.2f}x"
+        reason += f"; in context (GEMM -> all-reduce graph) weakest {speedup_text(min(in_context))}"
     return Rule(
         max_bytes=members[-1].nbytes,
         backend=backend,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from topo_gate._units import us_text
 from topo_gate.evidence.document import Run
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.measurements import MAX_CALL_US, MIN_CALL_US
@@ -24,7 +25,7 @@ def check_sample_bounds(runs: Sequence[Run]) -> None:
         for index, sample in enumerate(samples):
             if sample > MAX_CALL_US:
                 raise ProfileInvalid(
-                    f"{sample!r} us is longer than a probe can time (at most {MAX_CALL_US:.0f} us: the step timeout)",
+                    f"{sample!r} us is longer than a probe can time (at most {us_text(MAX_CALL_US, 0)} us: the step timeout)",
                     f"{where}[{index}]",
                 )
             if sample < floor:

@@ -12,6 +12,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
+from topo_gate._units import percent_text, speedup_text
 from topo_gate.decide.criteria import (
     COMPOSITE_SUFFIX,
     DEFAULT_BOOTSTRAP,
@@ -204,13 +205,13 @@ def _confirm_in_context(
     why = (
         f"{verdict.backend} not measured in context"
         if verdict.backend not in in_context
-        else f"{verdict.backend} only {in_context[verdict.backend]:.2f}x in context"
+        else f"{verdict.backend} only {speedup_text(in_context[verdict.backend])} in context"
     )
     for name in verdict.eligible:
         if name != verdict.backend and in_context.get(name, 0.0) >= threshold:
             return replace(verdict, backend=name, in_context=in_context,
-                           demoted=f"{why} (GEMM -> all-reduce graph): next, {name}, {in_context[name]:.2f}x there")  # fmt: skip
+                           demoted=f"{why} (GEMM -> all-reduce graph): next, {name}, {speedup_text(in_context[name])} there")  # fmt: skip
     return replace(
         verdict, backend=criteria.baseline, in_context=in_context,
-        demoted=f"{why} (GEMM -> all-reduce graph), below the {criteria.margin:.0%} margin: {criteria.baseline}",
+        demoted=f"{why} (GEMM -> all-reduce graph), below the {percent_text(criteria.margin, 0)} margin: {criteria.baseline}",
     )  # fmt: skip

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from topo_gate._units import human_bytes
+from topo_gate._units import human_bytes, percent_text, speedup_ci_text, speedup_text
 from topo_gate.decide.criteria import COMPOSITE_SUFFIX, Criteria, SizeVerdict
 from topo_gate.evidence.document import Result
 from topo_gate.evidence.stats import Speedup
-from topo_gate.profile.figures import speedup_ci_text, speedup_text
 from topo_gate.profile.schema import BACKENDS
 
 
@@ -39,7 +38,7 @@ def fold_words(verdict: SizeVerdict, into: str, criteria: Criteria) -> str:
     assert lone is not None, "only a folded verdict is described as folded"
     return (
         f"{human_bytes(verdict.nbytes)} folded in: {into} {_speedup_words(speedup_at(verdict, into, criteria))} "
-        f"there is within {criteria.margin:.0%} of the lone choice {lone} "
+        f"there is within {percent_text(criteria.margin, 0)} of the lone choice {lone} "
         f"({_speedup_words(speedup_at(verdict, lone, criteria))})"
     )
 
@@ -61,7 +60,7 @@ def baseline_reason(members: list[SizeVerdict], criteria: Criteria) -> str:
     if contenders:
         _, name, nbytes, speedup = max(contenders, key=lambda item: item[0])
         parts.append(
-            f"no backend beat {criteria.baseline} by >= {criteria.margin:.0%} with its {criteria.level:.0%} "
+            f"no backend beat {criteria.baseline} by >= {percent_text(criteria.margin, 0)} with its {percent_text(criteria.level, 0)} "
             f"CI clear at {span(unbeaten)}; closest: {name} {ratio_words(speedup)} at {human_bytes(nbytes)}"
         )
     elif unbeaten:
@@ -100,7 +99,7 @@ def fusion_off_headline(verdicts: Sequence[SizeVerdict], criteria: Criteria) -> 
     phrases = []
     for index, (composite, faster, sized) in enumerate(runs):
         named = index == 0 or runs[index - 1][0] != composite
-        how = "faster" if faster else f"within {criteria.margin:.0%} of fused"
+        how = "faster" if faster else f"within {percent_text(criteria.margin, 0)} of fused"
         path = f"{composite.removesuffix(COMPOSITE_SUFFIX)} + norm is " if named else ""
         phrases.append(f"{path}{how} at {span(sized)}")
     return "fusion off: " + ", ".join(phrases)

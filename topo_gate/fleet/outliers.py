@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from topo_gate._units import human_bytes
+from topo_gate._units import human_bytes, percent_text
 from topo_gate.evidence.stats import median
 from topo_gate.fleet.evidence_set import NodeEvidence
 
@@ -80,7 +80,7 @@ class Flag:
         change = self.node_us / self.fleet_us - 1
         return (
             f"{cell_words(self.cell)}: {self.node_us:.4g} us vs fleet median {self.fleet_us:.4g} us "
-            f"({change:+.1%}, z {self.z:+.1f})"
+            f"({percent_text(change, signed=True)}, z {self.z:+.1f})"
         )
 
 

@@ -16,20 +16,13 @@ default; this is the comparison with the default. ``report/outlook.py`` renders 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from topo_gate._units import human_bytes
 from topo_gate.launchers import knobs
-from topo_gate.launchers.plan.explain import (
-    headline,
-    knob_words,
-    rows,
-    token_span,
-    unlock_data,
-    unmeasured,
-)
+from topo_gate.launchers.plan.explain import Unmeasured, knob_words, rows, unlock_figure, unmeasured
+from topo_gate.launchers.plan.explain_words import token_span, unlock_words
 from topo_gate.launchers.plan.flow import LaunchPlan
 from topo_gate.launchers.plan.request import PlanRequest
 from topo_gate.launchers.plan.unmeasured import cause, release
@@ -224,8 +217,7 @@ def _outlook(profile: Profile, launcher: str, tp: int, shape: Shape, workload: s
     with_setting = None
     if args or env:
         with_setting = _outcome(_plan(profile, launcher, tp, shape, workload, env=env, args=args))
-    row_bytes = plan.choice.worst.pricing.row_bytes
-    unlock = headline({"unlock": unlock_data(plan.choice.unlock, row_bytes)})
+    unlock = unlock_figure(plan.choice.unlock, plan.choice.worst.pricing.row_bytes)
     return Outlook(
         launcher,
         tp,
@@ -236,22 +228,22 @@ def _outlook(profile: Profile, launcher: str, tp: int, shape: Shape, workload: s
         causes=causes,
         setting=knob_words(Knobs(args, env)),
         with_setting=with_setting,
-        unlock=unlock[0] if unlock else "",
+        unlock="" if unlock is None else unlock_words(unlock),
     )
 
 
-def _causes(entries: Sequence[Mapping[str, Any]]) -> tuple[Cause, ...]:
+def _causes(entries: Sequence[Unmeasured]) -> tuple[Cause, ...]:
     """One cause per reason and action: two paths of one launcher (plain and fused) that are untimed
     for the same reason are one line."""
     merged: dict[tuple[str, str], Cause] = {}
     for entry in entries:
-        first, last = entry["tokens"]
-        key = (entry["why"], entry["action"])
+        first, last = entry.tokens
+        key = (entry.why, entry.action)
         found = merged.get(key)
         if found is None:
-            merged[key] = Cause(entry["runs"], (first, last), entry["why"], entry["action"])
+            merged[key] = Cause(entry.runs, (first, last), entry.why, entry.action)
             continue
-        paths = found.runs.replace(" here by default", f" and {entry['path']} here by default", 1)
+        paths = found.runs.replace(" here by default", f" and {entry.paths[0]} here by default", 1)
         tokens = (min(found.tokens[0], first), max(found.tokens[1], last))
         merged[key] = Cause(paths, tokens, found.why, found.action)
     return tuple(merged.values())
@@ -288,12 +280,12 @@ def _outcome(plan: LaunchPlan) -> Outcome:
     return Outcome(words + (" in the LLM-API options" if plan.config else ""), plan.estimate)
 
 
-def _settings(untimed: Sequence[Mapping[str, Any]], launcher: str) -> tuple[tuple[str, ...], dict[str, str]]:
+def _settings(untimed: Sequence[Unmeasured], launcher: str) -> tuple[tuple[str, ...], dict[str, str]]:
     """The launcher settings that make the unmeasured default paths ``untimed`` timed (``UNTIMED``)."""
     args: list[str] = []
     env: dict[str, str] = {}
     for entry in untimed:
-        found = cause(entry["path"], launcher)
+        found = cause(entry.paths[0], launcher)
         if found is None:
             continue
         if found.args and not _contains(args, found.args):

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from topo_gate._units import us_text
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.fields import (
     BACKENDS,
@@ -84,7 +85,7 @@ def _number(value: object, field: str, *, floor: float) -> float:
         )
     if value > MAX_CALL_US:
         raise ProfileInvalid(
-            f"{value!r} us is longer than a probe can time (at most {MAX_CALL_US:.0f} us: the step timeout)",
+            f"{value!r} us is longer than a probe can time (at most {us_text(MAX_CALL_US, 0)} us: the step timeout)",
             field,
         )
     return float(value)

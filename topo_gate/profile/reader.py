@@ -18,10 +18,10 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from topo_gate._units import speedup_ci_text
 from topo_gate.profile.digest import compute_digest
 from topo_gate.profile.drift import software_drift
 from topo_gate.profile.errors import ProfileError
-from topo_gate.profile.figures import speedup_ci_text
 from topo_gate.profile.given_fingerprint import (
     FINGERPRINT_ENV as FINGERPRINT_ENV,
 )  # re-exported: callers read it here

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from topo_gate._units import stored_speedup_text
 from topo_gate.profile.errors import ProfileInvalid
 from topo_gate.profile.fields import COMPOSITE_SUFFIX, NCCL
 from topo_gate.profile.measurements import Measurement
@@ -281,7 +282,7 @@ def _check_claim(
     assert bound is not None, "a rule's range has a size (checked by the caller)"
     if speedup > bound * (1 + _RELATIVE_SLACK) + _ABSOLUTE_SLACK:
         raise ProfileInvalid(
-            f"{backend} {speedup}x, but the price table's medians give it {bound:.3f}x at {at} B",
+            f"{backend} {speedup}x, but the price table's medians give it {stored_speedup_text(bound)} at {at} B",
             f"{where}speedup",
         )
 
@@ -302,7 +303,7 @@ def _check_in_context_claim(
             f"stated, but the price table has no in-context price of {backend} in this range", "in_context"
         )
     if not any(abs(stated - ratio) <= _ABSOLUTE_SLACK + _RELATIVE_SLACK * ratio for ratio in measured):
-        shown = ", ".join(f"{ratio:.3f}x" for ratio in measured)
+        shown = ", ".join(stored_speedup_text(ratio) for ratio in measured)
         raise ProfileInvalid(
             f"{stated}x is none of the price table's in-context speed-ups here ({shown})", "in_context"
         )

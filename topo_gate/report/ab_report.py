@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from topo_gate._units import percent_text
 from topo_gate.ab.record_check import arm_values
 from topo_gate.report.figures import file_stem
 from topo_gate.report.inert import cell, html_text
@@ -115,7 +116,7 @@ def validated(record: Mapping[str, Any], sources: Sequence[Source]) -> str:
 def _arm_rows(record: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
     rows = []
     for name, summary in record["summary"].items():
-        spread = "-" if summary["spread"] is None else f"{summary['spread']:.1%}"
+        spread = "-" if summary["spread"] is None else percent_text(summary["spread"])
         rows.append(
             (
                 name,

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 from rich.text import Text
 
+from topo_gate._units import percent_text
 from topo_gate.ab.schedule import Slot
 from topo_gate.ab.session import RunResult
 from topo_gate.report.ab_report import served_words
@@ -120,7 +121,7 @@ def _arms(record: Mapping[str, Any]) -> Table:
         if summary is None:
             table.add_row(file_text(name), "-", "-", "-", "-", "not run")
             continue
-        spread = "-" if summary["spread"] is None else f"{summary['spread']:.1%}"
+        spread = "-" if summary["spread"] is None else percent_text(summary["spread"])
         table.add_row(
             file_text(name),
             f"{summary['successes']} / {summary['failures']}",

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from topo_gate._units import human_bytes
+from topo_gate._units import human_bytes, percent_text, speedup_text, us_text
 from topo_gate.evidence.bar import STEP_CALLS
 from topo_gate.profile.schema import DecisionEntry, Rule
 from topo_gate.report import extensions
@@ -169,7 +169,7 @@ def _speedup(
     first = members[0].source
     ref_lines = (
         RefLine(1.0, f"{first.baseline} (1x)"),
-        RefLine(1.0 + first.margin, f"margin: {first.margin:.0%} faster, CI clear of it"),
+        RefLine(1.0 + first.margin, f"margin: {percent_text(first.margin, 0)} faster, CI clear of it"),
     )
     return FigureSpec(
         name=_name(SPEEDUP, key),
@@ -242,8 +242,8 @@ def _transitions(key: Key, members: list[_Member]) -> tuple[FigureSpec | None, l
             ratio = t.after_us / t.steady_us
             by_backend.setdefault(t.backend, []).append(Point(t.to_nbytes, ratio, ratio, ratio))
             steps.append(
-                f"{t.backend} {human_bytes(t.from_nbytes)} -> {human_bytes(t.to_nbytes)}: {ratio:.2f}x steady, "
-                f"+{t.cost_us:.1f} us per replay (charged {t.cost_us / STEP_CALLS:.2f} us/call)"
+                f"{t.backend} {human_bytes(t.from_nbytes)} -> {human_bytes(t.to_nbytes)}: {speedup_text(ratio)} steady, "
+                f"{us_text(t.cost_us, 1, signed=True)} us per replay (charged {us_text(t.cost_us / STEP_CALLS)} us/call)"
             )
         lines.extend(
             Line(backend, m.source.label, m.index, tuple(points), connect=False)
@@ -295,7 +295,9 @@ def _shades(key: Key, sources: Sequence[Source]) -> tuple[str | None, tuple[Shad
 
 
 def _shade_for(min_bytes: int, rule: Rule, *, cpu: bool) -> Shade:
-    speedup = f" {rule.speedup:.2f}x" if shows_speedup(rule, cpu=cpu) and rule.speedup is not None else ""
+    speedup = (
+        f" {speedup_text(rule.speedup)}" if shows_speedup(rule, cpu=cpu) and rule.speedup is not None else ""
+    )
     return Shade(min_bytes, rule.max_bytes, rule.backend, f"{backend_words(rule.backend, cpu=cpu)}{speedup}")
 
 

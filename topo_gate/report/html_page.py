@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping, Sequence
 
+from topo_gate._units import ci_text, speedup_text
 from topo_gate._version import __version__
 from topo_gate.launchers.outlook import Outlooks
 from topo_gate.profile.schema import DecisionEntry, Rule
@@ -171,7 +172,7 @@ def _decision_table(group: Sequence[tuple[str, DecisionEntry]], *, cpu: bool) ->
 def _speedup_words(rule: Rule, *, cpu: bool) -> str:
     if not shows_speedup(rule, cpu=cpu) or rule.speedup is None or rule.ci is None:
         return ""
-    return f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})"
+    return f"{speedup_text(rule.speedup)} ({ci_text(rule.ci)})"
 
 
 def _baseline(baseline: tuple[str, Sequence[Changes]], sources: Sequence[Source]) -> str:
@@ -210,7 +211,7 @@ def _baseline(baseline: tuple[str, Sequence[Changes]], sources: Sequence[Source]
 
 
 def _x(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
+    return "-" if value is None else speedup_text(value)
 
 
 def _head(*names: str) -> str:

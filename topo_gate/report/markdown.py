@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from topo_gate._units import ci_text, speedup_text
 from topo_gate.launchers.outlook import Outlooks
 from topo_gate.profile.schema import Profile
 from topo_gate.report.ab_report import AbSource, ab_markdown
@@ -96,7 +97,7 @@ def _decisions(sources: Sequence[Source]) -> list[str]:
                 words = backend_words(rule.backend, cpu=cpu)
                 backend = f"`{words}`" if is_fast_path(rule.backend) else words
                 speedup = (
-                    f"{rule.speedup:.2f}x ({rule.ci[0]:.2f}-{rule.ci[1]:.2f})"
+                    f"{speedup_text(rule.speedup)} ({ci_text(rule.ci)})"
                     if shows_speedup(rule, cpu=cpu) and rule.speedup is not None and rule.ci is not None
                     else ""
                 )
@@ -171,4 +172,4 @@ def _changes(source: Source, found: Changes) -> list[str]:
 
 
 def _x(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
+    return "-" if value is None else speedup_text(value)

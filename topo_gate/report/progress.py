@@ -26,6 +26,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.text import Text
 
+from topo_gate._units import shown
 from topo_gate.probe import PhaseProgress, ProbeProgress
 from topo_gate.probe.options import OVERRUN
 
@@ -46,7 +47,7 @@ def overall_line(event: ProbeProgress, elapsed_s: float, width: int) -> Text:
     numbers = f"{percent:3.0f}%  {clock_words(elapsed_s)} elapsed  {clock_words(event.remaining_s())} left"
     line = Text(numbers, style="bold")
     if event.pace is not None and not 1 / PACE_SHOWN_FROM < event.pace < PACE_SHOWN_FROM:
-        line.append(f" (re-fitted: {event.pace:.1f}x the estimate)", style="yellow")
+        line.append(f" (re-fitted: {shown(event.pace, 1)}x the estimate)", style="yellow")
     session = f"session {event.run}/{event.runs}: {event.label}"
     if len(line) + 2 + len(session) <= width:
         line.append(f"  {session}")

@@ -15,9 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from topo_gate._terminal import shown
-from topo_gate._units import human_bytes
+from topo_gate._units import ci_text, human_bytes, speedup_text
 from topo_gate.launchers.outlook import Outlooks
-from topo_gate.profile.figures import ci_text, speedup_text
 from topo_gate.profile.schema import DecisionEntry, Profile, Rule
 from topo_gate.report.outlook import terminal as outlook_terminal
 from topo_gate.report.preflight import preflight_view

@@ -13,9 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from topo_gate._terminal import shown
-from topo_gate._units import human_bytes
+from topo_gate._units import human_bytes, percent_text, speedup_ci_text, speedup_text
 from topo_gate.profile.compare import BackendChange, PriceChange
-from topo_gate.profile.figures import speedup_ci_text, speedup_text
 from topo_gate.profile.schema import NCCL, DecisionEntry, Measurement, Profile, Rule
 from topo_gate.report.rule_words import backend_words, is_fast_path, shows_speedup
 from topo_gate.report.text import file_text
@@ -217,7 +216,7 @@ def price_changes_lines(changes: Sequence[PriceChange]) -> list[str]:
             backend, nbytes, was, now = change.largest_move
             parts.append(
                 f"{change.beyond_ci} cells moved beyond their CIs; largest: {backend} at {human_bytes(nbytes)} "
-                f"{was:g} -> {now:g} us ({now / was - 1:+.1%})"
+                f"{was:g} -> {now:g} us ({percent_text(now / was - 1, signed=True)})"
             )
         lines.append(f"Price table {where}: {'; '.join(parts)}")
     return lines

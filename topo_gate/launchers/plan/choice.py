@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from topo_gate._units import human_bytes
+from topo_gate._units import human_bytes, us_text
 from topo_gate.launchers.command.merge import merge_onto
 from topo_gate.launchers.command.parse import UserKnobs
 from topo_gate.launchers.plan.costmodel import (
@@ -513,8 +513,8 @@ def _dearer_than_default(variants: Sequence[Variant]) -> str | None:
         if plan_us is not None and default_us is not None and plan_us > default_us:
             return (
                 f"its estimate is above the default's on {variant.ctx.group_class} SM "
-                f"{variant.ctx.capability[0]}.{variant.ctx.capability[1]}: {plan_us:.1f} against "
-                f"{default_us:.1f} us per step"
+                f"{variant.ctx.capability[0]}.{variant.ctx.capability[1]}: {us_text(plan_us, 1)} against "
+                f"{us_text(default_us, 1)} us per step"
             )
     return None
 

@@ -55,6 +55,7 @@ from functools import cached_property, lru_cache
 from types import MappingProxyType
 from typing import Generic, TypeVar
 
+from topo_gate._units import us_text
 from topo_gate.evidence.bar import ALLREDUCES_PER_LAYER, DEFAULT_LAYERS
 from topo_gate.launchers.plan.pricing import (
     IN_CONTEXT,
@@ -520,8 +521,8 @@ def _step_check(
     )
     if why is None and check.plan_us > check.limit_us:
         why = (
-            f"step slower at {where}: {check.plan_us:.1f} us/step against the default's "
-            f"{check.default_us:.1f} (CI up to {check.limit_us:.1f})"
+            f"step slower at {where}: {us_text(check.plan_us, 1)} us/step against the default's "
+            f"{us_text(check.default_us, 1)} (CI up to {us_text(check.limit_us, 1)})"
         )
         check = replace(check, why=why)
     return check

@@ -22,7 +22,7 @@ from topo_gate.launchers.command.releases import NAMES, Resolution, resolve
 from topo_gate.launchers.command.user_command import read_command
 from topo_gate.launchers.plan.choice import Candidate, Choice, choose
 from topo_gate.launchers.plan.costmodel import EMBEDDING_FUSED_LAUNCHERS, Step
-from topo_gate.launchers.plan.explain import estimate_line
+from topo_gate.launchers.plan.explain_words import estimate_line
 from topo_gate.launchers.plan.pricing import PriceTable
 from topo_gate.launchers.plan.request import (
     LaunchPlanParts,
