@@ -11,7 +11,15 @@ from __future__ import annotations
 import pytest
 
 from topo_gate.launchers import knobs
-from topo_gate.launchers.plan.unmeasured import V2_LEGACY, cause, release, unmeasured_words, untimed
+from topo_gate.launchers.plan.unmeasured import (
+    NO_FIX,
+    UNTIMED,
+    V2_LEGACY,
+    cause,
+    release,
+    unmeasured_words,
+    untimed,
+)
 from topo_gate.launchers.routes import Context, Knobs, route
 from topo_gate.launchers.routes.nccl import MEASURED, NVLS, NVLS_ENV, nccl_path
 from topo_gate.launchers.routes.torch_symm import DISABLE_MULTICAST_ENV
@@ -94,3 +102,30 @@ def test_vllms_model_kernels_have_a_cause_and_no_setting_to_fix(path: str, words
     assert found is not None and words in found.why
     assert found.action is None and not found.args and not found.env
     assert untimed(path, "sglang") is None
+
+
+#: Default paths whose cause no setting removes, one per such entry of ``UNTIMED``, with its launcher.
+NO_FIX_PATHS = {
+    "multimem": ("symm_mem_multimem", "vllm"),
+    "multicast": ("nvls_multicast", "sglang"),
+    "graph_only": ("custom_graph_only", "vllm"),
+    "eager_only": ("custom_eager_only", "vllm"),
+    "model_collectives": ("model_collectives", "sglang"),
+    "model_private": ("model_private_vllm", "vllm"),
+    "mixed_sites": ("mixed_sites_vllm", "vllm"),
+}
+
+
+def test_every_cause_without_a_fix_is_in_the_cases_below() -> None:
+    assert {entry.part for entry in UNTIMED if entry.action is None} == set(NO_FIX_PATHS)
+
+
+@pytest.mark.parametrize("part", list(NO_FIX_PATHS))
+def test_a_cause_no_setting_removes_says_so_and_sends_no_one_to_re_probe(part: str) -> None:
+    path, launcher = NO_FIX_PATHS[part]
+    found = cause(path, launcher)
+    assert found is not None and found.part == part and found.action is None
+    runs, why, advice = unmeasured_words(path, launcher) or ("", "", "")
+    assert runs == f"{release(launcher)} runs {path} here by default" and why == found.why
+    # A re-probe times nothing more here: the advice says no action makes it timed.
+    assert advice == NO_FIX and "re-probe this node" not in advice

@@ -137,13 +137,18 @@ def cause(name: str, launcher: str) -> Untimed | None:
     return untimed(name, launcher)
 
 
+#: The advice for a known cause that no action removes (multicast, graph-only paths, a model's own
+#: kernels): a re-probe would time nothing more, so saying "re-probe" would send the user in a circle.
+NO_FIX = "none: no launcher setting and no re-probe makes this path one a trial times; these sizes stay on the launcher's default"
+
+
 def unmeasured_words(name: str, launcher: str) -> tuple[str, str, str] | None:
     """(what the launcher runs, why the profile has no price for it, the advice) for a default path
     ``name`` of a measurement table; None for a path with no known cause."""
     found = cause(name, launcher)
-    if found is None or found.advice is None:
+    if found is None:
         return None
-    return f"{release(launcher)} runs {name} here by default", found.why, found.advice
+    return f"{release(launcher)} runs {name} here by default", found.why, found.advice or NO_FIX
 
 
 def setting_words(found: Untimed) -> str:
