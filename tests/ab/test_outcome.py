@@ -123,3 +123,12 @@ def test_the_logs_folder_is_recorded_relative_to_the_records_folder_where_it_lie
     logs = folder / "ab.runs" if inside else tmp_path / "logs"
     method = _record([], folder, logs=logs)["method"]
     assert method["logs"] == ("ab.runs" if inside else str(logs.resolve()))
+
+
+def test_two_sessions_of_one_process_in_one_second_get_folders_of_their_own(tmp_path, monkeypatch) -> None:
+    from topo_gate.ab import driver
+
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "ab.json"
+    folders = [driver.logs_folder(None, out) for _ in range(3)]  # well within one second, one pid
+    assert len(set(folders)) == 3 and all(f.is_dir() and f.parent == tmp_path / "ab.runs" for f in folders)

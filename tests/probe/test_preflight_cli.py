@@ -80,9 +80,9 @@ def test_the_table_fits_the_terminal(width: int, sglang: bool) -> None:
     # architecture on this node (the fused pass, uncompiled, mixed sites, two model-private limits).
     assert sum("no [" in line for line in lines) == (14 if sglang else 16)
     text = buffer.getvalue()
-    # Four distinct reasons without SGLang, three with it (vLLM's mixed-site and model-private ranges
-    # share "no trial backend times this path").
-    assert ("[4]" in text) is (not sglang) and "[3]" in text
+    # Five distinct reasons without SGLang, four with it: vLLM's MNNVL, its mixed sites and its
+    # model-private kernels each say their own cause, beside TensorRT-LLM's autotuner.
+    assert ("[5]" in text) is (not sglang) and "[4]" in text
 
 
 def test_an_empty_preflight_makes_no_claim_over_a_table_it_does_not_show() -> None:

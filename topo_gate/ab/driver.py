@@ -150,6 +150,11 @@ def command_inputs(profile: str | None, capture: str | None, cmd: Sequence[str])
     return inputs
 
 
+#: Run log folders one process may start within one second before ``logs_folder`` gives up: far more
+#: than sessions of minutes each can start, few enough to end a loop that keeps failing.
+MAX_SAME_SECOND = 100
+
+
 def logs_folder(logs: Path | None, out: Path | None) -> Path:
     """``--logs`` (new or empty), else a fresh folder under ``<out>.runs/`` (or ``topo-gate-ab.runs/``)."""
     try:
@@ -160,9 +165,18 @@ def logs_folder(logs: Path | None, out: Path | None) -> Path:
             return logs
         base = out.with_name(out.stem + ".runs") if out is not None else Path("topo-gate-ab.runs")
         base.mkdir(exist_ok=True)
-        folder = base / f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{os.getpid()}"
-        folder.mkdir()
-        return folder
+        stamp = f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{os.getpid()}"
+        # Two sessions of one process within a second (a script calling ab twice) get -2, -3, ...
+        for attempt in range(1, MAX_SAME_SECOND + 1):
+            folder = base / (stamp if attempt == 1 else f"{stamp}-{attempt}")
+            try:
+                folder.mkdir()
+            except FileExistsError:
+                continue
+            return folder
+        raise OutputRefused(
+            f"cannot create the run log folder: {MAX_SAME_SECOND} under {base} already hold {stamp}"
+        )
     except OSError as error:
         raise OutputRefused(f"cannot create the run log folder: {error.strerror or error}") from None
 
