@@ -18,6 +18,10 @@ REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "profiles" / "h200-x2" / "h7168-run1.evidence.json"
 BACKEND = "trtllm_oneshot"
 
+#: Each test decides the whole bundled run, with its bootstrap: 2.8 s and 6.1 s of CPU (decide, report),
+#: the fast loop's two dearest tests.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def evidence(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int]]:

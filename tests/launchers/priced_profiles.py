@@ -13,6 +13,7 @@ unless ``transitions`` names it (an untimed transition is never free: the planne
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -158,11 +159,21 @@ def priced_evidence(
     return evidence
 
 
+#: Each distinct table set decided once per test process, by its tables and options as JSON. Deciding
+#: a probe-sized table (13 sizes, bootstrap intervals, every rule) takes about 0.3 s of CPU, and the
+#: knob cases' profiles are decided again by most of the exec, recommend, fallback and plugin tests
+#: that use them. A Profile is frozen, so every test may share one.
+_DECIDED: dict[str, Profile] = {}
+
+
 def priced_profile(tables: Mapping[str, Mapping[str, Sequence[float | None]]], **options: Any) -> Profile:
     """The sealed profile ``decide`` derives from ``priced_evidence(tables, **options)``."""
-    evidence = priced_evidence(tables, **options)
-    profile, _ = build_profile(evidence, None, DecideSettings())
-    return replace(profile, created=evidence["created"]).with_digest()
+    key = json.dumps([tables, options], sort_keys=True, default=dict)
+    if key not in _DECIDED:
+        evidence = priced_evidence(tables, **options)
+        profile, _ = build_profile(evidence, None, DecideSettings())
+        _DECIDED[key] = replace(profile, created=evidence["created"]).with_digest()
+    return _DECIDED[key]
 
 
 def write_priced_profile(

@@ -23,8 +23,15 @@ from topo_gate.report.summary import summary
 REPO = Path(__file__).resolve().parents[2]
 H200_PATH = REPO / "profiles/h200-x2/h7168-run1.yaml"
 H200 = load_profile(H200_PATH)
-FOUND = outlooks(H200, model="llama-3-70b")
 HOSTILE = "x`|*_<script>\x1b[2J"
+
+
+@pytest.fixture(scope="module")
+def found() -> Outlooks:
+    """The bundled profile's outlook for a served model: six plans, 0.7 s of CPU, built when a
+    test here first needs it rather than at import, where every collection (each xdist worker, every
+    run of an unrelated test) paid for it."""
+    return outlooks(H200, model="llama-3-70b")
 
 
 def _hostile() -> Outlooks:
@@ -36,8 +43,10 @@ def _hostile() -> Outlooks:
 
 
 @pytest.mark.parametrize("width", [80, 200])
-def test_the_terminal_text_keeps_within_its_width_and_says_every_launcher(width: int) -> None:
-    text = render(FOUND, "text", width=width)
+def test_the_terminal_text_keeps_within_its_width_and_says_every_launcher(
+    width: int, found: Outlooks
+) -> None:
+    text = render(found, "text", width=width)
     assert text.startswith(TITLE)
     assert all(len(line) <= width for line in text.splitlines())
     for release in ("SGLang 0.5.23:", f"vLLM {PINNED['vllm']}:", "TensorRT-LLM git-f6a156b:"):
@@ -45,10 +54,10 @@ def test_the_terminal_text_keeps_within_its_width_and_says_every_launcher(width:
     assert "with VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm: " in text
 
 
-def test_markdown_and_html_carry_the_same_lines_as_the_terminal() -> None:
-    blocks = layout(FOUND)
-    markdown = render(FOUND, "markdown")
-    html = render(FOUND, "html")
+def test_markdown_and_html_carry_the_same_lines_as_the_terminal(found: Outlooks) -> None:
+    blocks = layout(found)
+    markdown = render(found, "markdown")
+    html = render(found, "html")
     assert markdown.count("\n- ") == html.count("<li>") - sum(b.kind == "detail" for b in blocks)
     assert markdown.count("  - ") == sum(b.kind == "detail" for b in blocks)
     assert "`VLLM_FLASHINFER_ALLREDUCE_BACKEND=trtllm`" in markdown
@@ -67,9 +76,9 @@ class _Balance(HTMLParser):
         assert self.open and self.open.pop() == tag, tag
 
 
-def test_the_html_nests_each_launchers_details_in_its_list_item() -> None:
+def test_the_html_nests_each_launchers_details_in_its_list_item(found: Outlooks) -> None:
     checker = _Balance()
-    checker.feed(render(FOUND, "html"))
+    checker.feed(render(found, "html"))
     assert checker.open == []
 
 
@@ -91,9 +100,9 @@ def test_show_puts_it_in_the_json(capsys) -> None:
     assert [e["launcher"] for e in data["launchers"]["entries"]] == ["sglang", "vllm", "trtllm"]
 
 
-def test_the_probe_summary_ends_with_it() -> None:
+def test_the_probe_summary_ends_with_it(found: Outlooks) -> None:
     console = Console(width=80, record=True)
-    console.print(summary(H200, profile_path="p.yaml", evidence_path=None, outlook=FOUND))
+    console.print(summary(H200, profile_path="p.yaml", evidence_path=None, outlook=found))
     text = console.export_text()
     assert text.index("profile:  p.yaml") < text.index(TITLE)
     assert all(len(line) <= 80 for line in text.splitlines())

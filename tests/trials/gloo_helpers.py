@@ -12,6 +12,11 @@ from topo_gate.trials.results import PlanResult, SessionResult
 from topo_gate.trials.runner import Progress, run_trial_session
 
 FAULTS_ON = {"TOPO_GATE_ALLOW_FAULT_INJECTION": "1"}
+#: The step bound of the tests that wait for the watchdog to end an injected hang: each second of it
+#: is a second the serial "processes" group stands idle. test_watchdog.py holds healthy gloo steps to
+#: a 2 s bound (a second fault would fail it) and passes at a load of 9 on 2 cores; twice that is left
+#: as margin. Those tests time the kill against the bound; these only need it to come.
+HANG_BOUND_S = 4.0
 
 
 def gloo_plan(tp: int = 2, pattern: str = "allreduce", **overrides: object) -> TrialPlan:

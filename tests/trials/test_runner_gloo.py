@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from gloo_helpers import FAULTS_ON, gloo_plan, processes_mentioning, run_one
+from gloo_helpers import FAULTS_ON, HANG_BOUND_S, gloo_plan, processes_mentioning, run_one
 
 from topo_gate.trials.protocol import heartbeat_path
 from topo_gate.trials.results import PlanResult
@@ -69,12 +69,12 @@ def test_every_backend_is_checked_and_measured(tp: int, pattern: str, workdir: P
 
 def test_hang_is_killed_within_its_bound_and_the_others_still_measured(workdir: Path) -> None:
     plan = gloo_plan(backends=("gloo_ring", "gloo"), faults={"gloo_ring": "hang"})
-    # The injected hang never returns: only the runner's watchdog (10 s without progress) ends it,
-    # and its reason says so. No elapsed-time assertion: a loaded machine is slow, not wrong.
-    result = run(plan, workdir, timeout_s=10.0, env=FAULTS_ON)
+    # The injected hang never returns: only the runner's watchdog (HANG_BOUND_S without progress) ends
+    # it, and its reason says so. No elapsed-time assertion: a loaded machine is slow, not wrong.
+    result = run(plan, workdir, timeout_s=HANG_BOUND_S, env=FAULTS_ON)
     hung = result.backends["gloo_ring"]
     assert hung.status == "timeout"
-    assert "no progress for 10 s in check of gloo_ring at 1 tokens" in hung.reason
+    assert f"no progress for {HANG_BOUND_S:g} s in check of gloo_ring at 1 tokens" in hung.reason
     assert [(c["tokens"], c["status"]) for c in cells(result, "gloo_ring")] == [(1, "timeout")]
     assert_measured(result, "gloo")
     assert result.attempts == 2  # when the kill came, against the bound: test_watchdog.py

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from gloo_helpers import FAULTS_ON, gloo_plan, run_gloo
+from gloo_helpers import FAULTS_ON, HANG_BOUND_S, gloo_plan, run_gloo
 
 from topo_gate.profile.schema import PATTERNS
 from topo_gate.trials.results import PlanResult, SessionResult
@@ -72,10 +72,11 @@ def test_a_crash_in_one_pattern_leaves_the_other_measured(workdir: Path) -> None
 
 
 def test_a_hang_in_the_first_pattern_leaves_the_second_measured(workdir: Path) -> None:
-    session = run_gloo(both(allreduce={"gloo_ring": "hang"}), workdir, timeout_s=10.0, env=FAULTS_ON)
+    session = run_gloo(both(allreduce={"gloo_ring": "hang"}), workdir, timeout_s=HANG_BOUND_S, env=FAULTS_ON)
     plain, fused = run(session, "allreduce"), run(session, "allreduce_rmsnorm")
     assert measured(plain) == {"gloo": "ok", "gloo_ring": "timeout"}
-    assert "no progress for 10 s in check of gloo_ring at 1 tokens" in plain.backends["gloo_ring"].reason
+    reason = plain.backends["gloo_ring"].reason
+    assert f"no progress for {HANG_BOUND_S:g} s in check of gloo_ring at 1 tokens" in reason
     assert set(measured(fused).values()) == {"ok"} and fused.error is None
 
 
