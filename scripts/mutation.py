@@ -114,7 +114,7 @@ MODULES = (
     Target("topo_gate/launchers/plan/workload.py", ("tests/launchers/test_workload_keys.py", "tests/launchers/test_workload_bounds.py", "tests/launchers/test_workload.py", "tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py", "tests/launchers/test_planning.py", "tests/launchers/test_step_rule.py")),
     Target("topo_gate/launchers/plan/choice.py", ("tests/launchers/test_planning_rules.py", "tests/launchers/test_planning.py", "tests/launchers/test_costmodel.py", "tests/launchers/test_costmodel_transitions_and_constraint.py")),
     # What the launchers will do on this node, and why a default path is unmeasured, with its fix.
-    Target("topo_gate/launchers/outlook.py", ("tests/launchers/test_outlook.py", "tests/launchers/test_outlook_fix_flags.py", "tests/report/test_outlook_headings.py", "tests/report/test_outlook_render.py", "tests/report/test_readme_outlook.py")),
+    Target("topo_gate/launchers/outlook.py", ("tests/launchers/test_outlook_parts.py", "tests/launchers/test_outlook.py", "tests/launchers/test_outlook_fix_flags.py", "tests/report/test_outlook_headings.py", "tests/report/test_outlook_render.py", "tests/report/test_readme_outlook.py")),
     Target("topo_gate/launchers/plan/unmeasured.py", ("tests/launchers/test_unmeasured_fixes.py", "tests/launchers/test_explain.py", "tests/launchers/test_outlook.py", "tests/probe/test_preflight.py")),
     # The probe's preflight: what the probe will and will not measure on this node, before any trial.
     Target("topo_gate/probe/preflight.py", ("tests/probe/test_preflight.py", "tests/probe/test_preflight_cli.py", "tests/probe/test_probe_wiring.py")),

@@ -129,3 +129,21 @@ def test_a_cause_no_setting_removes_says_so_and_sends_no_one_to_re_probe(part: s
     assert runs == f"{release(launcher)} runs {path} here by default" and why == found.why
     # A re-probe times nothing more here: the advice says no action makes it timed.
     assert advice == NO_FIX and "re-probe this node" not in advice
+
+
+def test_an_action_that_is_no_launcher_setting_is_the_advice_alone() -> None:
+    # "--model NAME" names the served model, not a launcher setting to measure against the default:
+    # no A/B command follows it.
+    found = untimed("model_dependent", "")
+    assert found is not None and found.args == () and found.env == ()
+    assert found.advice == "--model NAME"
+
+
+@pytest.mark.parametrize("launcher", [*knobs.LAUNCHERS, "".join(["sg", "lang"])])
+def test_only_sglang_has_the_v2_legacy_cause(launcher: str) -> None:
+    # The last name is built at run time, a string equal to "sglang" but not the same object.
+    found = cause("custom_v2_sglang", launcher)
+    if launcher == "sglang":
+        assert found is V2_LEGACY
+    else:
+        assert found is untimed("custom_v2_sglang", launcher) is None
