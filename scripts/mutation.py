@@ -117,7 +117,7 @@ MODULES = (
     Target("topo_gate/launchers/outlook.py", ("tests/launchers/test_outlook.py", "tests/launchers/test_outlook_fix_flags.py", "tests/report/test_outlook_headings.py", "tests/report/test_outlook_render.py", "tests/report/test_readme_outlook.py")),
     Target("topo_gate/launchers/plan/unmeasured.py", ("tests/launchers/test_unmeasured_fixes.py", "tests/launchers/test_explain.py", "tests/launchers/test_outlook.py", "tests/probe/test_preflight.py")),
     # The probe's preflight: what the probe will and will not measure on this node, before any trial.
-    Target("topo_gate/probe/preflight.py", ("tests/probe/test_preflight.py", "tests/probe/test_preflight_cli.py", "tests/probe/test_probe_wiring.py")),
+    Target("topo_gate/probe/preflight.py", ("tests/probe/test_preflight.py", "tests/probe/test_preflight_ranges.py", "tests/probe/test_preflight_cli.py", "tests/probe/test_probe_wiring.py")),
     Target("topo_gate/launchers/plan/explain.py", ("tests/launchers/test_explain.py", "tests/launchers/test_step_rule.py", "tests/launchers/test_recommend_explain_words.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_outlook.py", "tests/launchers/test_recommend_cli.py")),
     Target("topo_gate/launchers/plan/explain_words.py", ("tests/launchers/test_explain_words.py", "tests/launchers/test_recommend_explain_words.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_outlook.py", "tests/launchers/test_recommend_cli.py")),
     # ab: the run order, the metric read from a run's output, the verdict, the sealed record and
