@@ -43,6 +43,7 @@ def test_an_admission_without_any_one_of_its_three_facts_answers_its_reason(
 ) -> None:
     admitted = admit(example_path, tp=2, fingerprint=example_data["node"]["fingerprint"])
     assert admitted.profile is not None
-    refused = dataclasses.replace(admitted, reason="refused here", **{missing: None})
+    cleared: dict[str, Any] = {missing: None}
+    refused = dataclasses.replace(admitted, reason="refused here", **cleared)
     decision = refused.decide("allreduce", 1024)
     assert (decision.backend, decision.fallback, decision.reason) == ("nccl", True, "refused here")
