@@ -94,7 +94,7 @@ MODULES = (
     Target("topo_gate/launchers/sglang.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/vllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/trtllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
-    *(Target(f"topo_gate/launchers/{name}.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_follow.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_planning.py", "tests/launchers/test_model_shape.py", "tests/launchers/test_releases.py", "tests/launchers/test_read_once.py")) for name in ("plan/request", "plan/flow")),
+    *(Target(f"topo_gate/launchers/{name}.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_follow.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_planning.py", "tests/launchers/test_model_shape.py", "tests/launchers/test_releases.py", "tests/launchers/test_read_once.py", "tests/launchers/test_request_edges.py")) for name in ("plan/request", "plan/flow")),
     # The route model: FlashInfer's one-/two-shot choice.
     Target("topo_gate/launchers/routes/flashinfer.py", ("tests/launchers/test_routes.py", "tests/launchers/test_route_defaults.py")),
     # What a launcher trusts at start-up besides the profile: the node's identity and its software.
