@@ -83,7 +83,7 @@ SOCKET_PATH_MAX = 100
 MODULES = (
     Target("topo_gate/profile/digest.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py", "tests/test_layering.py::test_reader_start_leaves_out_the_slow_standard_modules")),
     Target("topo_gate/profile/validate.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_malformed.py", "tests/profile/test_fail_closed.py", "tests/profile/test_semantic_boundaries.py")),
-    Target("topo_gate/profile/reader.py", ("tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py", "tests/profile/test_reader_hostile_arguments.py", "tests/profile/test_reader_reasons.py", "tests/profile/test_reader_admission.py", "tests/profile/test_profile_set.py")),
+    Target("topo_gate/profile/reader.py", ("tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py", "tests/profile/test_reader_hostile_arguments.py", "tests/profile/test_reader_reasons.py", "tests/profile/test_reader_admission.py", "tests/profile/test_reader_admission_edges.py", "tests/profile/test_profile_set.py")),
     Target("topo_gate/profile/semantics.py", ("tests/profile/test_malformed.py", "tests/profile/test_fail_closed.py", "tests/profile/test_semantic_boundaries.py", "tests/profile/test_price_table_claims.py", "tests/profile/test_mutations.py")),
     *(Target(f"topo_gate/decide/{name}.py", ("tests/decide/test_decide_rules.py", "tests/decide/test_decide_cases.py", "tests/decide/test_decide_transitions_fusion_failures.py", "tests/decide/test_decide_in_context_confirmation.py", "tests/decide/test_decide_bar_boundary.py", "tests/decide/test_decide_size_verdicts.py", "tests/decide/test_decide_properties.py")) for name in ("verdicts", "ladder", "words", "runs")),
     # Decide's bar, which the trial worker applies too: the margin, the step's calls, a transition's cost.
@@ -94,7 +94,7 @@ MODULES = (
     Target("topo_gate/launchers/sglang.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/vllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
     Target("topo_gate/launchers/trtllm.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py"), constant="FORCE_NCCL"),
-    *(Target(f"topo_gate/launchers/{name}.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_follow.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_planning.py", "tests/launchers/test_model_shape.py", "tests/launchers/test_releases.py", "tests/launchers/test_read_once.py")) for name in ("plan/request", "plan/flow")),
+    *(Target(f"topo_gate/launchers/{name}.py", ("tests/launchers/test_fallback.py", "tests/launchers/test_forced_nccl.py", "tests/launchers/test_follow.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_planning.py", "tests/launchers/test_model_shape.py", "tests/launchers/test_releases.py", "tests/launchers/test_read_once.py", "tests/launchers/test_request_edges.py")) for name in ("plan/request", "plan/flow")),
     # The route model: FlashInfer's one-/two-shot choice.
     Target("topo_gate/launchers/routes/flashinfer.py", ("tests/launchers/test_routes.py", "tests/launchers/test_route_defaults.py")),
     # What a launcher trusts at start-up besides the profile: the node's identity and its software.
@@ -117,7 +117,7 @@ MODULES = (
     Target("topo_gate/launchers/outlook.py", ("tests/launchers/test_outlook_parts.py", "tests/launchers/test_outlook.py", "tests/launchers/test_outlook_fix_flags.py", "tests/report/test_outlook_headings.py", "tests/report/test_outlook_render.py", "tests/report/test_readme_outlook.py")),
     Target("topo_gate/launchers/plan/unmeasured.py", ("tests/launchers/test_unmeasured_fixes.py", "tests/launchers/test_explain.py", "tests/launchers/test_outlook.py", "tests/probe/test_preflight.py")),
     # The probe's preflight: what the probe will and will not measure on this node, before any trial.
-    Target("topo_gate/probe/preflight.py", ("tests/probe/test_preflight.py", "tests/probe/test_preflight_cli.py", "tests/probe/test_probe_wiring.py")),
+    Target("topo_gate/probe/preflight.py", ("tests/probe/test_preflight.py", "tests/probe/test_preflight_ranges.py", "tests/probe/test_preflight_cli.py", "tests/probe/test_probe_wiring.py")),
     Target("topo_gate/launchers/plan/explain.py", ("tests/launchers/test_explain.py", "tests/launchers/test_step_rule.py", "tests/launchers/test_recommend_explain_words.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_outlook.py", "tests/launchers/test_recommend_cli.py")),
     Target("topo_gate/launchers/plan/explain_words.py", ("tests/launchers/test_explain_words.py", "tests/launchers/test_recommend_explain_words.py", "tests/launchers/test_follow_reading.py", "tests/launchers/test_outlook.py", "tests/launchers/test_recommend_cli.py")),
     # ab: the run order, the metric read from a run's output, the verdict, the sealed record and

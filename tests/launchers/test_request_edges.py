@@ -1,0 +1,69 @@
+"""A plan request's edges (``launchers/plan/request.py``, ``plan/flow.py``): a command line already read
+stands for the args, env and release on its own, so a request given one of them beside it is refused;
+a request without a TP size falls back in the reader's words; and a command read for one launcher is
+refused by every other launcher's planner.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from topo_gate.launchers import PLANNERS, PlanRequest
+from topo_gate.launchers.command.releases import Installed
+from topo_gate.launchers.command.user_command import read_command
+from topo_gate.launchers.plan.request import shape_problem
+
+PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "h200-x2" / "h7168-run1.yaml"
+FINGERPRINT = yaml.safe_load(PROFILE.read_text(encoding="utf-8"))["node"]["fingerprint"]
+COMMANDS = {
+    "vllm": (
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        "Qwen/Qwen3-32B",
+        "-tp",
+        "2",
+    ),
+    "sglang": (
+        sys.executable,
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        "Qwen/Qwen3-32B",
+        "--tp-size",
+        "2",
+    ),
+    "trtllm": (sys.executable, "-m", "tensorrt_llm.commands.serve", "Qwen/Qwen3-32B", "--tp_size", "2"),
+}
+
+
+@pytest.mark.parametrize(
+    "beside",
+    [{"user_args": ("--max-model-len", "8192")}, {"user_env": {}}, {"installed": Installed()}],
+    ids=["user_args", "user_env", "installed"],
+)
+def test_a_command_with_any_one_of_what_it_stands_for_beside_it_is_refused(beside: dict[str, Any]) -> None:
+    command = read_command("vllm", COMMANDS["vllm"], {}, None)
+    with pytest.raises(ValueError, match="takes its args, env and release from it alone"):
+        PlanRequest(PROFILE, tp=2, command=command, **beside)
+
+
+def test_a_request_without_a_tp_size_is_refused_in_the_readers_words() -> None:
+    request = PlanRequest(PROFILE, tp=None)  # type: ignore[arg-type]  # a caller without types
+    assert shape_problem(request) == "tp must be a positive integer, got None"
+
+
+@pytest.mark.parametrize(
+    ("planner", "read_for"),
+    [(planner, read_for) for planner in COMMANDS for read_for in COMMANDS if planner != read_for],
+)
+def test_a_command_read_for_another_launcher_is_refused_by_every_planner(planner: str, read_for: str) -> None:
+    command = read_command(read_for, COMMANDS[read_for], {}, None)
+    with pytest.raises(ValueError, match=f"a {planner} plan asked for a {read_for} command line"):
+        PLANNERS[planner](PlanRequest(PROFILE, tp=2, fingerprint=FINGERPRINT, command=command))
