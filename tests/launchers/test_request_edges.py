@@ -7,6 +7,7 @@ refused by every other launcher's planner.
 from __future__ import annotations
 
 import sys
+from dataclasses import FrozenInstanceError, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +68,22 @@ def test_a_command_read_for_another_launcher_is_refused_by_every_planner(planner
     command = read_command(read_for, COMMANDS[read_for], {}, None)
     with pytest.raises(ValueError, match=f"a {planner} plan asked for a {read_for} command line"):
         PLANNERS[planner](PlanRequest(PROFILE, tp=2, fingerprint=FINGERPRINT, command=command))
+
+
+@pytest.mark.parametrize("planner", list(COMMANDS))
+def test_a_command_for_the_same_launcher_is_planned_whatever_string_object_names_it(planner: str) -> None:
+    # The launcher's name in a command read at run time need not be the planner's own string object:
+    # the names are compared by value (a name built here is equal to, but not, the literal).
+    command = read_command(planner, COMMANDS[planner], {}, None)
+    entry = command.line.entry._replace(launcher="".join(list(planner)))
+    command = replace(command, line=command.line._replace(entry=entry))
+    assert command.launcher == planner and command.launcher is not planner
+    PLANNERS[planner](PlanRequest(PROFILE, tp=2, fingerprint=FINGERPRINT, command=command))
+
+
+def test_a_request_cannot_change_once_made() -> None:
+    # One request is read by every candidate of a plan and by the outlook's re-plans: a change
+    # midway would price candidates against different requests.
+    request = PlanRequest(PROFILE, tp=2)
+    with pytest.raises(FrozenInstanceError):
+        request.tp = 4  # type: ignore[misc]
