@@ -81,7 +81,7 @@ SOCKET_PATH_MAX = 100
 # is in scope, the functions to mutate (or the constant, for the forcing sets). pytest -x stops at the
 # first failure, so quick files that kill most mutants go first; slow ones (hypothesis, real workers) last.
 MODULES = (
-    Target("topo_gate/profile/digest.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py", "tests/test_layering.py::test_reader_start_leaves_out_the_slow_standard_modules")),
+    Target("topo_gate/profile/digest.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py")),
     Target("topo_gate/profile/validate.py", ("tests/profile/test_schema_roundtrip.py", "tests/profile/test_malformed.py", "tests/profile/test_fail_closed.py", "tests/profile/test_semantic_boundaries.py")),
     Target("topo_gate/profile/reader.py", ("tests/profile/test_reader_gate.py", "tests/profile/test_fail_closed.py", "tests/profile/test_reader_hostile_arguments.py", "tests/profile/test_reader_reasons.py", "tests/profile/test_reader_admission.py", "tests/profile/test_reader_admission_edges.py", "tests/profile/test_profile_set.py")),
     Target("topo_gate/profile/semantics.py", ("tests/profile/test_malformed.py", "tests/profile/test_fail_closed.py", "tests/profile/test_semantic_boundaries.py", "tests/profile/test_price_table_claims.py", "tests/profile/test_mutations.py")),
