@@ -6,42 +6,18 @@ refused by every other launcher's planner.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import FrozenInstanceError, replace
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+
+# The lines as a user hands them to ``exec``, one per launcher, and the bundled profile they plan on.
+from test_read_once import COMMANDS, FINGERPRINT, PROFILE
 
 from topo_gate.launchers import PLANNERS, PlanRequest
 from topo_gate.launchers.command.releases import Installed
 from topo_gate.launchers.command.user_command import read_command
 from topo_gate.launchers.plan.request import shape_problem
-
-PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "h200-x2" / "h7168-run1.yaml"
-FINGERPRINT = yaml.safe_load(PROFILE.read_text(encoding="utf-8"))["node"]["fingerprint"]
-COMMANDS = {
-    "vllm": (
-        sys.executable,
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        "--model",
-        "Qwen/Qwen3-32B",
-        "-tp",
-        "2",
-    ),
-    "sglang": (
-        sys.executable,
-        "-m",
-        "sglang.launch_server",
-        "--model-path",
-        "Qwen/Qwen3-32B",
-        "--tp-size",
-        "2",
-    ),
-    "trtllm": (sys.executable, "-m", "tensorrt_llm.commands.serve", "Qwen/Qwen3-32B", "--tp_size", "2"),
-}
 
 
 @pytest.mark.parametrize(
