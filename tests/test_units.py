@@ -116,3 +116,11 @@ def test_shown_rounds_the_kept_value_not_the_binary_one() -> None:
     assert (shown(2.675, 2), f"{2.675:.2f}") == ("2.68", "2.67")
     # What is kept decides: 1.23449999 kept to four decimals is 1.2345, which reads 1.235 to three.
     assert (shown(1.2344999, 3), shown(1.23449999, 3, keep=4)) == ("1.234", "1.235")
+
+
+def test_a_share_is_kept_to_six_decimals_then_rounded_half_up() -> None:
+    # 0.0123449 is kept as 0.012345 (1.2345%): half up at three places gives 1.235%, where keeping
+    # five decimals (1.234%) or seven (1.23449% -> 1.234%) would not.
+    assert percent_text(0.0123449, 3) == "1.235%"
+    # And the percentage keeps the four decimals the share's six give it.
+    assert percent_text(0.0123449, 4) == "1.2345%"

@@ -657,3 +657,13 @@ def test_per_call_figures_skip_a_pattern_with_no_site() -> None:
 )
 def test_knob_words_are_flags_then_env_then_config(knobs: Knobs, words: str) -> None:
     assert explain.knob_words(knobs) == words
+
+
+def test_an_unmeasured_cause_over_two_paths_names_the_first_in_its_json() -> None:
+    from topo_gate.launchers.plan.explain import Unmeasured
+
+    entry = Unmeasured(
+        paths=("mnnvl_vllm", "mnnvl_fused_vllm"), tokens=(1, 8), patterns=("allreduce",), beyond=False,
+        runs="r", why="w", action="a", setting="", share=0.5,
+    )  # fmt: skip
+    assert entry.to_json()["path"] == "mnnvl_vllm"

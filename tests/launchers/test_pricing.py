@@ -257,3 +257,13 @@ def test_the_priors_a_transition_was_timed_after(prices, name: str, priors: tupl
 )
 def test_a_rung_is_priced_in_context_when_every_measured_name_there_was(prices, needed, rungs) -> None:
     assert in_context_rungs({PLAIN: prices}, needed) == frozenset(rungs)
+
+
+def test_a_transition_added_keeps_the_ones_already_timed(prices) -> None:
+    # The unlock search adds one measurement to a table that may already time others after other
+    # messages: those stay (trtllm_oneshot is timed after 4000 and 8000 bytes).
+    added = prices.with_transition("trtllm_oneshot", tokens(6), [0], 1.0)
+    assert set(added.transition_priors("trtllm_oneshot")) == {4000, tokens(6), 8000}
+    assert added.transition_measured("trtllm_oneshot", 0, tokens(8))
+    assert added.transition_measured("trtllm_oneshot", 0, tokens(6))
+    assert not prices.transition_measured("trtllm_oneshot", 0, tokens(6))  # the original is unchanged
