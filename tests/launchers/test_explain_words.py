@@ -29,6 +29,7 @@ from topo_gate.launchers.plan import explain_words
 from topo_gate.launchers.plan.choice import Candidate
 from topo_gate.launchers.plan.costmodel import Step
 from topo_gate.launchers.plan.explain import Explanation, Row, StepFigure, Totals, UnlockFigure, Unmeasured
+from topo_gate.launchers.plan.unmeasured import NO_FIX
 from topo_gate.launchers.plan.workload import Workload
 from topo_gate.launchers.routes import Knobs
 
@@ -417,6 +418,19 @@ def test_the_estimate_of_an_unmeasured_default_names_it_and_the_fix() -> None:
         "which is not measured. Fix: NCCL_NVLS_ENABLE=0"
     )
     assert "nothing changed" not in found and "beats" not in found
+
+
+def test_the_estimate_of_an_unmeasured_default_no_setting_fixes_says_its_action() -> None:
+    # A cause with no launcher setting: the fix is its action in words, never an empty one.
+    workload = Workload.from_weights("w", {3: 0.5, 4: 0.5})
+    found = explain_words.estimate_line(
+        choice(
+            NCCL_ONLY, FAST, default_plain=upto(8, "mixed_sites_vllm"), workload=workload, candidate=NOTHING
+        ),
+        workload,
+        "vllm",
+    )
+    assert f"which is not measured. Fix: {NO_FIX} (recommend --explain" in found
 
 
 def test_the_estimate_of_a_workload_priced_nowhere() -> None:

@@ -267,3 +267,9 @@ def test_a_transition_added_keeps_the_ones_already_timed(prices) -> None:
     assert added.transition_measured("trtllm_oneshot", 0, tokens(8))
     assert added.transition_measured("trtllm_oneshot", 0, tokens(6))
     assert not prices.transition_measured("trtllm_oneshot", 0, tokens(6))  # the original is unchanged
+
+
+def test_a_lamport_kernel_whose_transitions_were_never_timed_has_no_bound() -> None:
+    # Nothing measured after a larger message: the cost is at least nothing and has no known ceiling.
+    untimed = table(PLAIN, {"nccl": TIMED, "trtllm_oneshot": TIMED}, sizes=LADDER)
+    assert untimed.transition_bounds("trtllm_oneshot", 0, tokens(8)) == (0.0, None)
