@@ -394,6 +394,14 @@ def test_the_estimate_of_no_knobs_with_assumed_layers_and_part_of_the_steps() ->
     )
 
 
+def test_the_priced_share_of_the_steps_is_said_to_the_percent() -> None:
+    workload = Workload.from_weights("w", {1: 0.55, 16: 0.45})
+    found = explain_words.estimate_line(
+        choice(NCCL_ONLY, FAST, candidate=NOTHING, workload=workload), workload
+    )
+    assert "on the 55% of the workload 'w' steps that could be priced" in found
+
+
 def test_the_estimate_gives_no_per_step_figure_below_half_the_steps_priced() -> None:
     workload = Workload.from_weights("w", {1: 0.4, 16: 0.6})
     found = explain_words.estimate_line(
